@@ -1,0 +1,28 @@
+# The two commands a fresh machine needs: `make train` (main job) and `make test` (whole suite).
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.setup-stamp
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+
+.PHONY: setup train test test-fast lint clean
+
+setup: $(STAMP)
+
+# Re-run when the pins or any project metadata change; otherwise a no-op.
+$(STAMP): tank/constraints.txt tank/install.sh pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	PYTHON=$(PYTHON) VENV=$(VENV) bash tank/install.sh
+	touch $(STAMP)
+
+train: setup
+	$(VENV)/bin/pufferbox train cartpole
+
+test: setup
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not container"
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,1 @@
+"""Gymnasium's classic-control envs as a pufferbox plugin."""

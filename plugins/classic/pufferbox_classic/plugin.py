@@ -1,0 +1,22 @@
+"""Registers ``cartpole`` (Gymnasium ``CartPole-v1``)."""
+
+from __future__ import annotations
+
+import gymnasium
+
+from pufferbox import EnvSpec, hookimpl
+
+
+def make_cartpole(**kwargs) -> gymnasium.Env:
+    return gymnasium.make("CartPole-v1", **kwargs)
+
+
+@hookimpl
+def register_envs(register):
+    register(EnvSpec(
+        name="cartpole",
+        binding=make_cartpole,
+        description="Balance a pole on a cart (Gymnasium CartPole-v1).",
+        solved_return=475.0,
+        defaults={"train": {"total_steps": 200_000}},
+    ))

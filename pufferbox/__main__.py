@@ -1,0 +1,3 @@
+from pufferbox.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""The ``pufferbox`` command line: a thin click layer over the library.
+
+Each topic's commands live in their own module of this package and call one library
+function each. Expected failures (unknown env, bad config, bad backend options) print
+one ``Error: ...`` line and exit with status 2; plugins may add commands through the
+``register_commands`` hook.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pufferbox import __version__
+
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    from pufferbox.registry import RegistryError, UnknownEnvError
+    from pufferbox.spaces import SpaceError
+    from pufferbox.vector.base import VectorConfigError
+
+    errors: list[type[BaseException]] = [RegistryError, UnknownEnvError, SpaceError, VectorConfigError]
+    try:
+        from pufferbox.train.config import ConfigError
+        errors.append(ConfigError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+class UserError(click.ClickException):
+    exit_code = 2
+
+
+class PufferboxGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except user_errors() as exc:
+            raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+@click.group(cls=PufferboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pufferbox")
+def cli() -> None:
+    """pufferbox: environments, fast vectorization and PPO in one box."""
+
+
+def load_commands() -> None:
+    import importlib
+
+    for module in ("envs", "check", "train", "bench", "cuda", "tournament"):
+        try:
+            importlib.import_module(f"pufferbox.cli.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"pufferbox.cli.{module}":
+                raise
+
+
+def main() -> None:
+    load_commands()
+    from pufferbox.registry import get_registry
+
+    try:
+        get_registry().add_commands(cli)
+    except Exception as exc:  # registry problems must not make the CLI unusable
+        click.echo(f"Error: loading plugins failed: {exc}", err=True)
+    cli(prog_name="pufferbox")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

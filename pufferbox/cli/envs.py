@@ -1,0 +1,121 @@
+"""``pufferbox envs``, ``plugins`` and ``info``: what is installed and how it is laid out."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pufferbox.cli import cli
+from pufferbox.registry import EnvSpec, get_registry
+
+
+def env_status(spec: EnvSpec) -> tuple[str, str]:
+    reason = spec.unavailable_reason
+    return ("unavailable", reason) if reason else ("ok", "")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+def envs(as_json: bool) -> None:
+    """List registered environments: name, plugin, version, implementation, status."""
+    registry = get_registry()
+    rows = []
+    for spec in registry.all_envs():
+        status, reason = env_status(spec)
+        rows.append({"name": spec.name, "plugin": spec.plugin, "distribution": spec.distribution,
+                     "version": spec.version, "implementation": spec.implementation,
+                     "native": spec.native is not None, "status": status, "reason": reason,
+                     "aliases": list(spec.aliases), "description": spec.description})
+    for plugin in registry.broken():
+        rows.append({"name": f"({plugin.name})", "plugin": plugin.name, "distribution": plugin.distribution,
+                     "version": plugin.version, "implementation": "", "native": False,
+                     "status": "broken", "reason": plugin.error, "aliases": [], "description": ""})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("env", "plugin", "version", "impl", "status")
+    for row in rows:
+        status = row["status"] if row["status"] == "ok" else f"[red]{row['status']}[/]: {row['reason']}"
+        impl = row["implementation"] + (" +native" if row["native"] else "")
+        table.add_row(row["name"], row["plugin"], row["version"], impl, status)
+    Console().print(table)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins(as_json: bool) -> None:
+    """List installed plugins, their envs, and errors of broken ones."""
+    registry = get_registry().load()
+    rows = [{"name": p.name, "distribution": p.distribution, "version": p.version, "module": p.module,
+             "envs": p.envs, "status": "ok" if p.ok else "broken", "error": p.error} for p in registry.plugins]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("plugin", "distribution", "version", "envs", "status")
+    for row in rows:
+        status = "ok" if row["status"] == "ok" else f"[red]broken[/]: {row['error']}"
+        table.add_row(row["name"], row["distribution"], row["version"], ", ".join(row["envs"]), status)
+    Console().print(table)
+
+
+def describe(spec: EnvSpec) -> dict:
+    """Everything ``info`` shows, as plain data."""
+    obs_spec, act_spec, agents = spec.flattening()
+    requires = {}
+    for module, requirement in spec.requires.items():
+        name = requirement.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
+        try:
+            requires[requirement] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            requires[requirement] = "missing"
+    return {
+        "name": spec.name,
+        "plugin": spec.plugin,
+        "distribution": f"{spec.distribution} {spec.version}",
+        "implementation": spec.implementation,
+        "native_batched": spec.native is not None,
+        "description": spec.description,
+        "agents_per_env": agents,
+        "observation_space": str(obs_spec.space),
+        "action_space": str(act_spec.space),
+        "flat_observation": f"{obs_spec.flat_dtype}[{obs_spec.flat_size}] ({obs_spec.dtype.itemsize} bytes per agent)",
+        "flat_action": str(act_spec.flat_space),
+        "observation_fields": [
+            {"path": "/".join(map(str, leaf.path)) or "(root)", "dtype": str(leaf.dtype),
+             "shape": list(leaf.shape), "byte_offset": leaf.offset} for leaf in obs_spec.leaves
+        ],
+        "defaults": spec.defaults,
+        "solved_return": spec.solved_return,
+        "requires": requires,
+    }
+
+
+@cli.command()
+@click.argument("env")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(env: str, as_json: bool) -> None:
+    """Show ENV's spaces, flat layout, agents, defaults and pinned requirements."""
+    data = describe(get_registry().get(env))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    console = Console()
+    console.print(f"[bold]{data['name']}[/]  ({data['distribution']}, {data['implementation']}"
+                  f"{', native batched' if data['native_batched'] else ''})")
+    if data["description"]:
+        console.print(data["description"])
+    for key in ("agents_per_env", "observation_space", "action_space", "flat_observation", "flat_action",
+                "solved_return"):
+        console.print(f"  {key}: {data[key]}")
+    table = Table("field", "dtype", "shape", "byte offset")
+    for f in data["observation_fields"]:
+        table.add_row(f["path"], f["dtype"], str(tuple(f["shape"])), str(f["byte_offset"]))
+    console.print(table)
+    for requirement, version in data["requires"].items():
+        console.print(f"  requires {requirement}: installed {version}")
+    if data["defaults"]:
+        console.print(f"  defaults: {data['defaults']}")

@@ -1,0 +1,329 @@
+"""Emulation: Gymnasium and PettingZoo envs behind one flat, fixed-slot interface.
+
+Each emulator wraps one raw env and offers two faces:
+
+* the ordinary API of its kind, with flat spaces (``GymnasiumEmulator`` is a
+  ``gymnasium.Env``; ``PettingZooEmulator`` a PettingZoo ``ParallelEnv``), for notebooks
+  and conformance tests; observations returned there are copies;
+* the backend API, :meth:`vec_reset` / :meth:`vec_step`, which writes observations,
+  rewards, terminals, truncations and masks straight into :class:`~pufferbox.buffers.Buffers`
+  rows that a vector backend owns, and auto-resets finished episodes in the same step
+  (Gymnasium's ``SAME_STEP`` autoreset: the row holds the next episode's first
+  observation while ``terminals``/``truncations`` describe the step that ended).
+
+Multi-agent envs get one row per agent of ``possible_agents``, in that order. An agent
+absent from an observation has a zero row, reward 0, terminal ``True`` and mask ``False``.
+
+Spaces are checked on the first reset and the first step only; an error names the field.
+Episode statistics (``episode_return``, ``episode_length``) arrive in the info of the
+step that ended an episode; other infos are forwarded only on that step, since per-step
+infos would cost an IPC message per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium
+import numpy as np
+
+from pufferbox.buffers import Buffers
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
+
+__all__ = ["APIUsageError", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
+
+
+class APIUsageError(RuntimeError):
+    """The caller used an emulator out of order (step before reset, ...)."""
+
+
+def seeded_reset(env: Any, seed: int | None) -> tuple[Any, Any]:
+    return env.reset(seed=seed) if seed is not None else env.reset()
+
+
+class GymnasiumEmulator(gymnasium.Env):
+    """A single-agent Gymnasium env with a flat observation row and a flat action.
+
+    Example:
+        >>> import gymnasium
+        >>> env = GymnasiumEmulator(gymnasium.make("CartPole-v1"))
+        >>> obs, info = env.reset(seed=0)
+        >>> obs.shape, env.single_action_space
+        ((4,), Discrete(2))
+    """
+
+    num_envs = 1
+    num_agents = 1
+    is_multiagent = False
+
+    def __init__(self, env: gymnasium.Env, obs_spec: ObservationSpec | None = None,
+                 act_spec: ActionSpec | None = None, name: str = "env"):
+        self.env = env
+        self.name = name
+        self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
+        self.act_spec = act_spec or ActionSpec(env.action_space)
+        self.single_observation_space = self.observation_space = self.obs_spec.flat_space
+        self.single_action_space = self.action_space = self.act_spec.flat_space
+        self.metadata = dict(getattr(env, "metadata", {}) or {})
+        self.render_mode = getattr(env, "render_mode", None)
+        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, 1))
+        self.obs_checked = self.act_checked = False
+        self.needs_reset = True
+        self.episode_return = 0.0
+        self.episode_length = 0
+
+    # -- backend API ------------------------------------------------------------------
+    def set_buffers(self, buffers: Buffers) -> None:
+        """Write into ``buffers`` (one row) from now on; called by backends before reset."""
+        if len(buffers) != 1:
+            raise ValueError(f"{self.name}: a single-agent env needs 1 buffer row, got {len(buffers)}")
+        self.buffers = buffers
+        self.obs_views = self.obs_spec.leaf_views(buffers.observations)
+
+    def write_observation(self, obs: Any) -> None:
+        if not self.obs_checked:
+            self.obs_spec.check(obs)
+            self.obs_checked = True
+        for leaf, view in zip(self.obs_spec.leaves, self.obs_views):
+            value = obs
+            for key in leaf.path:
+                value = value[key]
+            view[0] = value
+
+    def vec_reset(self, seed: int | None = None) -> list[dict]:
+        obs, info = seeded_reset(self.env, seed)
+        self.write_observation(obs)
+        b = self.buffers
+        b.rewards[0] = 0.0
+        b.terminals[0] = b.truncations[0] = False
+        b.masks[0] = True
+        self.needs_reset = False
+        self.episode_return, self.episode_length = 0.0, 0
+        return []
+
+    def vec_step(self, actions: np.ndarray) -> list[dict]:
+        """Step with ``actions[0]`` (the backend's action row); auto-reset when done."""
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        action = actions[0]
+        if not self.act_checked:
+            check_action(self.act_spec, action, self.name)
+            self.act_checked = True
+        obs, reward, terminated, truncated, info = self.env.step(self.act_spec.unflatten(action))
+        b = self.buffers
+        b.rewards[0] = reward
+        b.terminals[0] = terminated
+        b.truncations[0] = truncated
+        self.episode_return += float(reward)
+        self.episode_length += 1
+        if terminated or truncated:
+            info = dict(info)
+            info["episode_return"] = self.episode_return
+            info["episode_length"] = self.episode_length
+            self.episode_return, self.episode_length = 0.0, 0
+            obs, _ = self.env.reset()
+            self.write_observation(obs)
+            return [info]
+        self.write_observation(obs)
+        return []
+
+    # -- Gymnasium API ----------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.write_observation(obs)
+        self.needs_reset = False
+        return self.buffers.observations[0].copy(), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        action = np.asarray(action, dtype=self.act_spec.dtype).reshape(self.act_spec.shape)
+        if not self.act_checked:
+            check_action(self.act_spec, action, self.name)
+            self.act_checked = True
+        obs, reward, terminated, truncated, info = self.env.step(self.act_spec.unflatten(action))
+        self.write_observation(obs)
+        if terminated or truncated:
+            self.needs_reset = True
+        return self.buffers.observations[0].copy(), float(reward), bool(terminated), bool(truncated), info
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class PettingZooEmulator:
+    """A PettingZoo ``ParallelEnv`` with fixed agent slots and flat per-agent rows.
+
+    All agents must share one observation space and one action space (the flat row
+    layout is per agent). Rows follow ``possible_agents``.
+    """
+
+    num_envs = 1
+    is_multiagent = True
+
+    def __init__(self, env: Any, obs_spec: ObservationSpec | None = None,
+                 act_spec: ActionSpec | None = None, name: str = "env"):
+        self.env = env
+        self.name = name
+        self.possible_agents = list(env.possible_agents)
+        self.num_agents = len(self.possible_agents)
+        first = self.possible_agents[0]
+        obs_space, act_space = env.observation_space(first), env.action_space(first)
+        for agent in self.possible_agents[1:]:
+            if env.observation_space(agent) != obs_space:
+                raise SpaceError(f"{name}: agent {agent!r} has observation space {env.observation_space(agent)}, "
+                                 f"agent {first!r} has {obs_space}; pad them to one space for fixed agent slots")
+            if env.action_space(agent) != act_space:
+                raise SpaceError(f"{name}: agent {agent!r} has action space {env.action_space(agent)}, "
+                                 f"agent {first!r} has {act_space}; give all agents one action space")
+        self.obs_spec = obs_spec or ObservationSpec(obs_space)
+        self.act_spec = act_spec or ActionSpec(act_space)
+        self.single_observation_space = self.obs_spec.flat_space
+        self.single_action_space = self.act_spec.flat_space
+        self.metadata = dict(getattr(env, "metadata", {}) or {})
+        self.render_mode = getattr(env, "render_mode", None)
+        self.slot = {agent: i for i, agent in enumerate(self.possible_agents)}
+        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents))
+        self.obs_checked = self.act_checked = False
+        self.needs_reset = True
+        self.agents: list = []
+        self.episode_returns = np.zeros(self.num_agents, dtype=np.float64)
+        self.episode_length = 0
+
+    def observation_space(self, agent: Any) -> gymnasium.Space:
+        return self.single_observation_space
+
+    def action_space(self, agent: Any) -> gymnasium.Space:
+        return self.single_action_space
+
+    # -- backend API ------------------------------------------------------------------
+    def set_buffers(self, buffers: Buffers) -> None:
+        if len(buffers) != self.num_agents:
+            raise ValueError(f"{self.name}: needs {self.num_agents} buffer rows (one per agent), got {len(buffers)}")
+        self.buffers = buffers
+        self.obs_views = self.obs_spec.leaf_views(buffers.observations)
+
+    def write_observations(self, observations: dict) -> None:
+        b = self.buffers
+        b.observations[:] = 0
+        b.masks[:] = False
+        for agent, obs in observations.items():
+            if agent not in self.slot:
+                raise SpaceError(f"{self.name}: agent {agent!r} is not in possible_agents {self.possible_agents}")
+            if not self.obs_checked:
+                self.obs_spec.check(obs)
+            row = self.slot[agent]
+            for leaf, view in zip(self.obs_spec.leaves, self.obs_views):
+                value = obs
+                for key in leaf.path:
+                    value = value[key]
+                view[row] = value
+            b.masks[row] = True
+        self.obs_checked = True
+
+    def vec_reset(self, seed: int | None = None) -> list[dict]:
+        observations, _ = seeded_reset(self.env, seed)
+        self.write_observations(observations)
+        b = self.buffers
+        b.rewards[:] = 0.0
+        b.terminals[:] = b.truncations[:] = False
+        self.agents = list(observations)
+        self.needs_reset = False
+        self.episode_returns[:] = 0.0
+        self.episode_length = 0
+        return []
+
+    def vec_step(self, actions: np.ndarray) -> list[dict]:
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        if not self.act_checked:
+            for agent in self.agents:
+                check_action(self.act_spec, actions[self.slot[agent]], f"{self.name} agent {agent!r}")
+            self.act_checked = True
+        act = {agent: self.act_spec.unflatten(actions[self.slot[agent]]) for agent in self.env.agents}
+        observations, rewards, terminations, truncations, infos = self.env.step(act)
+        b = self.buffers
+        b.rewards[:] = 0.0
+        b.terminals[:] = True
+        b.truncations[:] = False
+        for agent, reward in rewards.items():
+            row = self.slot[agent]
+            b.rewards[row] = reward
+            b.terminals[row] = terminations.get(agent, False)
+            b.truncations[row] = truncations.get(agent, False)
+        self.episode_returns += b.rewards
+        self.episode_length += 1
+        live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
+        if not self.env.agents or not live:
+            info = {"episode_return": float(self.episode_returns.mean()),
+                    "episode_length": self.episode_length}
+            terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
+            self.vec_reset()
+            b.terminals[:], b.truncations[:], b.rewards[:] = terminals, truncs, rews
+            return [info]
+        self.write_observations(observations)
+        self.agents = list(observations)
+        return []
+
+    # -- ParallelEnv API --------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        observations, infos = self.env.reset(seed=seed, options=options)
+        self.write_observations(observations)
+        self.agents = list(self.env.agents)
+        self.needs_reset = False
+        return self.observation_dict(observations), infos
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        act = {}
+        for agent, action in actions.items():
+            flat = np.asarray(action, dtype=self.act_spec.dtype).reshape(self.act_spec.shape)
+            if not self.act_checked:
+                check_action(self.act_spec, flat, f"{self.name} agent {agent!r}")
+            act[agent] = self.act_spec.unflatten(flat)
+        self.act_checked = True
+        observations, rewards, terminations, truncations, infos = self.env.step(act)
+        self.write_observations(observations)
+        self.agents = list(self.env.agents)
+        if not self.agents:
+            self.needs_reset = True
+        return self.observation_dict(observations), rewards, terminations, truncations, infos
+
+    def observation_dict(self, observations: dict) -> dict:
+        return {agent: self.buffers.observations[self.slot[agent]].copy() for agent in observations}
+
+    def state(self) -> np.ndarray:
+        return self.env.state()
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> "PettingZooEmulator":
+        return self
+
+
+def check_action(spec: ActionSpec, action: np.ndarray, who: str) -> None:
+    if not spec.flat_space.contains(np.asarray(action, dtype=spec.flat_space.dtype).reshape(spec.flat_space.shape)):
+        raise SpaceError(f"{who}: action {np.asarray(action).tolist()} is outside the flat action space "
+                         f"{spec.flat_space} (the env's own space is {spec.space})")
+
+
+def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None,
+            act_spec: ActionSpec | None = None) -> GymnasiumEmulator | PettingZooEmulator:
+    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator."""
+    if isinstance(env, gymnasium.Env):
+        return GymnasiumEmulator(env, obs_spec, act_spec, name)
+    if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
+        return PettingZooEmulator(env, obs_spec, act_spec, name)
+    raise TypeError(f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv")
+
+
+EnvCreator = Callable[..., Any]

@@ -1,0 +1,277 @@
+"""The environment registry: plugins from entry points, their :class:`EnvSpec` records.
+
+Plugins are found through the ``pufferbox`` entry-point group and imported on first use
+of the registry (never at ``import pufferbox``). A plugin that fails to import or to
+register is recorded with its error and skipped; the others still work. Setting
+``PUFFERBOX_PLUGINS`` to a comma-separated list of entry-point names loads only those
+(empty: none).
+
+Example:
+    >>> from pufferbox.registry import get_registry
+    >>> spec = get_registry().get("cartpole")   # doctest: +SKIP
+    >>> env = spec.make_emulated()              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import importlib.util
+import os
+import traceback
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Callable
+
+import pluggy
+
+from pufferbox import hookspecs
+
+ENTRY_POINT_GROUP = "pufferbox"
+PLUGINS_ENV_VAR = "PUFFERBOX_PLUGINS"
+IMPLEMENTATIONS = ("cpu", "cuda")
+
+__all__ = ["EnvSpec", "PluginInfo", "Registry", "RegistryError", "UnknownEnvError", "get_registry"]
+
+
+class RegistryError(RuntimeError):
+    """A registration breaks a registry rule (duplicate name, bad field)."""
+
+
+class UnknownEnvError(KeyError):
+    """No registered env has this name; the message lists close matches."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass
+class EnvSpec:
+    """Everything pufferbox knows about one environment.
+
+    Attributes:
+        name: what users type (``pufferbox train NAME``).
+        binding: creator returning a Gymnasium ``Env`` or a PettingZoo ``ParallelEnv``;
+            must be importable by reference (a module-level function) so workers can build it.
+        kwargs: default keyword arguments for ``binding``.
+        implementation: ``"cpu"`` or ``"cuda"`` (a PyCUDA kernel; ``binding`` is then its CPU reference).
+        native: optional ``native(num_envs, **kwargs)`` returning a batched env that simulates
+            many envs in one object (see :mod:`pufferbox.vector.native`).
+        cuda: the kernel description for ``implementation="cuda"`` (see :mod:`pufferbox.cuda`).
+        observation_space / action_space: declare them to let ``info`` skip building an env.
+        defaults: default hyperparameters, as config sections (``{"train": {...}, "vec": {...}}``).
+        policy: optional default policy, a class or ``"module:Class"``.
+        solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
+        requires: ``{import name: pip requirement}`` that must be importable for the env to work.
+        aliases: other names that resolve to this env.
+    """
+
+    name: str
+    binding: Callable[..., Any]
+    kwargs: dict = field(default_factory=dict)
+    implementation: str = "cpu"
+    native: Callable[..., Any] | None = None
+    cuda: Any = None
+    observation_space: Any = None
+    action_space: Any = None
+    defaults: dict = field(default_factory=dict)
+    policy: Any = None
+    solved_return: float | None = None
+    requires: dict = field(default_factory=dict)
+    aliases: tuple = ()
+    description: str = ""
+    plugin: str = ""
+    distribution: str = ""
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        if self.implementation not in IMPLEMENTATIONS:
+            raise RegistryError(f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, "
+                                f"got {self.implementation!r}")
+        if not callable(self.binding):
+            raise RegistryError(f"env {self.name!r}: binding must be callable, got {self.binding!r}")
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why this env cannot be built here (a missing requirement and its install command), or None."""
+        missing = [req for mod, req in self.requires.items() if importlib.util.find_spec(mod) is None]
+        if missing:
+            return (f"missing {', '.join(missing)}: run `pip install -c tank/constraints.txt "
+                    f"{' '.join(repr(m) for m in missing)}` (or `make setup`)")
+        return None
+
+    def ensure_available(self) -> None:
+        reason = self.unavailable_reason
+        if reason:
+            raise RegistryError(f"env {self.name!r} is unavailable: {reason}")
+
+    def make_raw(self, **kwargs: Any) -> Any:
+        """The raw Gymnasium/PettingZoo env, built by the plugin's binding."""
+        self.ensure_available()
+        return self.binding(**{**self.kwargs, **kwargs})
+
+    def make_emulated(self, **kwargs: Any) -> Any:
+        """The raw env wrapped in its flattening emulator."""
+        from pufferbox.emulation import emulate
+
+        return emulate(self.make_raw(**kwargs), name=self.name)
+
+    def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
+        """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""
+        key = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+        cache = self.__dict__.setdefault("_flattening", {})
+        if key not in cache:
+            env = self.make_emulated(**kwargs)
+            cache[key] = (env.obs_spec, env.act_spec, env.num_agents)
+            env.close()
+        return cache[key]
+
+    def load_policy(self) -> Any:
+        """The plugin's default policy class, or None."""
+        return resolve(self.policy) if self.policy is not None else None
+
+
+def resolve(target: Any) -> Any:
+    """``"module:attr"`` → the object; anything else is returned as is."""
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        obj = importlib.import_module(module)
+        for part in attr.split(".") if attr else []:
+            obj = getattr(obj, part)
+        return obj
+    return target
+
+
+@dataclass
+class PluginInfo:
+    """One entry point of the ``pufferbox`` group and what became of it."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    envs: list[str] = field(default_factory=list)
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Registry:
+    """Plugins and their envs, loaded on first access."""
+
+    def __init__(self, group: str = ENTRY_POINT_GROUP, only: list[str] | None = None,
+                 extra_plugins: list[tuple[str, Any]] | None = None):
+        self.group = group
+        if only is None and PLUGINS_ENV_VAR in os.environ:
+            only = [p.strip() for p in os.environ[PLUGINS_ENV_VAR].split(",") if p.strip()]
+        self.only = only
+        self.extra_plugins = list(extra_plugins or [])
+        self.manager = pluggy.PluginManager("pufferbox")
+        self.manager.add_hookspecs(hookspecs)
+        self.plugins: list[PluginInfo] = []
+        self.envs: dict[str, EnvSpec] = {}
+        self.aliases: dict[str, str] = {}
+        self.loaded = False
+
+    # -- loading ----------------------------------------------------------------------
+    def load(self) -> "Registry":
+        if self.loaded:
+            return self
+        self.loaded = True
+        candidates = []
+        for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
+            if self.only is not None and ep.name not in self.only:
+                continue
+            dist = ep.dist.name if ep.dist else "?"
+            version = ep.dist.version if ep.dist else "?"
+            candidates.append((PluginInfo(ep.name, dist, version, ep.value), ep.load))
+        for name, obj in self.extra_plugins:
+            candidates.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), lambda o=obj: o))
+        for info, loader in candidates:
+            self.plugins.append(info)
+            try:
+                self.manager.register(loader(), name=info.name)
+            except Exception as exc:  # a broken plugin is reported, never fatal
+                self.mark_broken(info, exc)
+        for impl in self.manager.hook.register_envs.get_hookimpls():
+            info = next(p for p in self.plugins if p.name == impl.plugin_name)
+            try:
+                impl.function(register=functools.partial(self.register, plugin=info))
+            except RegistryError:
+                raise
+            except Exception as exc:
+                self.mark_broken(info, exc)
+        return self
+
+    def mark_broken(self, info: PluginInfo, exc: Exception) -> None:
+        info.error = f"{type(exc).__name__}: {exc}"
+        info.traceback = traceback.format_exc()
+        for name in info.envs:  # a plugin that failed half-way registers nothing
+            spec = self.envs.pop(name, None)
+            for alias in spec.aliases if spec else ():
+                self.aliases.pop(alias, None)
+        info.envs.clear()
+        if self.manager.has_plugin(info.name):
+            self.manager.unregister(name=info.name)
+
+    def register(self, spec: EnvSpec, plugin: PluginInfo | None = None) -> None:
+        """Add ``spec``; two envs of one name (or alias) fail naming both distributions."""
+        if plugin is not None:
+            spec.plugin, spec.distribution, spec.version = plugin.name, plugin.distribution, plugin.version
+        for name in (spec.name, *spec.aliases):
+            owner = self.envs.get(name) or self.envs.get(self.aliases.get(name, ""))
+            if owner is not None:
+                raise RegistryError(
+                    f"env name {name!r} is registered twice: by {owner.distribution} (plugin {owner.plugin!r}) "
+                    f"and by {spec.distribution} (plugin {spec.plugin!r}); uninstall one, or restrict plugins "
+                    f"with {PLUGINS_ENV_VAR}=..."
+                )
+        self.envs[spec.name] = spec
+        for alias in spec.aliases:
+            self.aliases[alias] = spec.name
+        if plugin is not None:
+            plugin.envs.append(spec.name)
+
+    # -- queries ----------------------------------------------------------------------
+    def get(self, name: str) -> EnvSpec:
+        self.load()
+        if name in self.envs:
+            return self.envs[name]
+        if name in self.aliases:
+            return self.envs[self.aliases[name]]
+        names = sorted([*self.envs, *self.aliases])
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; run `pufferbox envs` to list them"
+        broken = [p.name for p in self.plugins if not p.ok]
+        if broken:
+            hint += f" (broken plugins: {', '.join(broken)}; see `pufferbox plugins`)"
+        raise UnknownEnvError(f"unknown env {name!r}{hint}")
+
+    def all_envs(self) -> list[EnvSpec]:
+        self.load()
+        return sorted(self.envs.values(), key=lambda s: s.name)
+
+    def broken(self) -> list[PluginInfo]:
+        self.load()
+        return [p for p in self.plugins if not p.ok]
+
+    def add_commands(self, cli: Any) -> None:
+        """Let plugins add CLI commands (errors are reported by ``pufferbox plugins``)."""
+        self.load()
+        for info in self.plugins:
+            plugin = self.manager.get_plugin(info.name)
+            if info.ok and plugin is not None and hasattr(plugin, "register_commands"):
+                try:
+                    plugin.register_commands(cli=cli)
+                except Exception as exc:
+                    info.error = f"register_commands failed: {type(exc).__name__}: {exc}"
+
+
+@functools.lru_cache(maxsize=1)
+def get_registry() -> Registry:
+    """The process-wide registry of installed plugins (loaded on first query)."""
+    return Registry()

@@ -1,0 +1,368 @@
+"""The flattening spec: a tree of Gymnasium spaces ⇄ one contiguous buffer per agent.
+
+Observations of any tree of spaces (Box, Discrete, MultiDiscrete, MultiBinary, Dict,
+Tuple, nested) map to a numpy *structured dtype*. One agent's observation is one
+record of that dtype, and a batch of records is also a plain 2-D array (``flat``) of a
+single dtype: the leaves' common dtype when they share one, raw bytes otherwise. The
+environment writes each leaf straight into its field of the record (no intermediate
+copy), the vector backends move flat rows, and the model turns a flat batch back into
+the tree with :meth:`ObservationSpec.unflatten_torch` (views only).
+
+Actions map the other way: all-discrete trees become ``MultiDiscrete`` (a lone
+``Discrete`` stays ``Discrete``), all-continuous trees become one ``Box``.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> spec = ObservationSpec(spaces.Dict({"pos": spaces.Box(-1, 1, (2,)), "hp": spaces.Discrete(5)}))
+    >>> spec.flat_dtype, spec.flat_size   # float32 + int64 leaves: bytes
+    (dtype('uint8'), 16)
+    >>> buf = spec.zeros(1)
+    >>> spec.write(buf, 0, {"pos": np.array([0.5, -0.5], np.float32), "hp": 3})
+    >>> int(spec.unflatten(buf)["hp"][0])
+    3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["SpaceError", "Leaf", "ObservationSpec", "ActionSpec", "leaf_paths"]
+
+Path = tuple[Any, ...]
+
+
+class SpaceError(ValueError):
+    """A space or a sample does not fit the flattening spec; the message names the field."""
+
+
+LEAF_TYPES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def format_path(prefix: str, path: Path) -> str:
+    """``observation['agent'][0]`` style name of a field, for error messages."""
+    return prefix + "".join(f"[{p!r}]" for p in path)
+
+
+def leaf_paths(space: spaces.Space, path: Path = ()) -> Iterator[tuple[Path, spaces.Space]]:
+    """Yield ``(path, leaf_space)`` in a fixed depth-first order (Dict keys in the space's order)."""
+    if isinstance(space, spaces.Dict):
+        for key, sub in space.spaces.items():
+            yield from leaf_paths(sub, path + (key,))
+    elif isinstance(space, spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            yield from leaf_paths(sub, path + (i,))
+    elif isinstance(space, LEAF_TYPES):
+        yield path, space
+    else:
+        raise SpaceError(
+            f"unsupported space {type(space).__name__} at {format_path('space', path)}: "
+            "use Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple"
+        )
+
+
+def get_path(sample: Any, path: Path) -> Any:
+    for key in path:
+        sample = sample[key]
+    return sample
+
+
+def leaf_storage(space: spaces.Space) -> tuple[np.dtype, tuple[int, ...]]:
+    if isinstance(space, spaces.Discrete):
+        return np.dtype(space.dtype), ()
+    return np.dtype(space.dtype), tuple(space.shape)
+
+
+def field_name(key: Any) -> str:
+    return str(key)
+
+
+def struct_dtype(space: spaces.Space) -> np.dtype:
+    """Aligned structured dtype mirroring the space tree (leaf root: one field ``value``)."""
+
+    def build(sub: spaces.Space) -> list:
+        if isinstance(sub, spaces.Dict):
+            return [(field_name(k), node_dtype(v)) for k, v in sub.spaces.items()]
+        return [(field_name(i), node_dtype(v)) for i, v in enumerate(sub.spaces)]
+
+    def node_dtype(sub: spaces.Space) -> Any:
+        if isinstance(sub, (spaces.Dict, spaces.Tuple)):
+            if len(sub.spaces) == 0:
+                raise SpaceError(f"empty {type(sub).__name__} space has nothing to flatten")
+            return np.dtype(build(sub), align=True)
+        dtype, shape = leaf_storage(sub)
+        return (dtype, shape) if shape else dtype
+
+    if isinstance(space, (spaces.Dict, spaces.Tuple)):
+        return node_dtype(space)
+    return np.dtype([("value", node_dtype(space))], align=True)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One leaf of the space tree and where it lives in a record."""
+
+    path: Path  # keys/indices into the sample
+    fields: tuple[str, ...]  # field names into the structured record
+    space: spaces.Space
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int  # byte offset inside the record
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.dtype.itemsize * int(np.prod(self.shape, dtype=np.int64)))
+
+
+def record_field(dtype: np.dtype, fields: tuple[str, ...]) -> tuple[np.dtype, int]:
+    offset = 0
+    for name in fields:
+        sub, off = dtype.fields[name][:2]
+        offset += off
+        dtype = sub
+    return dtype, offset
+
+
+class ObservationSpec:
+    """Maps an observation space tree to one flat buffer row per agent and back."""
+
+    def __init__(self, space: spaces.Space, name: str = "observation"):
+        self.space = space
+        self.name = name
+        self.dtype = struct_dtype(space)
+        root_is_leaf = not isinstance(space, (spaces.Dict, spaces.Tuple))
+        leaves = []
+        for path, sub in leaf_paths(space):
+            fields = ("value",) if root_is_leaf else tuple(field_name(p) for p in path)
+            dtype, shape = leaf_storage(sub)
+            _, offset = record_field(self.dtype, fields)
+            leaves.append(Leaf(path, fields, sub, dtype, shape, offset))
+        self.leaves: tuple[Leaf, ...] = tuple(leaves)
+        leaf_dtypes = {leaf.dtype for leaf in self.leaves}
+        self.flat_dtype = leaf_dtypes.pop() if len(leaf_dtypes) == 1 else np.dtype(np.uint8)
+        if self.dtype.itemsize % self.flat_dtype.itemsize:
+            raise SpaceError(f"{name}: record of {self.dtype.itemsize} bytes is not a whole number of {self.flat_dtype}")
+        self.flat_size = self.dtype.itemsize // self.flat_dtype.itemsize
+        self.is_leaf = root_is_leaf
+        self._torch_layout: tuple | None = None
+
+    def __repr__(self) -> str:
+        return f"ObservationSpec({self.space}, flat={self.flat_dtype}[{self.flat_size}])"
+
+    @property
+    def flat_space(self) -> spaces.Box:
+        """The 1-D ``Box`` a vector backend and a model see."""
+        if self.is_leaf and isinstance(self.space, spaces.Box):
+            return spaces.Box(self.space.low.ravel(), self.space.high.ravel(), dtype=self.flat_dtype)
+        info = np.iinfo(self.flat_dtype) if np.issubdtype(self.flat_dtype, np.integer) else None
+        low, high = (info.min, info.max) if info is not None else (-np.inf, np.inf)
+        return spaces.Box(low, high, (self.flat_size,), dtype=self.flat_dtype)
+
+    # -- numpy side -------------------------------------------------------------------
+    def zeros(self, rows: int) -> np.ndarray:
+        """A fresh ``(rows, flat_size)`` buffer."""
+        return np.zeros((rows, self.flat_size), dtype=self.flat_dtype)
+
+    def records(self, flat: np.ndarray) -> np.ndarray:
+        """View a ``(..., flat_size)`` buffer as records (no copy)."""
+        if flat.shape[-1] != self.flat_size or flat.dtype != self.flat_dtype:
+            raise SpaceError(
+                f"{self.name}: buffer {flat.dtype}{list(flat.shape)} does not match flat layout "
+                f"{self.flat_dtype}[..., {self.flat_size}]"
+            )
+        return flat.view(self.dtype)[..., 0]
+
+    def leaf_views(self, flat: np.ndarray) -> list[np.ndarray]:
+        """One writable view per leaf, shaped ``(rows, *leaf.shape)``, into ``flat``."""
+        rec = self.records(flat)
+        views = []
+        for leaf in self.leaves:
+            view = rec
+            for name in leaf.fields:
+                view = view[name]
+            views.append(view)
+        return views
+
+    def write(self, flat: np.ndarray, row: int, sample: Any, views: list[np.ndarray] | None = None) -> None:
+        """Write one agent's structured sample into ``flat[row]`` in place."""
+        views = self.leaf_views(flat) if views is None else views
+        for leaf, view in zip(self.leaves, views):
+            view[row] = get_path(sample, leaf.path)
+
+    def flatten(self, sample: Any) -> np.ndarray:
+        """A new flat row holding ``sample`` (for tests and one-off use)."""
+        out = self.zeros(1)
+        self.write(out, 0, sample)
+        return out[0]
+
+    def unflatten(self, flat: np.ndarray) -> Any:
+        """The tree of numpy views (leading dims kept) over a ``(..., flat_size)`` buffer."""
+        views = self.leaf_views(flat)
+        return self.assemble(views)
+
+    def assemble(self, leaf_values: list[Any]) -> Any:
+        if self.is_leaf:
+            return leaf_values[0]
+        return build_tree(self.space, iter(leaf_values))
+
+    def check(self, sample: Any) -> None:
+        """Raise :class:`SpaceError` naming the first field of ``sample`` outside the space."""
+        for leaf in self.leaves:
+            where = format_path(self.name, leaf.path)
+            try:
+                value = get_path(sample, leaf.path)
+            except (KeyError, IndexError, TypeError) as exc:
+                raise SpaceError(f"{where} is missing from the sample ({exc!r})") from None
+            arr = np.asarray(value)
+            if arr.shape != leaf.shape:
+                raise SpaceError(f"{where} has shape {arr.shape}, the space says {leaf.shape} ({leaf.space})")
+            if not leaf.space.contains(value if not isinstance(leaf.space, spaces.Discrete) else np.int64(value)):
+                raise SpaceError(f"{where} = {summarize(arr)} is outside {leaf.space}")
+
+    # -- torch side -------------------------------------------------------------------
+    def torch_layout(self) -> tuple[tuple[int, int, Any, tuple[int, ...]], ...]:
+        """Per leaf ``(start, length, torch dtype or None, shape)`` in flat elements; cached.
+
+        Policies call this in ``__init__`` so that :meth:`unflatten_torch` only reads
+        a tuple of ints while being traced by torch.compile.
+        """
+        if self._torch_layout is None:
+            import torch
+
+            as_bytes = self.flat_dtype == np.uint8 and any(leaf.dtype != np.uint8 for leaf in self.leaves)
+            layout = []
+            for leaf in self.leaves:
+                count = int(np.prod(leaf.shape, dtype=np.int64))
+                if as_bytes:
+                    layout.append((leaf.offset, leaf.nbytes, torch.from_numpy(np.zeros(0, leaf.dtype)).dtype, leaf.shape))
+                else:
+                    layout.append((leaf.offset // self.flat_dtype.itemsize, count, None, leaf.shape))
+            self._torch_layout = tuple(layout)
+        return self._torch_layout
+
+    def unflatten_torch(self, flat: "torch.Tensor") -> Any:  # noqa: F821
+        """Views of a ``(..., flat_size)`` tensor as the space tree; no copies, no graph breaks.
+
+        Byte-layout buffers are reinterpreted per leaf with ``Tensor.view(dtype)``, which
+        is valid because records are aligned to their widest leaf.
+        """
+        lead = flat.shape[:-1]
+        values = []
+        for start, length, dtype, shape in self.torch_layout():
+            part = flat.narrow(-1, start, length)
+            if dtype is not None:
+                part = part.view(dtype)
+            values.append(part.view(*lead, *shape))
+        return self.assemble(values)
+
+
+def build_tree(space: spaces.Space, values: Iterator[Any]) -> Any:
+    if isinstance(space, spaces.Dict):
+        return {k: build_tree(v, values) for k, v in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(build_tree(v, values) for v in space.spaces)
+    return next(values)
+
+
+def summarize(arr: np.ndarray) -> str:
+    if arr.size <= 6:
+        return np.array2string(arr, precision=4)
+    return f"array{list(arr.shape)} in [{arr.min()}, {arr.max()}]"
+
+
+class ActionSpec:
+    """Maps an action space tree to the flat action a policy emits, and back.
+
+    * ``Discrete`` stays ``Discrete`` (WYSIWYG); ``MultiDiscrete`` stays ``MultiDiscrete``.
+    * A tree whose leaves are all discrete (``Discrete``, ``MultiDiscrete``, ``MultiBinary``)
+      becomes one ``MultiDiscrete`` with a slot per discrete choice, ``start`` offsets removed.
+    * A tree whose leaves are all ``Box`` becomes one float32 ``Box``.
+    """
+
+    def __init__(self, space: spaces.Space, name: str = "action"):
+        self.space = space
+        self.name = name
+        self.leaves: list[tuple[Path, spaces.Space, int, int]] = []  # path, space, start slot, slots
+        discrete, continuous = [], []
+        slot = 0
+        for path, leaf in leaf_paths(space):
+            if isinstance(leaf, spaces.Box):
+                size = int(np.prod(leaf.shape, dtype=np.int64))
+                continuous.append(path)
+            else:
+                size = 1 if isinstance(leaf, spaces.Discrete) else int(np.prod(leaf.shape, dtype=np.int64))
+                discrete.append(path)
+            self.leaves.append((path, leaf, slot, size))
+            slot += size
+        if discrete and continuous:
+            raise SpaceError(
+                f"{name} space mixes discrete leaves ({', '.join(format_path(name, p) for p in discrete)}) "
+                f"and continuous leaves ({', '.join(format_path(name, p) for p in continuous)}); "
+                "pufferbox flattens all-discrete trees to MultiDiscrete and all-continuous trees to Box: "
+                "discretize the continuous part or split the action"
+            )
+        self.discrete = bool(discrete)
+        self.size = slot
+        if isinstance(space, spaces.Discrete):
+            self.flat_space: spaces.Space = spaces.Discrete(int(space.n))
+            self.shape: tuple[int, ...] = ()
+        elif self.discrete:
+            nvec = np.concatenate([self.leaf_nvec(leaf) for _, leaf, _, _ in self.leaves]).astype(np.int64)
+            self.flat_space = spaces.MultiDiscrete(nvec)
+            self.shape = (self.size,)
+        else:
+            low = np.concatenate([np.broadcast_to(leaf.low, leaf.shape).ravel() for _, leaf, _, _ in self.leaves])
+            high = np.concatenate([np.broadcast_to(leaf.high, leaf.shape).ravel() for _, leaf, _, _ in self.leaves])
+            self.flat_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+            self.shape = (self.size,)
+        self.dtype = np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
+        self.is_leaf = not isinstance(space, (spaces.Dict, spaces.Tuple))
+
+    def __repr__(self) -> str:
+        return f"ActionSpec({self.space} -> {self.flat_space})"
+
+    @staticmethod
+    def leaf_nvec(leaf: spaces.Space) -> np.ndarray:
+        if isinstance(leaf, spaces.Discrete):
+            return np.array([leaf.n])
+        if isinstance(leaf, spaces.MultiDiscrete):
+            return np.asarray(leaf.nvec).ravel()
+        return np.full(int(np.prod(leaf.shape)), 2)  # MultiBinary
+
+    def zeros(self, rows: int) -> np.ndarray:
+        return np.zeros((rows, *self.shape), dtype=self.dtype)
+
+    def unflatten(self, flat: np.ndarray) -> Any:
+        """One agent's flat action → the env's structured action."""
+        if isinstance(self.space, spaces.Discrete):
+            return int(flat) + int(self.space.start)
+        values = []
+        flat = np.asarray(flat).reshape(-1)
+        for _, leaf, start, size in self.leaves:
+            part = flat[start:start + size]
+            if isinstance(leaf, spaces.Discrete):
+                values.append(np.int64(part[0] + leaf.start))
+            elif isinstance(leaf, spaces.MultiDiscrete):
+                values.append((part.reshape(leaf.shape) + leaf.start).astype(leaf.dtype))
+            elif isinstance(leaf, spaces.MultiBinary):
+                values.append(part.reshape(leaf.shape).astype(leaf.dtype))
+            else:
+                values.append(part.reshape(leaf.shape).astype(leaf.dtype))
+        if self.is_leaf:
+            return values[0]
+        return build_tree(self.space, iter(values))
+
+    def flatten(self, sample: Any) -> np.ndarray:
+        """The env's structured action → one flat action row."""
+        if isinstance(self.space, spaces.Discrete):
+            return np.asarray(int(sample) - int(self.space.start), dtype=self.dtype)
+        out = np.zeros(self.shape, dtype=self.dtype)
+        for path, leaf, start, size in self.leaves:
+            value = np.asarray(sample if self.is_leaf else get_path(sample, path))
+            if isinstance(leaf, (spaces.Discrete, spaces.MultiDiscrete)):
+                value = value - leaf.start
+            out[start:start + size] = value.reshape(-1)
+        return out

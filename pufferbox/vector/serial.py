@@ -1,0 +1,70 @@
+"""Serial backend: every env block in this process, stepping one after another.
+
+The reference every other backend is tested against, and often the fastest choice
+for envs that step in microseconds (no IPC at all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pufferbox.buffers import Buffers
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+
+
+class SerialVectorEnv(VectorEnv):
+    """All envs in-process; ``batch_size`` must equal ``num_envs``.
+
+    Example:
+        >>> import pufferbox.vector
+        >>> venv = pufferbox.vector.make("cartpole", backend="serial", num_envs=4)  # doctest: +SKIP
+        >>> obs, info = venv.reset(seed=0)                                        # doctest: +SKIP
+    """
+
+    backend = "serial"
+
+    def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None,
+                 buffers: Buffers | None = None, **unused: Any):
+        if unused:
+            raise VectorConfigError(f"serial backend got unsupported options: {', '.join(sorted(unused))}")
+        self.setup_layout(factory, num_envs, batch_size)
+        if self.batch_envs != num_envs:
+            raise VectorConfigError("the serial backend has no pool: batch_size must equal num_envs "
+                                    "(use --backend multiprocessing for an async pool)")
+        self.blocks = factory.blocks(num_envs)
+        self.buffers = buffers if buffers is not None else Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents)
+        self.spans = assign_blocks(self.blocks, self.buffers)
+        self.env_ids = np.arange(num_envs)
+        self.infos: list[dict] = []
+        self.closed = False
+
+    def collect(self, block_infos: list[dict], first_env: int) -> None:
+        for info in block_infos:
+            info = dict(info)
+            info["env_id"] = first_env + info.pop("env", 0)
+            self.infos.append(info)
+
+    def async_reset(self, seed: int | None = 0) -> None:
+        self.infos = []
+        for block, (_, _, first_env) in zip(self.blocks, self.spans):
+            self.collect(block.vec_reset(None if seed is None else seed + first_env), first_env)
+
+    def send(self, actions: np.ndarray) -> None:
+        actions = self.check_actions(actions)
+        if actions is not self.buffers.actions:
+            self.buffers.actions[:] = actions
+        self.infos = []
+        for block, (start, stop, first_env) in zip(self.blocks, self.spans):
+            self.collect(block.vec_step(self.buffers.actions[start:stop]), first_env)
+
+    def recv(self):
+        b = self.buffers
+        return b.observations, b.rewards, b.terminals, b.truncations, self.infos, self.env_ids, b.masks
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            for block in self.blocks:
+                block.close()
