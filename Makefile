@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.setup-stamp
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 
-.PHONY: setup train test test-fast lint clean
+.PHONY: setup train test test-fast test-container lint clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,10 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not container"
+
+# The tank: build the image with podman and train inside it (root; see ci/container-test.sh).
+test-container:
+	bash ci/container-test.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -132,10 +132,11 @@ class ObservationSpec:
     def __init__(self, space: spaces.Space, name: str = "observation"):
         self.space = space
         self.name = name
+        paths = list(leaf_paths(space))  # first: raises SpaceError naming an unsupported subspace
         self.dtype = struct_dtype(space)
         root_is_leaf = not isinstance(space, (spaces.Dict, spaces.Tuple))
         leaves = []
-        for path, sub in leaf_paths(space):
+        for path, sub in paths:
             fields = ("value",) if root_is_leaf else tuple(field_name(p) for p in path)
             dtype, shape = leaf_storage(sub)
             _, offset = record_field(self.dtype, fields)

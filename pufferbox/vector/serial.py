@@ -66,5 +66,5 @@ class SerialVectorEnv(VectorEnv):
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            for block in self.blocks:
+            for block in getattr(self, "blocks", ()):  # unset when __init__ failed: nothing to close
                 block.close()

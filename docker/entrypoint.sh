@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Tank entrypoint: report what the GPU stack can see, then run the command (default: stay up
+# so `docker compose exec tank ...` has somewhere to run). Never fails on a GPU-less machine.
+set -uo pipefail
+
+echo "pufferbox tank: $(id -un) (uid $(id -u)) in $(pwd)"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
+  echo "  driver:  $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+else
+  echo "  driver:  no NVIDIA driver visible (no GPU passed to the container)"
+fi
+python - <<'PY'
+import importlib.util
+
+import torch
+
+if torch.cuda.is_available():
+    print(f"  torch:   {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}")
+else:
+    built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build"
+    print(f"  torch:   {torch.__version__} ({built}), no CUDA device")
+if importlib.util.find_spec("pycuda") is None:
+    pycuda_status = "not installed (the base image had no nvcc)"
+else:
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        pycuda_status = f"{cuda.get_version()}, {cuda.Device.count()} device(s)"
+    except Exception as error:  # ImportError without libcuda.so.1, cuda.Error without a device
+        pycuda_status = f"installed, unusable here ({type(error).__name__}: {error})"
+print(f"  pycuda:  {pycuda_status}")
+if not torch.cuda.is_available():
+    print("  No GPU: training will run on the CPU backends (serial, multiprocessing, ray).")
+PY
+exec "$@"

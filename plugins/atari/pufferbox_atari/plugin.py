@@ -1,0 +1,120 @@
+"""Registers ``atari/<game>`` for every single-player ROM of ale-py 0.12.1, short name ``<game>``.
+
+Each env is ``ALE/<Game>-v5`` with sticky actions (``repeat_action_probability=0.25``)
+and the standard preprocessing: no-op starts, frame skip 4 with a max-pool over the last
+two frames, grayscale, 84×84, a stack of 4 frames (observation ``uint8[4, 84, 84]``).
+Reward clipping to {-1, 0, 1} (``clip_rewards``) is on in the training defaults only, so
+``pufferbox eval`` scores raw game points; the unclipped return of a clipped episode is
+in its info as ``raw_episode_return``. ``episodic_life=True`` ends an episode at each
+life loss (the game then restarts).
+
+ale-py and OpenCV are imported inside :func:`make_atari` only: without them the envs are
+listed as unavailable with the install command instead of breaking the plugin.
+
+Example:
+    >>> env = make_atari("breakout")  # doctest: +SKIP
+    >>> env.observation_space.shape
+    (4, 84, 84)
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+
+from pufferbox import EnvSpec, hookimpl
+
+REQUIRES = {"ale_py": "ale-py==0.12.1", "cv2": "opencv-python-headless==4.11.0.86"}
+
+# ale_py.roms.get_all_rom_ids() of ale-py 0.12.1 minus combat, joust, maze_craze and warlords:
+# those four ROMs are multiplayer-only and ALE cannot load them as a single-player game.
+# Listed here (and checked against ale-py by the tests) so `pufferbox envs` needs no ale-py.
+GAMES = (
+    "adventure", "air_raid", "alien", "amidar", "assault", "asterix", "asteroids", "atlantis",
+    "atlantis2", "backgammon", "bank_heist", "basic_math", "battle_zone", "beam_rider", "berzerk",
+    "blackjack", "bowling", "boxing", "breakout", "carnival", "casino", "centipede", "chopper_command",
+    "crazy_climber", "crossbow", "darkchambers", "defender", "demon_attack", "donkey_kong",
+    "double_dunk", "earthworld", "elevator_action", "enduro", "entombed", "et", "fishing_derby",
+    "flag_capture", "freeway", "frogger", "frostbite", "galaxian", "gopher", "gravitar", "hangman",
+    "haunted_house", "hero", "human_cannonball", "ice_hockey", "jamesbond", "journey_escape", "kaboom",
+    "kangaroo", "keystone_kapers", "king_kong", "klax", "koolaid", "krull", "kung_fu_master",
+    "laser_gates", "lost_luggage", "mario_bros", "miniature_golf", "montezuma_revenge", "mr_do",
+    "ms_pacman", "name_this_game", "othello", "pacman", "phoenix", "pitfall", "pitfall2", "pong",
+    "pooyan", "private_eye", "qbert", "riverraid", "road_runner", "robotank", "seaquest",
+    "sir_lancelot", "skiing", "solaris", "space_invaders", "space_war", "star_gunner", "superman",
+    "surround", "tennis", "tetris", "tic_tac_toe_3d", "time_pilot", "trondead", "turmoil", "tutankham",
+    "up_n_down", "venture", "video_checkers", "video_chess", "video_cube", "video_pinball",
+    "wizard_of_wor", "word_zapper", "yars_revenge", "zaxxon",
+)
+MULTIPLAYER_ONLY = ("combat", "joust", "maze_craze", "warlords")
+
+DEFAULTS = {
+    "env": {"clip_rewards": True},
+    "train": {"total_steps": 10_000_000, "learning_rate": 2.5e-4, "num_steps": 128, "ent_coef": 0.01,
+              "update_epochs": 4, "num_minibatches": 4, "clip_coef": 0.1},
+    "vec": {"num_envs": 8},
+    "policy": {"hidden_size": 512},
+}
+
+
+class ClipReward(gymnasium.Wrapper):
+    """Rewards clipped to their sign; the raw episode return goes into the final step's info."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        self.raw_return = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        self.raw_return = 0.0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.raw_return += float(reward)
+        if terminated or truncated:
+            info = {**info, "raw_episode_return": self.raw_return}
+        return obs, float(np.sign(reward)), terminated, truncated, info
+
+
+def gym_id(game: str) -> str:
+    """``"space_invaders"`` → ``"ALE/SpaceInvaders-v5"`` (ale-py's own naming rule)."""
+    return f"ALE/{game.title().replace('_', '')}-v5"
+
+
+def make_atari(game: str, frame_skip: int = 4, noop_max: int = 30, screen_size: int = 84, stack: int = 4,
+               repeat_action_probability: float = 0.25, episodic_life: bool = False, clip_rewards: bool = False,
+               full_action_space: bool = False, max_episode_frames: int = 108_000,
+               render_mode: str | None = None) -> gymnasium.Env:
+    """One preprocessed Atari env (``uint8[stack, screen_size, screen_size]`` observations)."""
+    import ale_py  # noqa: F401 - heavy, and optional until an Atari env is made
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    if game not in GAMES:
+        raise ValueError(f"unknown Atari game {game!r}; pufferbox registers {len(GAMES)} games as atari/<game>")
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make(gym_id(game), frameskip=1, repeat_action_probability=repeat_action_probability,
+                         full_action_space=full_action_space, max_num_frames_per_episode=max_episode_frames,
+                         render_mode=render_mode)
+    env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
+                             terminal_on_life_loss=episodic_life, grayscale_obs=True)
+    if clip_rewards:
+        env = ClipReward(env)
+    return FrameStackObservation(env, stack)
+
+
+@hookimpl
+def register_envs(register):
+    for game in GAMES:
+        register(EnvSpec(
+            name=f"atari/{game}",
+            binding=make_atari,
+            kwargs={"game": game},
+            aliases=(game,),
+            requires=REQUIRES,
+            policy="pufferbox_atari.policy:NatureCNN",
+            defaults=DEFAULTS,
+            description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
+                        "84x84 grayscale, 4-frame stack",
+        ))

@@ -1,0 +1,1 @@
+"""The NetHack Learning Environment (nle) as a pufferbox plugin: ``nethack``, ``nethack/<task>``."""

@@ -1,0 +1,116 @@
+"""Registers the NLE task family: ``nethack`` (NetHackScore-v0) and ``nethack/<task>``.
+
+The agent sees a Dict of ``glyphs`` (int16[21, 79], the map), ``blstats`` (int64[27], the
+bottom-line stats) and ``message`` (uint8[256], the top line); pufferbox flattens it to
+one byte row and :class:`pufferbox_nethack.policy.NetHackEncoder` unflattens it again.
+``render_mode="ansi"`` returns the 24×80 terminal with ANSI colours (what
+``pufferbox eval --render`` prints); the terminal arrays are requested from NLE for that
+only and are not part of the observation.
+
+nle is imported inside :func:`make_nethack` only: without it the envs are listed as
+unavailable with the install command instead of breaking the plugin.
+
+Example:
+    >>> env = make_nethack("score", render_mode="ansi")  # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)                    # doctest: +SKIP
+    >>> print(env.render())                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium
+
+from pufferbox import EnvSpec, hookimpl
+
+REQUIRES = {"nle": "nle==1.3.0"}
+TASKS = {
+    "score": "NetHackScore-v0",
+    "challenge": "NetHackChallenge-v0",
+    "staircase": "NetHackStaircase-v0",
+    "oracle": "NetHackOracle-v0",
+    "gold": "NetHackGold-v0",
+    "eat": "NetHackEat-v0",
+    "scout": "NetHackScout-v0",
+}
+OBSERVATION_KEYS = ("glyphs", "blstats", "message")
+TTY_KEYS = ("tty_chars", "tty_colors", "tty_cursor")
+
+DEFAULTS = {
+    "train": {"total_steps": 200_000, "learning_rate": 3e-4, "num_steps": 128, "ent_coef": 0.01,
+              "gamma": 0.999, "update_epochs": 2, "num_minibatches": 4},
+    "vec": {"num_envs": 8},
+    "policy": {"hidden_size": 256},
+}
+
+
+class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
+    """Shows the agent only ``keys``; keeps the terminal arrays aside for ANSI rendering."""
+
+    def __init__(self, env: gymnasium.Env, keys: tuple[str, ...], render_mode: str | None):
+        gymnasium.utils.RecordConstructorArgs.__init__(self, keys=keys, render_mode=render_mode)
+        gymnasium.Wrapper.__init__(self, env)
+        self.keys = keys
+        self.observation_space = gymnasium.spaces.Dict({k: env.observation_space[k] for k in keys})
+        self.metadata = {**env.metadata, "render_modes": ["ansi"]}
+        self.ansi = render_mode == "ansi"
+        self.last: dict | None = None
+
+    @property
+    def render_mode(self) -> str | None:
+        return "ansi" if self.ansi else None
+
+    def select(self, obs: dict) -> dict:
+        if self.ansi:
+            self.last = {k: obs[k] for k in TTY_KEYS}
+        return {k: obs[k] for k in self.keys}
+
+    def reset(self, **kwargs: Any) -> tuple[dict, dict]:
+        if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])
+            kwargs.pop("options", None)
+        obs, info = self.env.reset(**kwargs)
+        return self.select(obs), info
+
+    def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self.select(obs), reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        """The terminal as an ANSI-coloured string (``render_mode="ansi"`` only)."""
+        if not self.ansi or self.last is None:
+            return None
+        from nle import nethack
+
+        return nethack.tty_render(self.last["tty_chars"], self.last["tty_colors"], self.last["tty_cursor"])
+
+
+def make_nethack(task: str = "score", observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
+                 max_episode_steps: int = 5000, render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env:
+    """One NLE env of ``task`` (a key of :data:`TASKS`) showing ``observation_keys``."""
+    import nle  # noqa: F401 - registers the NetHack*-v0 ids; heavy and optional until used
+
+    if task not in TASKS:
+        raise ValueError(f"unknown NetHack task {task!r}; choose one of {', '.join(TASKS)}")
+    if render_mode not in (None, "ansi"):
+        raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+    keys = tuple(observation_keys)
+    requested = keys + tuple(k for k in TTY_KEYS if k not in keys) if render_mode == "ansi" else keys
+    env = gymnasium.make(TASKS[task], observation_keys=requested, max_episode_steps=max_episode_steps,
+                         render_mode=None, **kwargs)
+    return NetHackObservation(env, keys, render_mode)
+
+
+@hookimpl
+def register_envs(register):
+    for task, gym_id in TASKS.items():
+        register(EnvSpec(
+            name="nethack" if task == "score" else f"nethack/{task}",
+            binding=make_nethack,
+            kwargs={"task": task},
+            aliases=("nethack/score",) if task == "score" else (),
+            requires=REQUIRES,
+            policy="pufferbox_nethack.policy:NetHackEncoder",
+            defaults=DEFAULTS,
+            description=f"NetHack ({gym_id}, nle 1.3.0): glyphs + bottom-line stats + message",
+        ))

@@ -1,0 +1,41 @@
+"""Registers the seven Ocean sanity envs, each with its native batched version.
+
+``solved_return`` is about 0.9 x the env's optimal expected return (see each env's
+docstring), a level a correct PPO with a small MLP (an LSTM for ``memory``) reaches
+within a minute on a laptop CPU.
+"""
+
+from __future__ import annotations
+
+from pufferbox import EnvSpec, hookimpl
+
+from pufferbox_ocean import envs, native
+
+# name, single env, native twin, solved_return (0.9 x optimum), training steps
+OCEAN = [
+    ("squared", envs.Squared, native.SquaredNative, 3.6, 200_000),
+    ("password", envs.Password, native.PasswordNative, 0.9, 100_000),
+    ("stochastic", envs.Stochastic, native.StochasticNative, 0.81, 100_000),
+    ("memory", envs.Memory, native.MemoryNative, 0.9, 200_000),
+    ("multiagent", envs.Multiagent, native.MultiagentNative, 0.9, 50_000),
+    ("spaces", envs.Spaces, native.SpacesNative, 0.9, 200_000),
+    ("bandit", envs.Bandit, native.BanditNative, 0.72, 50_000),
+]
+
+
+def summary(cls: type) -> str:
+    return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+@hookimpl
+def register_envs(register):
+    for name, single, batched, solved, steps in OCEAN:
+        register(EnvSpec(
+            name=name,
+            binding=single,
+            native=batched,
+            description=summary(single),
+            solved_return=solved,
+            defaults={"train": {"total_steps": steps}},
+            aliases=(f"ocean/{name}",),
+        ))

@@ -1,0 +1,42 @@
+"""Registers the kernel envs: ``tag`` (discrete), ``cuda_cartpole``.
+
+Each is ``implementation="cuda"``: ``binding`` builds the CPU reference (a PettingZoo or
+Gymnasium env that trains on any CPU backend), ``cuda`` describes the kernel for
+``--backend cuda`` and ``pufferbox check ENV --cuda``.
+"""
+
+from __future__ import annotations
+
+from pufferbox import EnvSpec, hookimpl
+from pufferbox.cuda.spec import CudaImplementation
+from pufferbox_warp import cartpole, tag
+
+
+def make_tag(**kwargs):
+    return tag.TagEnv(**kwargs)
+
+
+def make_cuda_cartpole(**kwargs):
+    return cartpole.CartPoleEnv(**kwargs)
+
+
+TAG = CudaImplementation(source=tag.SOURCE, reference=tag.TagReference, step_kernels=tag.TagReference.step_kernels,
+                         observe_kernel=tag.TagReference.observe_kernel)
+CARTPOLE = CudaImplementation(source=cartpole.SOURCE, reference=cartpole.CartPoleReference,
+                              step_kernels=cartpole.CartPoleReference.step_kernels,
+                              observe_kernel=cartpole.CartPoleReference.observe_kernel, layout="env_per_thread")
+
+
+@hookimpl
+def register_envs(register):
+    register(EnvSpec(
+        name="tag", binding=make_tag, implementation="cuda", cuda=TAG, aliases=("warp_tag",),
+        kwargs={"num_taggers": 1, "num_runners": 4},
+        description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
+        defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
+    ))
+    register(EnvSpec(
+        name="cuda_cartpole", binding=make_cuda_cartpole, implementation="cuda", cuda=CARTPOLE,
+        description="CartPole as a PyCUDA kernel, one thread per env (float32 CPU reference).",
+        solved_return=475.0, defaults={"train": {"total_steps": 200_000}},
+    ))

@@ -1,0 +1,185 @@
+"""Discrete Tag (WarpDrive's benchmark game): the kernel's CPU reference and a PettingZoo env on it.
+
+Taggers (the first ``num_taggers`` agents) chase runners on a grid; a runner sharing a cell
+with a tagger is tagged (``tag_penalty``), leaves the game, and each tagger there earns
+``tag_reward``. Episodes end when every runner is tagged or after ``episode_length`` steps;
+a finished env restarts from the positions drawn at the first reset (WarpDrive's reset).
+``k_nearest > 0`` gives partial observations of the K nearest agents.
+
+Example:
+    >>> env = TagEnv(num_taggers=1, num_runners=4)
+    >>> obs, infos = env.reset(seed=0)
+    >>> sorted(obs)[:2], obs["agent_0"].shape
+    (['agent_0', 'agent_1'], (20,))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from pufferbox.cuda.reference import BatchedReference
+from pufferbox.cuda.rng import env_keys, f32, hash32
+
+SOURCE = Path(__file__).parent / "kernels" / "tag.cu"
+MOVES = np.array([[0, 0], [0, 1], [0, -1], [-1, 0], [1, 0]], dtype=np.int32)  # stay, up, down, left, right
+
+
+class TagReference(BatchedReference):
+    """``num_envs`` discrete Tag games in numpy, phase for phase like ``tag.cu``."""
+
+    state_arrays = ("pos", "in_game", "steps", "tagged")
+    reset_arrays = ("pos", "in_game", "steps")
+    step_kernels = ("tag_move", "tag_tag", "tag_count")
+    observe_kernel = "tag_observe"
+
+    def __init__(self, num_envs: int = 1, num_taggers: int = 1, num_runners: int = 4, grid: int = 20,
+                 episode_length: int = 100, k_nearest: int = 0, tag_reward: float = 1.0, tag_penalty: float = -1.0):
+        if num_taggers < 1 or num_runners < 1:
+            raise ValueError("tag needs at least one tagger and one runner")
+        self.num_envs, self.num_taggers = num_envs, num_taggers
+        self.num_agents, self.grid, self.episode_length = num_taggers + num_runners, grid, episode_length
+        if not 0 <= k_nearest <= self.num_agents - 1:
+            raise ValueError(f"k_nearest must be in [0, {self.num_agents - 1}] (0 = observe everyone), got {k_nearest}")
+        self.k_nearest = k_nearest
+        self.observed = k_nearest or self.num_agents - 1
+        self.obs_dim, self.num_actions = 4 + 4 * self.observed, 5
+        self.tag_reward, self.tag_penalty = f32(tag_reward), f32(tag_penalty)
+        self.allocate()
+
+    def state_layout(self) -> dict:
+        i32 = np.dtype(np.int32)
+        return {"pos": (2 * self.num_agents, i32), "in_game": (self.num_agents, i32), "steps": (1, i32),
+                "tagged": (self.num_agents, i32)}
+
+    def constants(self) -> dict:
+        return {**super().constants(), "NUM_TAGGERS": self.num_taggers, "GRID": self.grid, "GRID_F": float(self.grid),
+                "EPISODE_LENGTH": self.episode_length, "EPISODE_LENGTH_F": float(self.episode_length),
+                "K_NEAREST": self.k_nearest, "TAG_REWARD": float(self.tag_reward), "TAG_PENALTY": float(self.tag_penalty)}
+
+    def init_state(self, seed: int) -> None:
+        a = self.arrays
+        keys = env_keys(seed, self.num_envs)[:, None]
+        counters = np.arange(2 * self.num_agents, dtype=np.uint32)[None, :]
+        a["pos"][:] = (hash32(keys, counters) % np.uint32(self.grid)).astype(np.int32)
+        a["in_game"][:] = 1
+        a["steps"][:] = 0
+        a["tagged"][:] = 0
+
+    def xy(self) -> np.ndarray:
+        return self.arrays["pos"].reshape(self.num_envs, self.num_agents, 2)
+
+    def tag_move(self) -> None:
+        a = self.arrays
+        a["rewards"][:] = 0
+        a["masks"][:] = a["in_game"] != 0
+        moved = np.clip(self.xy() + MOVES[a["actions"]], 0, self.grid - 1)
+        pos = self.xy()
+        pos[:] = np.where((a["in_game"] != 0)[..., None], moved, pos)
+
+    def tag_tag(self) -> None:
+        a, t = self.arrays, self.num_taggers
+        pos, alive = self.xy(), a["in_game"] != 0
+        same = (pos[:, :, None, :] == pos[:, None, :, :]).all(-1)  # [env, agent, other]
+        is_tagger = np.arange(self.num_agents) < t
+        caught = (same & (alive & ~is_tagger)[:, None, :]).sum(-1)
+        hit = (same & (alive & is_tagger)[:, None, :]).any(-1) & alive & ~is_tagger
+        a["tagged"][:] = hit
+        rewards = np.where(is_tagger, self.tag_reward * caught.astype(np.float32),
+                           np.where(hit, self.tag_penalty, f32(0.0)))
+        a["rewards"][:] = np.where(alive, rewards, a["rewards"])
+
+    def tag_count(self) -> None:
+        a = self.arrays
+        stays = (a["in_game"] != 0) & (a["tagged"] == 0)
+        a["in_game"][:] = stays
+        a["terminals"][:] = ~stays
+        a["truncations"][:] = 0
+        a["steps"][:, 0] += 1
+        remaining = stays[:, self.num_taggers:].sum(-1)
+        a["done"][:, 0] = np.where(remaining == 0, 1, np.where(a["steps"][:, 0] >= self.episode_length, 2, 0))
+
+    def tag_observe(self) -> None:
+        a = self.arrays
+        d = a["done"][:, :1]
+        a["masks"][:] = np.where(d != 0, 1, a["masks"])
+        a["terminals"][:] = np.where(d == 1, 1, a["terminals"])
+        a["truncations"][:] = (d == 2) & (a["terminals"] == 0)
+        pos, n, g = self.xy(), self.num_agents, f32(self.grid)
+        obs = self.view("observations")
+        obs[:, :, 0:2] = pos.astype(np.float32) / g
+        obs[:, :, 2] = np.arange(n) < self.num_taggers
+        obs[:, :, 3] = (a["steps"].astype(np.float32) / f32(self.episode_length))
+        delta = (pos[:, None, :, :] - pos[:, :, None, :])  # [env, agent, other, 2]: other - self
+        if self.k_nearest:
+            dist = (delta * delta).sum(-1)
+            dist[:, np.arange(n), np.arange(n)] = np.iinfo(np.int32).max  # never pick yourself
+            others = np.argsort(dist, axis=-1, kind="stable")[:, :, : self.k_nearest]
+        else:
+            others = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.int64)
+            others = np.broadcast_to(others, (self.num_envs, n, n - 1))
+        e_idx, a_idx = np.arange(self.num_envs)[:, None, None], np.arange(n)[None, :, None]
+        feats = np.empty((self.num_envs, n, self.observed, 4), np.float32)
+        feats[..., 0:2] = delta[e_idx, a_idx, others].astype(np.float32) / g
+        feats[..., 2] = others < self.num_taggers
+        feats[..., 3] = a["in_game"][e_idx, others] != 0
+        obs[:, :, 4:] = feats.reshape(self.num_envs, n, -1)
+
+
+class TagEnv(ParallelEnv):
+    """The CPU reference as a PettingZoo ``ParallelEnv`` (one game; tagged runners leave ``agents``)."""
+
+    metadata = {"name": "tag_v0", "render_modes": []}
+    reference = TagReference
+
+    def __init__(self, **kwargs: Any):
+        self.core = self.reference(num_envs=1, **kwargs)
+        self.possible_agents = [f"agent_{i}" for i in range(self.core.num_agents)]
+        self.agents: list[str] = []
+        high = np.full(self.core.obs_dim, np.float32(1e6), np.float32)  # scaled positions; wide bounds for safety
+        self._obs_space = gymnasium.spaces.Box(-high, high, dtype=np.float32)
+        self._act_space = gymnasium.spaces.Discrete(self.core.num_actions)
+        self.seed_counter = None
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return self._act_space
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None or not self.agents and self.seed_counter is None:
+            self.core.reset(seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31))
+            self.seed_counter = 0
+        else:  # WarpDrive's reset: back to the positions drawn at the last seeded reset
+            self.core.arrays["done"][:] = 1
+            self.core.restore_done()
+            self.core.arrays["done"][:] = 0
+            self.core.arrays["masks"][:] = 1
+            self.core.observe()
+        self.agents = list(self.possible_agents)
+        obs = self.core.view("observations")[0]
+        return {agent: obs[i].copy() for i, agent in enumerate(self.possible_agents)}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        row = np.zeros((1, self.core.num_agents), np.int32)
+        for i, agent in enumerate(self.possible_agents):
+            row[0, i] = int(actions.get(agent, 0))
+        self.core.step(row, autoreset=False)
+        arr, obs = self.core.arrays, self.core.view("observations")[0]
+        acting = [i for i, agent in enumerate(self.possible_agents) if agent in self.agents]
+        names = [self.possible_agents[i] for i in acting]
+        result = ({n: obs[i].copy() for n, i in zip(names, acting)},
+                  {n: float(arr["rewards"][0, i]) for n, i in zip(names, acting)},
+                  {n: bool(arr["terminals"][0, i]) for n, i in zip(names, acting)},
+                  {n: bool(arr["truncations"][0, i]) for n, i in zip(names, acting)},
+                  {n: {} for n in names})
+        self.agents = [n for n in names if not (result[2][n] or result[3][n])]
+        return result
+
+    def state(self) -> np.ndarray:
+        return self.core.arrays["pos"][0].copy()

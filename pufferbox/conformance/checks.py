@@ -1,0 +1,460 @@
+"""The conformance checks a pufferbox env must pass, each a function ``check(spec, cfg)``.
+
+Each check raises :class:`ConformanceError` with a precise message (step, env, field)
+on the first violation; :func:`check_env_spec` runs them all and collects the results.
+
+* ``api``: Gymnasium ``check_env`` or PettingZoo ``parallel_api_test`` on the raw env.
+* ``spaces``: every observation of a seeded random rollout lies in the declared space.
+* ``determinism``: two raw envs reset with one seed and fed one action sequence agree.
+* ``flattening``: the raw env and the flattened env in lock step agree once the flat
+  observation is unflattened (numpy and torch) and the flat action unflattened.
+* ``serial``: the serial vector backend equals manual stepping of raw envs (seeded
+  ``seed + i``), autoresets and episode infos included.
+* ``native``: a plugin's native batched block equals the emulated envs bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gymnasium
+import numpy as np
+
+from pufferbox.registry import EnvSpec
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, get_path
+
+__all__ = ["CheckConfig", "CheckResult", "ConformanceError", "CHECKS", "check_env_spec", "assert_conforms"]
+
+
+class ConformanceError(AssertionError):
+    """An env broke the contract; the message says which check, where and how."""
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    steps: int = 200
+    seed: int = 0
+    num_envs: int = 3
+    env_kwargs: tuple = ()  # sorted (key, value) pairs, so the config stays hashable
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.env_kwargs)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.name}" + (f": {self.detail}" if self.detail else "")
+
+
+def is_multiagent(env: Any) -> bool:
+    return not isinstance(env, gymnasium.Env) and hasattr(env, "possible_agents")
+
+
+def fail(message: str) -> None:
+    raise ConformanceError(message)
+
+
+def same_tree(space: gymnasium.Space, expected: Any, actual: Any, where: str) -> None:
+    """Leaf-by-leaf exact equality of two samples of ``space``; fails naming the first field."""
+    spec = ObservationSpec(space, name=where)
+    for leaf in spec.leaves:
+        want = np.asarray(get_path(expected, leaf.path), dtype=leaf.dtype)
+        got = np.asarray(get_path(actual, leaf.path))
+        if got.shape != want.shape or not np.array_equal(got.astype(leaf.dtype), want):
+            name = where + "".join(f"[{p!r}]" for p in leaf.path)
+            fail(f"{name}: expected {want.tolist()}, got {got.tolist()}")
+
+
+def seeded_sampler(space: gymnasium.Space, seed: int) -> gymnasium.Space:
+    space.seed(seed)
+    return space
+
+
+# -- api --------------------------------------------------------------------------------
+def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
+    env = spec.make_raw(**cfg.kwargs)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")  # style warnings and banners are not contract violations
+            if is_multiagent(env):
+                from pettingzoo.test import parallel_api_test
+
+                parallel_api_test(env, num_cycles=min(cfg.steps, 100))
+            else:
+                from gymnasium.utils.env_checker import check_env
+
+                check_env(env, skip_render_check=True)
+    except ConformanceError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        fail(f"{'parallel_api_test' if is_multiagent(env) else 'gymnasium check_env'} failed: "
+             f"{type(exc).__name__}: {first}")
+    finally:
+        env.close()
+
+
+# -- raw rollouts -----------------------------------------------------------------------
+def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any]) -> list[tuple]:
+    """``(obs, reward, terminated, truncated)`` per step (reset steps have reward None)."""
+    out: list[tuple] = []
+    multi = is_multiagent(env)
+    obs, _ = env.reset(seed=seed)
+    out.append((obs, None, None, None))
+    for t in range(steps):
+        act = actions(env, t)
+        obs, reward, terminated, truncated, _ = env.step(act)
+        out.append((obs, reward, terminated, truncated))
+        done = (not env.agents) if multi else (terminated or truncated)
+        if done:
+            obs, _ = env.reset()
+            out.append((obs, None, None, None))
+    return out
+
+
+def random_actions(seed: int) -> Callable[[Any, int], Any]:
+    """Seeded structured actions for whatever agents are live (one sampler per space)."""
+    samplers: dict[Any, gymnasium.Space] = {}
+
+    def pick(env: Any, t: int) -> Any:
+        if is_multiagent(env):
+            acts = {}
+            for agent in env.agents:
+                if agent not in samplers:
+                    samplers[agent] = seeded_sampler(env.action_space(agent), seed + len(samplers))
+                acts[agent] = samplers[agent].sample()
+            return acts
+        if None not in samplers:
+            samplers[None] = seeded_sampler(env.action_space, seed)
+        return samplers[None].sample()
+
+    return pick
+
+
+def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
+    env = spec.make_raw(**cfg.kwargs)
+    try:
+        multi = is_multiagent(env)
+        spaces_of = (lambda a: env.observation_space(a)) if multi else (lambda a: env.observation_space)
+        for t, (obs, reward, _, _) in enumerate(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed))):
+            for agent, value in (obs.items() if multi else [(None, obs)]):
+                who = "observation" if agent is None else f"observation of {agent!r}"
+                try:
+                    ObservationSpec(spaces_of(agent), name=who).check(value)
+                except SpaceError as exc:
+                    fail(f"record {t} of the rollout: {exc}")
+            for agent, r in ((reward or {}).items() if multi else [(None, reward)]):
+                if r is not None and not (np.isscalar(r) and math.isfinite(float(r))):
+                    fail(f"record {t}: reward {r!r} is not a finite number")
+    finally:
+        env.close()
+
+
+def check_determinism(spec: EnvSpec, cfg: CheckConfig) -> None:
+    runs = []
+    for _ in range(2):
+        env = spec.make_raw(**cfg.kwargs)
+        try:
+            runs.append(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed)))
+            obs_space = env.observation_space(env.possible_agents[0]) if is_multiagent(env) else env.observation_space
+            multi = is_multiagent(env)
+        finally:
+            env.close()
+    first, second = runs
+    if len(first) != len(second):
+        fail(f"two runs with seed {cfg.seed} and the same actions had different episode boundaries")
+    for t, (a, b) in enumerate(zip(first, second)):
+        where = f"seed {cfg.seed}, record {t}: observation"
+        if multi:
+            if list(a[0]) != list(b[0]):
+                fail(f"seed {cfg.seed}, record {t}: agents {list(a[0])} vs {list(b[0])}")
+            for agent in a[0]:
+                same_tree(obs_space, a[0][agent], b[0][agent], f"{where} of {agent!r}")
+        else:
+            same_tree(obs_space, a[0], b[0], where)
+        if a[1:] != b[1:] and not _same_scalars(a[1:], b[1:]):
+            fail(f"seed {cfg.seed}, record {t}: (reward, terminated, truncated) {a[1:]} vs {b[1:]}")
+
+
+def _same_scalars(a: tuple, b: tuple) -> bool:
+    return all(np.array_equal(np.asarray(x, dtype=object), np.asarray(y, dtype=object)) for x, y in zip(a, b))
+
+
+# -- flattening -------------------------------------------------------------------------
+def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
+    import torch
+
+    raw, flat = spec.make_raw(**cfg.kwargs), spec.make_emulated(**cfg.kwargs)
+    try:
+        obs_spec, act_spec = flat.obs_spec, flat.act_spec
+        obs_spec.torch_layout()
+        multi = is_multiagent(raw)
+        pick = random_actions(cfg.seed)
+
+        def compare(raw_obs: Any, flat_obs: Any, where: str) -> None:
+            rows = {a: flat_obs[a] for a in raw_obs} if multi else {None: flat_obs}
+            for agent, raw_value in (raw_obs.items() if multi else [(None, raw_obs)]):
+                who = where + ("" if agent is None else f" of {agent!r}")
+                row = rows[agent]
+                same_tree(obs_spec.space, raw_value, _squeeze(obs_spec.unflatten(row[None])), f"{who} (numpy unflatten)")
+                tree = obs_spec.unflatten_torch(torch.from_numpy(np.ascontiguousarray(row[None])))
+                same_tree(obs_spec.space, raw_value, _squeeze(_to_numpy(tree)), f"{who} (torch unflatten)")
+
+        raw_obs, _ = raw.reset(seed=cfg.seed)
+        flat_obs, _ = flat.reset(seed=cfg.seed)
+        compare(raw_obs, flat_obs, "reset observation")
+        for t in range(cfg.steps):
+            act = pick(raw, t)
+            if multi:
+                flat_act = {a: act_spec.flatten(v) for a, v in act.items()}
+                for a, v in act.items():
+                    same_tree(act_spec.space, v, act_spec.unflatten(flat_act[a]), f"step {t}: action of {a!r} round trip")
+            else:
+                flat_act = act_spec.flatten(act)
+                same_tree(act_spec.space, act, act_spec.unflatten(flat_act), f"step {t}: action round trip")
+            r_obs, r_rew, r_term, r_trunc, _ = raw.step(act)
+            f_obs, f_rew, f_term, f_trunc, _ = flat.step(flat_act)
+            compare(r_obs, f_obs, f"step {t}: observation")
+            if not _same_scalars((r_rew, r_term, r_trunc), (f_rew, f_term, f_trunc)):
+                fail(f"step {t}: raw env gave (reward, terminated, truncated) = {(r_rew, r_term, r_trunc)}, "
+                     f"the flattened env {(f_rew, f_term, f_trunc)}")
+            done = (not raw.agents) if multi else (r_term or r_trunc)
+            if done:
+                raw_obs, _ = raw.reset(seed=cfg.seed + t + 1)
+                flat_obs, _ = flat.reset(seed=cfg.seed + t + 1)
+                compare(raw_obs, flat_obs, f"step {t}: reset observation")
+    finally:
+        raw.close()
+        flat.close()
+
+
+def _squeeze(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _squeeze(v) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_squeeze(v) for v in tree)
+    return tree[0]
+
+
+def _to_numpy(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _to_numpy(v) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_to_numpy(v) for v in tree)
+    return tree.numpy()
+
+
+# -- vector backends --------------------------------------------------------------------
+class ManualEnvs:
+    """Raw envs stepped one by one, with the emulator's padding and autoreset rules spelled out."""
+
+    def __init__(self, spec: EnvSpec, cfg: CheckConfig, obs_spec: ObservationSpec, act_spec: ActionSpec):
+        self.envs = [spec.make_raw(**cfg.kwargs) for _ in range(cfg.num_envs)]
+        self.obs_spec, self.act_spec = obs_spec, act_spec
+        self.multi = is_multiagent(self.envs[0])
+        self.agents = list(self.envs[0].possible_agents) if self.multi else [None]
+        n, k = len(self.envs), len(self.agents)
+        self.obs = obs_spec.zeros(n * k)
+        self.rewards = np.zeros(n * k, np.float32)
+        self.terminals = np.zeros(n * k, bool)
+        self.truncations = np.zeros(n * k, bool)
+        self.masks = np.ones(n * k, bool)
+        self.returns = [np.zeros(k) for _ in range(n)]
+        self.lengths = [0] * n
+
+    def write(self, i: int, observations: Any) -> None:
+        k = len(self.agents)
+        rows = slice(i * k, (i + 1) * k)
+        self.obs[rows] = 0
+        self.masks[rows] = False
+        for j, agent in enumerate(self.agents):
+            if not self.multi:
+                value = observations
+            elif agent in observations:
+                value = observations[agent]
+            else:
+                continue
+            self.obs_spec.write(self.obs, i * k + j, value)
+            self.masks[i * k + j] = True
+
+    def reset(self, seed: int) -> None:
+        for i, env in enumerate(self.envs):
+            obs, _ = env.reset(seed=seed + i)
+            self.write(i, obs)
+
+    def step(self, actions: np.ndarray) -> list[dict]:
+        infos, k = [], len(self.agents)
+        for i, env in enumerate(self.envs):
+            base = i * k
+            if self.multi:
+                act = {a: self.act_spec.unflatten(actions[base + self.agents.index(a)]) for a in env.agents}
+                obs, rew, term, trunc, _ = env.step(act)
+                self.rewards[base:base + k] = 0.0
+                self.terminals[base:base + k] = True
+                self.truncations[base:base + k] = False
+                for j, agent in enumerate(self.agents):
+                    if agent in rew:
+                        self.rewards[base + j] = rew[agent]
+                        self.terminals[base + j] = term.get(agent, False)
+                        self.truncations[base + j] = trunc.get(agent, False)
+                self.returns[i] += self.rewards[base:base + k]
+                done = not env.agents
+            else:
+                obs, rew, term, trunc, _ = env.step(self.act_spec.unflatten(actions[base]))
+                self.rewards[base], self.terminals[base], self.truncations[base] = rew, term, trunc
+                self.returns[i] += float(rew)
+                done = term or trunc
+            self.lengths[i] += 1
+            if done:
+                infos.append({"env_id": i, "episode_return": float(self.returns[i].mean()),
+                              "episode_length": self.lengths[i]})
+                self.returns[i][:] = 0.0
+                self.lengths[i] = 0
+                obs, _ = env.reset()
+            self.write(i, obs)
+        return infos
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def episode_table(infos: list[dict]) -> list[tuple]:
+    return sorted((int(i["env_id"]), i.get("episode_return"), i.get("episode_length")) for i in infos)
+
+
+def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: bool) -> None:
+    fields = ("observations", "rewards", "terminals", "truncations", "masks")
+    for name, x, y in zip(fields, a, b):
+        if name == "masks" and not multi:
+            continue
+        if not np.array_equal(np.asarray(x), np.asarray(y)):
+            rows = np.flatnonzero(np.asarray(x != y).reshape(len(x), -1).any(axis=1)) if np.ndim(x) else []
+            fail(f"step {t}: {name} differ between {names[0]} and {names[1]} at rows {list(rows)[:8]}: "
+                 f"{np.asarray(x)[rows[:2]].tolist()} vs {np.asarray(y)[rows[:2]].tolist()}")
+
+
+def action_batches(space: gymnasium.Space, rows: int, seed: int) -> Callable[[], np.ndarray]:
+    seeded_sampler(space, seed)
+    return lambda: np.stack([space.sample() for _ in range(rows)])
+
+
+def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
+    from pufferbox.vector import make
+
+    venv = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
+    manual = ManualEnvs(spec, cfg, venv.obs_spec, venv.act_spec)
+    try:
+        sample = action_batches(venv.single_action_space, venv.num_agents, cfg.seed)
+        venv.async_reset(cfg.seed)
+        manual.reset(cfg.seed)
+        batch = venv.recv()
+        names = ("serial backend", "manual stepping")
+        mine = (manual.obs, manual.rewards, manual.terminals, manual.truncations, manual.masks)
+        compare_batches(-1, names, batch[:4] + (batch[6],), mine, manual.multi)
+        for t in range(cfg.steps):
+            actions = sample()
+            venv.send(actions)
+            obs, rew, term, trunc, infos, env_ids, masks = venv.recv()
+            expected_infos = manual.step(actions)
+            compare_batches(t, names, (obs, rew, term, trunc, masks), mine, manual.multi)
+            if episode_table(infos) != episode_table(expected_infos):
+                fail(f"step {t}: episode infos differ: serial backend {episode_table(infos)} vs "
+                     f"manual stepping {episode_table(expected_infos)}")
+    finally:
+        venv.close()
+        manual.close()
+
+
+def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
+    from pufferbox.vector import make
+
+    if spec.native is None:
+        return
+    native = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=True)
+    emulated = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
+    try:
+        for what in ("obs_spec", "act_spec"):
+            a, b = getattr(native, what), getattr(emulated, what)
+            if a.space != b.space:
+                fail(f"native block {what} {a.space} differs from the env's {b.space}")
+        sample = action_batches(emulated.single_action_space, emulated.num_agents, cfg.seed)
+        native.async_reset(cfg.seed)
+        emulated.async_reset(cfg.seed)
+        names = ("native", "emulated")
+        multi = emulated.agents_per_env > 1
+        a, b = native.recv(), emulated.recv()
+        compare_batches(-1, names, a[:4] + (a[6],), b[:4] + (b[6],), multi)
+        for t in range(cfg.steps):
+            actions = sample()
+            native.send(actions)
+            emulated.send(actions)
+            a, b = native.recv(), emulated.recv()
+            compare_batches(t, names, a[:4] + (a[6],), b[:4] + (b[6],), multi)
+            ia = sorted((sorted(i.items()) for i in a[4]), key=str)
+            ib = sorted((sorted(i.items()) for i in b[4]), key=str)
+            if ia != ib:
+                fail(f"step {t}: infos differ: native {ia} vs emulated {ib}")
+    finally:
+        native.close()
+        emulated.close()
+
+
+CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
+    "api": check_api,
+    "spaces": check_spaces,
+    "determinism": check_determinism,
+    "flattening": check_flattening,
+    "serial": check_serial,
+    "native": check_native,
+}
+
+
+def check_env_spec(spec: EnvSpec, steps: int = 200, seed: int = 0, num_envs: int = 3,
+                   checks: list[str] | None = None, env_kwargs: dict | None = None) -> list[CheckResult]:
+    """Run the checks (all by default) on ``spec``; never raises for a failing env.
+
+    Example:
+        >>> from pufferbox.registry import get_registry
+        >>> results = check_env_spec(get_registry().get("bandit"), steps=20)  # doctest: +SKIP
+        >>> all(r.ok for r in results)                                         # doctest: +SKIP
+        True
+    """
+    unknown = sorted(set(checks or ()) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown checks {unknown}; choose from {list(CHECKS)}")
+    cfg = CheckConfig(steps, seed, num_envs, tuple(sorted((env_kwargs or {}).items())))
+    results = []
+    for name in checks or CHECKS:
+        if name == "native" and spec.native is None:
+            results.append(CheckResult(name, True, "no native implementation (skipped)"))
+            continue
+        try:
+            CHECKS[name](spec, cfg)
+            results.append(CheckResult(name, True))
+        except ConformanceError as exc:
+            results.append(CheckResult(name, False, str(exc)))
+        except Exception as exc:  # a crash inside the env is a failure of that check too
+            results.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
+    return results
+
+
+def assert_conforms(spec: EnvSpec, **kwargs: Any) -> list[CheckResult]:
+    """Like :func:`check_env_spec`, raising :class:`ConformanceError` listing every failed check."""
+    results = check_env_spec(spec, **kwargs)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise ConformanceError(f"{spec.name} fails {len(failed)} conformance check(s):\n"
+                               + "\n".join(str(r) for r in failed))
+    return results

@@ -1,0 +1,101 @@
+"""The CPU reference of a kernel env: numpy arrays and phases that mirror the kernels one to one.
+
+A subclass declares its state arrays, fills them in :meth:`init_state`, implements one method
+per step kernel (named like the kernel) and :meth:`observe`. Arrays are ``(num_envs, per_env)``
+in the kernel's memory layout, so the GPU data manager pushes them as they are and the
+consistency checker compares them element by element. Float math is float32 in the kernel's
+operation order (no fused multiply-add on either side).
+
+Example:
+    >>> from pufferbox_warp.cartpole import CartPoleReference   # doctest: +SKIP
+    >>> ref = CartPoleReference(num_envs=4); ref.reset(seed=0)  # doctest: +SKIP
+    >>> ref.step(np.zeros((4, 1), np.int32))                    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from pufferbox.cuda.spec import STANDARD_ARRAYS, STANDARD_DTYPES
+
+__all__ = ["BatchedReference"]
+
+
+class BatchedReference:
+    """Base of every CPU reference; see the module docstring for the contract."""
+
+    state_arrays: ClassVar[tuple[str, ...]] = ()
+    reset_arrays: ClassVar[tuple[str, ...]] = ()
+    step_kernels: ClassVar[tuple[str, ...]] = ()
+    observe_kernel: ClassVar[str] = "observe"
+    # Step kernels that start new episodes in place (skipped by ``step(autoreset=False)``).
+    autoreset_kernels: ClassVar[tuple[str, ...]] = ()
+
+    num_envs: int
+    num_agents: int
+    obs_dim: int
+    num_actions: int
+
+    def state_layout(self) -> dict[str, tuple[int, np.dtype]]:
+        """``{name: (words per env, dtype)}`` for every state array, in kernel argument order."""
+        raise NotImplementedError
+
+    def constants(self) -> dict[str, int | float]:
+        """Compile-time constants of the kernel (``NUM_ENVS``, ``NUM_AGENTS``, env parameters)."""
+        return {"NUM_ENVS": self.num_envs, "NUM_AGENTS": self.num_agents, "OBS_DIM": self.obs_dim,
+                "NUM_ACTIONS": self.num_actions}
+
+    def init_state(self, seed: int) -> None:
+        raise NotImplementedError
+
+    def observe(self) -> None:
+        """Run the phase named like the observe kernel (observations and masks)."""
+        getattr(self, self.observe_kernel)()
+
+    # -- shared machinery ---------------------------------------------------------------
+    def allocate(self) -> None:
+        sizes = {"observations": self.num_agents * self.obs_dim, "done": 1}
+        self.arrays: dict[str, np.ndarray] = {}
+        for name in STANDARD_ARRAYS:
+            self.arrays[name] = np.zeros((self.num_envs, sizes.get(name, self.num_agents)), STANDARD_DTYPES[name])
+        layout = self.state_layout()
+        if tuple(layout) != self.state_arrays:
+            raise TypeError(f"{type(self).__name__}: state_layout order {tuple(layout)} != state_arrays {self.state_arrays}")
+        for name, (size, dtype) in layout.items():
+            self.arrays[name] = np.zeros((self.num_envs, size), dtype)
+        self.initial: dict[str, np.ndarray] = {}
+
+    @property
+    def argument_order(self) -> tuple[str, ...]:
+        return (*STANDARD_ARRAYS, *self.state_arrays)
+
+    def reset(self, seed: int = 0) -> None:
+        """First reset: fresh state from ``seed``; saves the copy later resets restore."""
+        for name in ("rewards", "terminals", "truncations", "done"):
+            self.arrays[name][:] = 0
+        self.arrays["masks"][:] = 1
+        self.init_state(seed)
+        self.initial = {name: self.arrays[name].copy() for name in self.reset_arrays}
+        self.observe()
+
+    def step(self, actions: np.ndarray, autoreset: bool = True) -> None:
+        """One step of every env; done envs restart from their saved initial state when ``autoreset``."""
+        self.arrays["actions"][:] = np.asarray(actions, dtype=np.int32).reshape(self.num_envs, self.num_agents)
+        for kernel in self.step_kernels:
+            if autoreset or kernel not in self.autoreset_kernels:
+                getattr(self, kernel)()
+        if autoreset:
+            self.restore_done()
+        self.observe()
+
+    def restore_done(self) -> None:
+        done = self.arrays["done"][:, 0] != 0
+        for name in self.reset_arrays:
+            self.arrays[name][done] = self.initial[name][done]
+
+    def view(self, name: str) -> np.ndarray:
+        """Per-agent view: observations ``(envs, agents, obs_dim)``, others ``(envs, agents)``."""
+        arr = self.arrays[name]
+        return arr.reshape(self.num_envs, self.num_agents, self.obs_dim) if name == "observations" else arr

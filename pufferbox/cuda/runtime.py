@@ -1,0 +1,119 @@
+"""KernelEnv: one kernel env simulating ``num_envs`` envs, on the GPU or on the host simulator.
+
+The first reset runs on the CPU reference (as in WarpDrive) and its arrays are pushed once;
+after that a step is only kernel launches on device-resident arrays: the env's step kernels,
+the core reset kernel restoring done envs from their saved initial state, the observe kernel.
+
+Example:
+    >>> from pufferbox.registry import get_registry                         # doctest: +SKIP
+    >>> env = KernelEnv(get_registry().get("tag").cuda, num_envs=2000)      # doctest: +SKIP
+    >>> env.tensor("actions").random_(0, 5); env.step()                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pufferbox.cuda.build import CORE_SOURCE, assemble
+from pufferbox.cuda.reference import BatchedReference
+from pufferbox.cuda.rng import mix32
+from pufferbox.cuda.spec import CudaImplementation
+
+__all__ = ["KernelEnv", "CORE_KERNELS", "agent_geometry", "env_geometry"]
+
+CORE_KERNELS = ("pb_reset_words", "pb_reset_bytes", "pb_sample_categorical")
+MAX_BLOCK = 1024
+
+
+def agent_geometry(num_envs: int, per_env: int, max_block: int = MAX_BLOCK) -> tuple[tuple[int, int], int]:
+    """Grid ``(num_envs, blocks per env)`` and block size: one thread per agent (or word)."""
+    block = max(1, min(per_env, max_block))
+    return (num_envs, -(-per_env // block)), block
+
+
+def env_geometry(rows: int, block: int = 256) -> tuple[tuple[int, int], int]:
+    """Grid and block for one thread per row (single-agent envs, the sampler)."""
+    block = max(1, min(block, -(-rows // 32) * 32))
+    return (-(-rows // block), 1), block
+
+
+class KernelEnv:
+    """Device arrays + compiled kernels of one env kind. ``device`` is ``"gpu"`` or ``"host"``."""
+
+    def __init__(self, impl: CudaImplementation, num_envs: int, env_kwargs: dict | None = None, seed: int = 0,
+                 device: str = "gpu", max_block: int = MAX_BLOCK):
+        if device == "gpu":
+            from pufferbox.cuda.data import DataManager
+            from pufferbox.cuda.function import FunctionManager
+
+            self.data: Any = DataManager()
+            self.functions: Any = FunctionManager()
+        elif device == "host":
+            from pufferbox.cuda.hostsim import HostDataManager, HostFunctionManager
+
+            self.data, self.functions = HostDataManager(), HostFunctionManager()
+        else:
+            raise ValueError(f"device must be 'gpu' or 'host', got {device!r}")
+        self.impl, self.device, self.max_block = impl, device, max_block
+        self.reference: BatchedReference = impl.reference_class()(num_envs=num_envs, **(env_kwargs or {}))
+        ref = self.reference
+        if tuple(ref.step_kernels) != tuple(impl.step_kernels) or ref.observe_kernel != impl.observe_kernel:
+            raise TypeError(f"{type(ref).__name__} phases {ref.step_kernels}/{ref.observe_kernel} do not match the "
+                            f"kernels {impl.step_kernels}/{impl.observe_kernel}")
+        self.num_envs, self.num_agents = num_envs, ref.num_agents
+        self.obs_dim, self.num_actions = ref.obs_dim, ref.num_actions
+        ref.reset(seed)
+        for name in ref.argument_order:
+            self.data.push(name, ref.arrays[name])
+        for name in ref.reset_arrays:
+            self.data.push("initial/" + name, ref.initial[name])
+        self.data.push("sampler/counters", np.zeros(num_envs * ref.num_agents, np.uint32))
+        self.sampler_key = np.uint32(mix32(np.uint32(seed ^ 0x5EED)))
+        source = impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n'
+        self.text = assemble(source, ref.constants(), search=(_folder(impl.source),))
+        self.functions.compile(self.text, [*impl.kernel_names, *CORE_KERNELS])
+        self.args = [self.data.pointer(name) for name in ref.argument_order]
+        if impl.layout == "agent_per_thread":
+            self.grid, self.block = agent_geometry(num_envs, ref.num_agents, max_block)
+        else:
+            self.grid, self.block = env_geometry(num_envs)
+        self.reset_launches = []
+        for name in ref.reset_arrays:
+            arr = ref.arrays[name]
+            kernel = {4: "pb_reset_words", 1: "pb_reset_bytes"}.get(arr.dtype.itemsize)
+            if kernel is None:
+                raise TypeError(f"reset array {name!r} has {arr.dtype}; use 32-bit or 8-bit types")
+            grid, block = agent_geometry(num_envs, arr.shape[1], max_block)
+            self.reset_launches.append((kernel, grid, block, [self.data.pointer(name), self.data.pointer("initial/" + name),
+                                                              self.data.pointer("done"), np.int32(arr.shape[1])]))
+
+    def tensor(self, name: str) -> Any:
+        """The device array as a torch tensor sharing its memory (``(num_envs, per_env)`` words)."""
+        return self.data.tensor(name)
+
+    def step(self) -> None:
+        """Advance every env by the actions already in ``tensor("actions")``; no host transfer."""
+        for kernel in self.impl.step_kernels:
+            self.functions.launch(kernel, self.grid, self.block, self.args)
+        for kernel, grid, block, args in self.reset_launches:
+            self.functions.launch(kernel, grid, block, args)
+        self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.args)
+
+    def sample_actions(self, probs_pointer: np.uintp) -> None:
+        """Categorical draw per agent from ``probs`` (rows = envs * agents, float32) into ``actions``."""
+        rows = self.num_envs * self.num_agents
+        grid, block = env_geometry(rows)
+        self.functions.launch("pb_sample_categorical", grid, block,
+                              [probs_pointer, self.data.pointer("actions"), self.data.pointer("sampler/counters"),
+                               self.sampler_key, np.int32(rows), np.int32(self.num_actions)])
+
+    def pull(self, name: str) -> np.ndarray:
+        return self.data.pull(name)
+
+
+def _folder(path: Any) -> Any:
+    from pathlib import Path
+
+    return Path(path).parent

@@ -1,0 +1,163 @@
+"""The tournament's leaderboard: the best K agents, durable in SQLite under the run directory.
+
+Each entry is one evaluated agent: its checkpoint file, hyperparameters, lineage
+(parent entry and generation) and score (mean and standard deviation of evaluated
+episode returns). Every write is one SQLite transaction, so a driver killed at any
+moment leaves a consistent board; checkpoints are copied into ``RUN_DIR/leaderboard/``
+atomically before their row is committed.
+
+Example:
+    >>> board = Leaderboard("/tmp/run", capacity=4)                     # doctest: +SKIP
+    >>> rank = board.insert(Entry(pod=0, score=480.0, score_std=5.0, ...))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    pod INTEGER NOT NULL,
+    parent INTEGER,
+    generation INTEGER NOT NULL,
+    score REAL NOT NULL,
+    score_std REAL NOT NULL,
+    episodes INTEGER NOT NULL,
+    steps INTEGER NOT NULL,
+    hyperparams TEXT NOT NULL,
+    checkpoint TEXT,
+    on_board INTEGER NOT NULL DEFAULT 1,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS best_history (
+    wall_time REAL NOT NULL,
+    total_steps INTEGER NOT NULL,
+    best_score REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+@dataclass
+class Entry:
+    """One evaluated agent."""
+
+    pod: int
+    score: float
+    score_std: float
+    episodes: int
+    steps: int  # environment steps this agent's lineage has trained for
+    hyperparams: dict = field(default_factory=dict)
+    parent: int | None = None
+    generation: int = 0
+    checkpoint: str | None = None
+    id: int | None = None
+    on_board: bool = True
+    created: float = 0.0
+
+
+class Leaderboard:
+    """Best-``capacity`` agents by evaluated score, persisted in ``RUN_DIR/leaderboard.sqlite``."""
+
+    def __init__(self, run_dir: str | os.PathLike, capacity: int = 8):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir = self.run_dir / "leaderboard"
+        self.checkpoint_dir.mkdir(exist_ok=True)
+        self.capacity = capacity
+        self.path = self.run_dir / "leaderboard.sqlite"
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writes -----------------------------------------------------------------------
+    def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None) -> int | None:
+        """Store ``entry`` (copying its checkpoint in) and return its 1-based rank, or None if it
+        did not make the board. Entries pushed off the board lose their checkpoint file."""
+        entry.created = entry.created or time.time()
+        stored_ckpt = None
+        if entry.checkpoint:
+            stored_ckpt = self.checkpoint_dir / f"pod{entry.pod}-{int(entry.created * 1e6)}.pt"
+            tmp = stored_ckpt.with_suffix(".tmp")
+            shutil.copyfile(entry.checkpoint, tmp)
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, stored_ckpt)
+        previous_best = self.best()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.db.execute(
+                "INSERT INTO entries (pod, parent, generation, score, score_std, episodes, steps, hyperparams,"
+                " checkpoint, on_board, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                (entry.pod, entry.parent, entry.generation, float(entry.score), float(entry.score_std),
+                 entry.episodes, entry.steps, json.dumps(entry.hyperparams, sort_keys=True),
+                 str(stored_ckpt) if stored_ckpt else None, entry.created))
+            entry.id = cur.lastrowid
+            board = self.db.execute(
+                "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC").fetchall()
+            dropped = board[self.capacity:]
+            for entry_id, _ in dropped:
+                self.db.execute("UPDATE entries SET on_board = 0 WHERE id = ?", (entry_id,))
+            best = max(entry.score, previous_best.score if previous_best else float("-inf"))
+            if total_steps is not None:
+                self.db.execute("INSERT INTO best_history VALUES (?, ?, ?)",
+                                (wall_time if wall_time is not None else time.time(), total_steps, best))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        for _, ckpt in dropped:
+            if ckpt and os.path.exists(ckpt):
+                os.remove(ckpt)
+        ids = [row[0] for row in board[: self.capacity]]
+        return ids.index(entry.id) + 1 if entry.id in ids else None
+
+    def set_state(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    # -- reads ------------------------------------------------------------------------
+    def entries(self, on_board_only: bool = True) -> list[Entry]:
+        """Entries best first."""
+        where = "WHERE on_board = 1" if on_board_only else ""
+        rows = self.db.execute(
+            "SELECT id, pod, parent, generation, score, score_std, episodes, steps, hyperparams, checkpoint,"
+            f" on_board, created FROM entries {where} ORDER BY score DESC, id ASC").fetchall()
+        return [Entry(id=r[0], pod=r[1], parent=r[2], generation=r[3], score=r[4], score_std=r[5], episodes=r[6],
+                      steps=r[7], hyperparams=json.loads(r[8]), checkpoint=r[9], on_board=bool(r[10]),
+                      created=r[11]) for r in rows]
+
+    def best(self) -> Entry | None:
+        top = self.entries()
+        return top[0] if top else None
+
+    def history(self) -> list[tuple[float, int, float]]:
+        """``(wall_time, total_steps, best_score)`` after each insertion, oldest first."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT wall_time, total_steps, best_score FROM best_history ORDER BY rowid")]
+
+    def as_dicts(self) -> list[dict]:
+        out = []
+        for rank, entry in enumerate(self.entries(), start=1):
+            row = asdict(entry)
+            row["rank"] = rank
+            out.append(row)
+        return out

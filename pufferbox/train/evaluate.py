@@ -1,0 +1,119 @@
+"""Evaluate a checkpoint: mean/std episode return, optional ANSI rendering or a GIF/MP4.
+
+Example:
+    >>> evaluate("cartpole", "runs/cartpole-20250101-000000", episodes=5)  # doctest: +SKIP
+    {'env': 'cartpole', 'episodes': 5, 'mean_return': 500.0, 'std_return': 0.0, ...}
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import torch
+
+from pufferbox.registry import get_registry
+from pufferbox.train.checkpoint import load_checkpoint
+from pufferbox.train.config import ConfigError, merge, resolve_config
+from pufferbox.train.policies import build_agent
+
+__all__ = ["evaluate"]
+
+
+def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render: bool = False,
+             video: str | Path | None = None, deterministic: bool = False, seed: int = 12345,
+             num_envs: int = 8, stream: TextIO | None = None) -> dict[str, Any]:
+    """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict.
+
+    ``render`` prints ANSI frames (text envs such as NetHack) to ``stream``; ``video``
+    (``.gif`` or ``.mp4``) saves ``rgb_array`` frames of the first env.
+    """
+    import pufferbox.vector
+
+    if episodes < 1:
+        raise ConfigError(f"--episodes: must be at least 1, got {episodes}")
+    state = load_checkpoint(checkpoint)
+    env_name = state.get("env")
+    if env is not None and env_name is not None and get_registry().get(env).name != env_name:
+        raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
+    spec = get_registry().get(env or env_name)
+    config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
+    env_kwargs = dict(config.get("env", {}))
+    visual = render or video is not None
+    render_mode = None
+    if visual:
+        modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
+        render_mode = "ansi" if render and "ansi" in modes else "rgb_array" if "rgb_array" in modes else None
+        if render_mode is None or (video is not None and render_mode != "rgb_array"):
+            want = "rgb_array" if video is not None else "ansi or rgb_array"
+            raise ConfigError(f"{spec.name}: cannot render ({want} needed; the env offers {modes or 'none'})")
+        env_kwargs["render_mode"] = render_mode
+        num_envs = 1
+    venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
+                                 native=config["vec"]["native"] and not visual)
+    agent = build_agent(venv.obs_spec, venv.act_spec, config["policy"], spec.load_policy())
+    agent.load_state_dict(state["model"])
+    agent.eval()
+    torch.manual_seed(seed)
+    out = stream or sys.stdout
+    frames: list[np.ndarray] = []
+    returns, lengths = [], []
+    lstm_state = agent.initial_state(venv.num_agents)
+    starts = np.ones(venv.num_agents, dtype=bool)
+    space = venv.act_spec.flat_space
+    try:
+        venv.async_reset(seed)
+        while len(returns) < episodes:
+            obs, _, terminals, truncations, infos, _, _ = venv.recv()
+            starts |= terminals | truncations
+            if visual:
+                frame = venv.blocks[0].render()
+                if render_mode == "ansi":
+                    print(frame, file=out, flush=True)
+                elif frame is not None:
+                    frames.append(np.asarray(frame))
+            for info in infos:
+                if "episode_return" in info:
+                    returns.append(float(info["episode_return"]))
+                    lengths.append(float(info["episode_length"]))
+            with torch.no_grad():
+                obs_t, starts_t = torch.from_numpy(obs), torch.from_numpy(starts)
+                if deterministic:
+                    action, lstm_state = agent.greedy(obs_t, lstm_state, starts_t)
+                else:
+                    action, _, _, _, lstm_state = agent.act(obs_t, lstm_state, starts_t)
+            starts = np.zeros_like(starts)
+            action = action.numpy()
+            if not venv.act_spec.discrete:
+                action = np.clip(action, space.low, space.high)
+            venv.send(action)
+    finally:
+        venv.close()
+    returns, lengths = returns[:episodes], lengths[:episodes]
+    result = {"env": spec.name, "checkpoint": str(checkpoint), "episodes": len(returns),
+              "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
+              "mean_length": float(np.mean(lengths)), "returns": returns}
+    if video is not None:
+        result["video"] = save_video(frames, Path(video))
+    return result
+
+
+def save_video(frames: list[np.ndarray], path: Path, fps: int = 30) -> str:
+    import imageio.v2 as imageio
+
+    if not frames:
+        raise ConfigError(f"{path}: the env produced no rgb_array frames")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".gif":
+        imageio.mimsave(path, frames, duration=1.0 / fps, loop=0)
+    elif path.suffix.lower() == ".mp4":
+        try:
+            imageio.mimsave(path, frames, fps=fps)
+        except Exception as exc:  # needs imageio-ffmpeg
+            raise ConfigError(f"{path}: cannot write MP4 here ({exc}); use a .gif path") from None
+    else:
+        raise ConfigError(f"{path}: video must end in .gif or .mp4")
+    return str(path)

@@ -1,0 +1,256 @@
+"""Policies: encoders (flat obs → features) and the agent (optional LSTM + actor/critic heads).
+
+The encoder contract, which plugins implement for their own default policy::
+
+    Encoder(obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 256, **kwargs)
+    encoder.hidden_size                      # width of the features
+    encoder(flat_obs[B, flat_size]) -> Tensor[B, hidden_size]
+
+Encoders call ``obs_spec.torch_layout()`` in ``__init__`` and ``obs_spec.unflatten_torch``
+first in ``forward`` (views only, no graph breaks under torch.compile).
+
+Example:
+    >>> import gymnasium, torch
+    >>> from pufferbox.spaces import ObservationSpec, ActionSpec
+    >>> obs, act = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,))), ActionSpec(gymnasium.spaces.Discrete(2))
+    >>> agent = Agent(MLPEncoder(obs, act, hidden_size=32), act)
+    >>> action, logprob, entropy, value, state = agent.act(torch.zeros(3, 4))
+    >>> action.shape, value.shape
+    (torch.Size([3]), torch.Size([3]))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+from torch.distributions import Categorical, Normal
+
+from pufferbox.spaces import ActionSpec, ObservationSpec
+
+__all__ = ["MLPEncoder", "CNNEncoder", "Agent", "is_image_space", "build_agent", "layer_init"]
+
+LSTMState = tuple[torch.Tensor, torch.Tensor]
+
+
+def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Module:
+    """Orthogonal init, as in CleanRL / the PPO implementation details."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def leaf_width(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Discrete):
+        return 1
+    return int(np.prod(space.shape, dtype=np.int64))
+
+
+class MLPEncoder(nn.Module):
+    """Every leaf cast to float and concatenated, then two tanh layers (the default policy)."""
+
+    def __init__(self, obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 256, **kwargs: Any):
+        super().__init__()
+        self.obs_spec = obs_spec
+        obs_spec.torch_layout()
+        self.hidden_size = hidden_size
+        in_size = sum(leaf_width(leaf.space) for leaf in obs_spec.leaves)
+        self.net = nn.Sequential(
+            layer_init(nn.Linear(in_size, hidden_size)), nn.Tanh(),
+            layer_init(nn.Linear(hidden_size, hidden_size)), nn.Tanh(),
+        )
+
+    def forward(self, flat_obs: torch.Tensor) -> torch.Tensor:
+        tree = self.obs_spec.unflatten_torch(flat_obs)
+        leaves = [tree] if self.obs_spec.is_leaf else flatten_tree(tree)
+        x = torch.cat([leaf.reshape(flat_obs.shape[0], -1).float() for leaf in leaves], dim=-1)
+        return self.net(x)
+
+
+def flatten_tree(tree: Any) -> list[torch.Tensor]:
+    if isinstance(tree, dict):
+        return [t for v in tree.values() for t in flatten_tree(v)]
+    if isinstance(tree, tuple):
+        return [t for v in tree for t in flatten_tree(v)]
+    return [tree]
+
+
+def is_image_space(space: spaces.Space) -> bool:
+    """A uint8 Box of rank 3 (HWC or CHW)."""
+    return isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
+
+
+class CNNEncoder(nn.Module):
+    """NatureCNN over a uint8 image Box observation (HWC or CHW, found from the channel count)."""
+
+    def __init__(self, obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 512, **kwargs: Any):
+        super().__init__()
+        if not (obs_spec.is_leaf and is_image_space(obs_spec.space)):
+            raise ValueError(f"CNNEncoder needs a uint8 image Box observation, got {obs_spec.space}")
+        self.obs_spec = obs_spec
+        obs_spec.torch_layout()
+        self.hidden_size = hidden_size
+        shape = tuple(obs_spec.space.shape)
+        self.channels_last = shape[-1] <= 4 < shape[0] or (shape[-1] <= 4 and shape[0] > shape[-1])
+        c, h, w = (shape[2], shape[0], shape[1]) if self.channels_last else shape
+        small = min(h, w) < 36  # NatureCNN's 8x8/4 stem needs at least 36 pixels
+        self.conv = nn.Sequential(
+            layer_init(nn.Conv2d(c, 32, 3 if small else 8, stride=1 if small else 4)), nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 3 if small else 4, stride=1 if small else 2)), nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            n_flat = self.conv(torch.zeros(1, c, h, w)).shape[1]
+        self.fc = nn.Sequential(layer_init(nn.Linear(n_flat, hidden_size)), nn.ReLU())
+
+    def forward(self, flat_obs: torch.Tensor) -> torch.Tensor:
+        x = self.obs_spec.unflatten_torch(flat_obs)
+        if self.channels_last:
+            x = x.permute(0, 3, 1, 2)
+        return self.fc(self.conv(x.float() / 255.0))
+
+
+class ActionHead(nn.Module):
+    """Discrete → Categorical, MultiDiscrete → independent Categoricals, Box → diagonal Normal."""
+
+    def __init__(self, act_spec: ActionSpec, in_size: int):
+        super().__init__()
+        space = act_spec.flat_space
+        if isinstance(space, spaces.Discrete):
+            self.kind, self.sizes = "discrete", [int(space.n)]
+        elif isinstance(space, spaces.MultiDiscrete):
+            self.kind, self.sizes = "multidiscrete", [int(n) for n in np.asarray(space.nvec).ravel()]
+        else:
+            self.kind, self.sizes = "box", [int(np.prod(space.shape))]
+            self.logstd = nn.Parameter(torch.zeros(self.sizes[0]))
+        self.linear = layer_init(nn.Linear(in_size, sum(self.sizes)), std=0.01)
+
+    def distribution(self, hidden: torch.Tensor) -> Any:
+        out = self.linear(hidden)
+        if self.kind == "discrete":
+            return Categorical(logits=out, validate_args=False)
+        if self.kind == "multidiscrete":
+            return [Categorical(logits=part, validate_args=False) for part in torch.split(out, self.sizes, dim=-1)]
+        return Normal(out, self.logstd.exp().expand_as(out), validate_args=False)
+
+    def sample(self, hidden: torch.Tensor, action: torch.Tensor | None = None):
+        """``(action, logprob, entropy)``; pass ``action`` to score a stored one."""
+        dist = self.distribution(hidden)
+        if self.kind == "discrete":
+            action = dist.sample() if action is None else action
+            return action, dist.log_prob(action), dist.entropy()
+        if self.kind == "multidiscrete":
+            if action is None:
+                action = torch.stack([d.sample() for d in dist], dim=-1)
+            logprob = torch.stack([d.log_prob(a) for d, a in zip(dist, action.unbind(-1))], dim=-1).sum(-1)
+            entropy = torch.stack([d.entropy() for d in dist], dim=-1).sum(-1)
+            return action, logprob, entropy
+        action = dist.sample() if action is None else action
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1)
+
+    def mode(self, hidden: torch.Tensor) -> torch.Tensor:
+        out = self.linear(hidden)
+        if self.kind == "discrete":
+            return out.argmax(-1)
+        if self.kind == "multidiscrete":
+            return torch.stack([p.argmax(-1) for p in torch.split(out, self.sizes, dim=-1)], dim=-1)
+        return out
+
+
+class Agent(nn.Module):
+    """Encoder → optional LSTM (state per agent row, reset on episode start) → actor and critic."""
+
+    def __init__(self, encoder: nn.Module, act_spec: ActionSpec, lstm_size: int = 0):
+        super().__init__()
+        self.encoder = encoder
+        width = int(encoder.hidden_size)
+        self.lstm = nn.LSTMCell(width, lstm_size) if lstm_size else None
+        if self.lstm is not None:
+            for name, param in self.lstm.named_parameters():
+                if "bias" in name:
+                    nn.init.constant_(param, 0)
+                else:
+                    nn.init.orthogonal_(param, 1.0)
+            width = lstm_size
+        self.lstm_size = lstm_size
+        self.actor = ActionHead(act_spec, width)
+        self.critic = layer_init(nn.Linear(width, 1), std=1.0)
+
+    def initial_state(self, rows: int, device: torch.device | str = "cpu") -> LSTMState | None:
+        if self.lstm is None:
+            return None
+        zeros = torch.zeros(rows, self.lstm_size, device=device)
+        return zeros, zeros.clone()
+
+    def hidden(self, obs: torch.Tensor, state: LSTMState | None, starts: torch.Tensor | None):
+        """Features for one step; ``starts[i]`` True zeroes row i's LSTM state first."""
+        x = self.encoder(obs)
+        if self.lstm is None:
+            return x, None
+        h, c = state
+        if starts is not None:
+            keep = (~starts).float().unsqueeze(-1)
+            h, c = h * keep, c * keep
+        h, c = self.lstm(x, (h, c))
+        return h, (h, c)
+
+    def act(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
+        """One inference step: ``(action, logprob, entropy, value, new_state)``."""
+        hidden, state = self.hidden(obs, state, starts)
+        action, logprob, entropy = self.actor.sample(hidden)
+        return action, logprob, entropy, self.critic(hidden).squeeze(-1), state
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor, state: LSTMState | None = None,
+                 starts: torch.Tensor | None = None):
+        """Score stored actions: ``(logprob, entropy, value)``.
+
+        Feed-forward: ``obs`` is ``(N, flat)``. Recurrent: ``obs`` is ``(T, R, flat)``, one
+        sequence per agent row, unrolled from ``state`` with resets at ``starts`` (truncated BPTT).
+        """
+        if self.lstm is None:
+            hidden = self.encoder(obs)
+        else:
+            steps, rows = obs.shape[:2]
+            x = self.encoder(obs.reshape(steps * rows, -1)).reshape(steps, rows, -1)
+            h, c = state
+            outs = []
+            for t in range(steps):
+                keep = (~starts[t]).float().unsqueeze(-1)
+                h, c = self.lstm(x[t], (h * keep, c * keep))
+                outs.append(h)
+            hidden = torch.stack(outs).reshape(steps * rows, -1)
+            actions = actions.reshape(steps * rows, *actions.shape[2:])
+        _, logprob, entropy = self.actor.sample(hidden, actions)
+        return logprob, entropy, self.critic(hidden).squeeze(-1)
+
+    def greedy(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
+        hidden, state = self.hidden(obs, state, starts)
+        return self.actor.mode(hidden), state
+
+
+def build_agent(obs_spec: ObservationSpec, act_spec: ActionSpec, policy: dict, plugin_policy: Any = None) -> Agent:
+    """The agent for a ``[policy]`` config section; ``plugin_policy`` is the env's default encoder."""
+    from pufferbox.registry import resolve
+
+    choice = policy.get("encoder", "auto")
+    hidden = int(policy.get("hidden_size", 64))
+    if choice == "auto":
+        if plugin_policy is not None:
+            encoder_cls = plugin_policy
+        elif obs_spec.is_leaf and is_image_space(obs_spec.space):
+            encoder_cls = CNNEncoder
+        else:
+            encoder_cls = MLPEncoder
+    elif choice == "mlp":
+        encoder_cls = MLPEncoder
+    elif choice == "cnn":
+        encoder_cls = CNNEncoder
+    else:
+        encoder_cls = resolve(choice)
+    encoder = encoder_cls(obs_spec, act_spec, hidden_size=hidden)
+    lstm_size = int(policy.get("lstm_size") or hidden) if policy.get("lstm") else 0
+    return Agent(encoder, act_spec, lstm_size=lstm_size)

@@ -1,0 +1,495 @@
+"""PPO, readable top to bottom (CleanRL style) over any pufferbox vector backend.
+
+The loop is ``recv → store → act → send``. Rows are agent slots (``env_id *
+agents_per_env + agent``); every array of the rollout is indexed ``[row, t]`` with a
+time pointer per row, so an async pool (batches of any envs, in any order) fills each
+row along its own time axis and GAE runs along rows. An update happens once every row
+holds ``num_steps`` finished transitions; leftovers carry into the next segment.
+
+Conventions:
+
+* Autoreset is SAME_STEP: the obs that comes with ``done`` is the next episode's first
+  obs, so ``starts[row, t]`` ("an episode starts at obs t") is the CleanRL ``dones[t]``.
+  Truncation is treated like termination (no bootstrap from the final obs, which the
+  env replaced): simple, and what CleanRL does.
+* ``masks[row, t]`` False (padded agent slot) removes transition t of that row from
+  every loss and statistic.
+* Recurrent policies store their LSTM state per row and step; training unrolls each
+  row's segment from its first stored state, resetting at episode starts (truncated BPTT).
+* Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded
+  from ``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the
+  rest of the run, so a resumed run matches an uninterrupted one on the serial backend.
+
+Example:
+    >>> from pufferbox.train.config import resolve_config
+    >>> cfg = resolve_config(overrides=["train.total_steps=1024", "vec.num_envs=4", "train.num_steps=32"])
+    >>> trainer = Trainer("cartpole", cfg)            # doctest: +SKIP
+    >>> trainer.train_steps(1024)[-1]["global_step"]  # doctest: +SKIP
+    1024
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import tomli_w
+from torch import nn
+
+from pufferbox.registry import EnvSpec, get_registry
+from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
+from pufferbox.train.config import ConfigError
+from pufferbox.train.policies import build_agent
+
+__all__ = ["Trainer", "TrainResult", "Rollout"]
+
+CHECKPOINT_FORMAT = 1
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
+
+
+class Rollout:
+    """Per-row rollout storage: torch tensors on the CPU with numpy views for cheap writes."""
+
+    def __init__(self, rows: int, capacity: int, obs_shape: tuple, obs_dtype: np.dtype,
+                 act_shape: tuple, act_dtype: np.dtype, lstm_size: int = 0):
+        def tensor(shape: tuple, dtype: Any) -> tuple[torch.Tensor, np.ndarray]:
+            t = torch.from_numpy(np.zeros((rows, capacity, *shape), dtype=dtype))
+            return t, t.numpy()
+
+        self.rows, self.capacity = rows, capacity
+        self.obs, self.np_obs = tensor(obs_shape, obs_dtype)
+        self.actions, self.np_actions = tensor(act_shape, act_dtype)
+        self.logprobs, self.np_logprobs = tensor((), np.float32)
+        self.values, self.np_values = tensor((), np.float32)
+        self.rewards, self.np_rewards = tensor((), np.float32)
+        self.starts, self.np_starts = tensor((), np.bool_)
+        self.masks, self.np_masks = tensor((), np.bool_)
+        self.lstm = lstm_size > 0
+        if self.lstm:
+            self.h, self.np_h = tensor((lstm_size,), np.float32)
+            self.c, self.np_c = tensor((lstm_size,), np.float32)
+        self.ptr = np.zeros(rows, dtype=np.int64)  # obs stored per row in this segment
+
+    def arrays(self) -> list[np.ndarray]:
+        out = [self.np_obs, self.np_actions, self.np_logprobs, self.np_values, self.np_rewards,
+               self.np_starts, self.np_masks]
+        return out + ([self.np_h, self.np_c] if self.lstm else [])
+
+    def shift(self, steps: int) -> None:
+        """Drop the first ``steps`` of every row; what was stored after them moves to the front."""
+        keep = int(self.ptr.max()) - steps
+        if keep > 0:
+            for arr in self.arrays():
+                arr[:, :keep] = arr[:, steps:steps + keep].copy()
+        self.ptr -= steps
+
+    def clear(self) -> None:
+        self.ptr[:] = 0
+
+
+@dataclass
+class TrainResult:
+    """What a finished (or stopped) run reports."""
+
+    env: str
+    run_dir: str | None
+    global_step: int
+    updates: int
+    wall_time: float
+    sps: float
+    episode_return: float | None  # mean over the last ``solve_window`` episodes
+    solved_return: float | None
+    solved_at_step: int | None
+    solved_at_time: float | None
+    checkpoint: str | None
+    interrupted: bool = False
+    history: list[dict] = field(default_factory=list, repr=False)
+
+    def summary(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "history"}
+
+
+class Trainer:
+    """PPO on one env. ``train_steps(n)`` trains; ``save_checkpoint``/``load_checkpoint`` persist.
+
+    ``callbacks`` receive each update's metrics dict (the dashboard and metric writers).
+    """
+
+    def __init__(self, env: str | EnvSpec, config: dict, run_dir: str | os.PathLike | None = None,
+                 callbacks: list[Callable[[dict], None]] | None = None):
+        import pufferbox.vector
+
+        self.spec = get_registry().get(env) if isinstance(env, str) else env
+        self.config = config
+        self.run_dir = None if run_dir is None else os.fspath(run_dir)
+        self.callbacks = list(callbacks or [])
+        tc, vc, pc = config["train"], config["vec"], config["policy"]
+        self.tc = tc
+        self.device = pick_device(tc["device"])
+        threads = tc["torch_threads"] or 1  # small models on few cores: extra threads only spin
+        torch.set_num_threads(threads)
+        if tc["deterministic"]:
+            torch.use_deterministic_algorithms(True)
+        torch.manual_seed(tc["seed"])
+        self.generator = torch.Generator().manual_seed(tc["seed"])  # minibatch shuffles
+
+        backend_kwargs: dict[str, Any] = {}
+        if vc["num_workers"]:
+            backend_kwargs["num_workers"] = vc["num_workers"]
+        if vc["batch_size"]:
+            backend_kwargs["batch_size"] = vc["batch_size"]
+        self.venv = pufferbox.vector.make(self.spec, backend=vc["backend"], num_envs=vc["num_envs"],
+                                          env_kwargs=dict(config.get("env", {})), native=vc["native"],
+                                          **backend_kwargs)
+        self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
+        self.agents_per_env = self.venv.agents_per_env
+        self.num_rows = self.venv.num_agents
+
+        self.agent = build_agent(self.obs_spec, self.act_spec, pc, self.spec.load_policy()).to(self.device)
+        self.policy = torch.compile(self.agent) if tc["compile"] else self.agent
+        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=tc["learning_rate"], eps=1e-5, foreach=True)
+
+        self.num_steps = tc["num_steps"]
+        if self.num_steps < 1:
+            raise ConfigError("train.num_steps: must be at least 1")
+        self.rollout = Rollout(self.num_rows, 2 * self.num_steps + 1, (self.obs_spec.flat_size,),
+                               self.obs_spec.flat_dtype, self.act_spec.shape, self.act_spec.dtype,
+                               self.agent.lstm_size)
+        self.state = self.agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
+        self.first = np.ones(self.num_rows, dtype=bool)  # next obs of this row starts an episode
+        space = self.act_spec.flat_space
+        self.action_bounds = (space.low, space.high) if not self.act_spec.discrete else None
+
+        self.global_step = 0
+        self.update = 0
+        self.batch_per_update = self.num_rows * self.num_steps
+        self.total_updates = max(1, math.ceil(tc["total_steps"] / self.batch_per_update))
+        self.recent_returns: collections.deque = collections.deque(maxlen=tc["solve_window"])
+        self.recent_lengths: collections.deque = collections.deque(maxlen=tc["solve_window"])
+        self.new_episodes: list[tuple[float, float]] = []
+        self.solved_return = self.spec.solved_return
+        self.solved_at_step: int | None = None
+        self.solved_at_time: float | None = None
+        self.phase_time = {"env": 0.0, "inference": 0.0, "learn": 0.0}
+        self.elapsed_before = 0.0  # wall time of earlier sessions of a resumed run
+        self.start_time = time.perf_counter()
+        self.last_checkpoint: str | None = None
+        self.stop_requested = False
+        self.history: list[dict] = []
+        self.pending_actions: np.ndarray | None = None
+        self.reset_envs()
+
+    # -- environment interaction --------------------------------------------------------
+    def env_seed(self) -> int:
+        """Envs are (re-)seeded from the run seed and the update count, so resumes replay exactly."""
+        return int(self.tc["seed"]) * 1_000_003 + self.update * self.venv.num_envs
+
+    def reset_envs(self) -> None:
+        self.venv.async_reset(self.env_seed())
+        self.rollout.clear()
+        self.first[:] = True
+        self.state = self.agent.initial_state(self.num_rows)
+        self.pending_actions = None
+
+    def collect(self) -> int:
+        """Step the envs until every row holds ``num_steps`` finished transitions; returns that count."""
+        ro, apE = self.rollout, self.agents_per_env
+        while True:
+            t0 = time.perf_counter()
+            if self.pending_actions is not None:
+                self.venv.send(self.pending_actions)
+            obs, rewards, terminals, truncations, infos, env_ids, masks = self.venv.recv()
+            t1 = time.perf_counter()
+            self.phase_time["env"] += t1 - t0
+            if len(env_ids) * apE == self.num_rows and self.venv.batch_envs == self.venv.num_envs:
+                rows = np.arange(self.num_rows)
+            else:
+                rows = (np.asarray(env_ids)[:, None] * apE + np.arange(apE)).reshape(-1)
+            ptr = ro.ptr[rows]
+            done = np.logical_or(terminals, truncations)
+            has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
+            ro.np_rewards[rows[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
+            starts = done | self.first[rows]
+            self.first[rows] = False
+            for info in infos:
+                if "episode_return" in info:
+                    self.new_episodes.append((float(info["episode_return"]), float(info["episode_length"])))
+            ro.np_obs[rows, ptr] = obs
+            ro.np_starts[rows, ptr] = starts
+            ro.np_masks[rows, ptr] = masks
+
+            obs_t = torch.from_numpy(obs).to(self.device)
+            state = None
+            if self.state is not None:
+                state = (self.state[0][rows], self.state[1][rows])
+                ro.np_h[rows, ptr], ro.np_c[rows, ptr] = state[0].numpy(), state[1].numpy()
+                state = (state[0].to(self.device), state[1].to(self.device))
+            with torch.no_grad():
+                action, logprob, _, value, new_state = self.policy.act(
+                    obs_t, state, torch.from_numpy(starts).to(self.device))
+            if new_state is not None:
+                self.state[0][rows], self.state[1][rows] = new_state[0].cpu(), new_state[1].cpu()
+            action = action.cpu().numpy()
+            ro.np_actions[rows, ptr] = action
+            ro.np_logprobs[rows, ptr] = logprob.cpu().numpy()
+            ro.np_values[rows, ptr] = value.cpu().numpy()
+            ro.ptr[rows] = ptr + 1
+            if self.action_bounds is not None:  # sample unclipped, step clipped
+                action = np.clip(action, *self.action_bounds)
+            self.pending_actions = action
+            self.phase_time["inference"] += time.perf_counter() - t1
+
+            ready = int(ro.ptr.min()) - 1  # transitions whose next obs (value, start) is known
+            if ready >= self.num_steps:
+                return self.num_steps
+            if int(ro.ptr.max()) >= ro.capacity:  # a straggling row in a pool: train on what all rows have
+                if ready < 1:
+                    raise RuntimeError("rollout overflow: one env row got 2*num_steps batches ahead of another; "
+                                       "raise train.num_steps or use fewer envs per batch")
+                return ready
+
+    # -- learning ------------------------------------------------------------------------
+    def advantages(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE along each row's own time axis over the first ``steps`` transitions."""
+        ro, gamma, lam = self.rollout, self.tc["gamma"], self.tc["gae_lambda"]
+        values = ro.values[:, :steps + 1]
+        nonterminal = 1.0 - ro.starts[:, 1:steps + 1].float()
+        rewards = ro.rewards[:, :steps]
+        adv = torch.zeros(self.num_rows, steps)
+        last = torch.zeros(self.num_rows)
+        for t in reversed(range(steps)):
+            delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
+            last = delta + gamma * lam * nonterminal[:, t] * last
+            adv[:, t] = last
+        return adv, adv + values[:, :steps]
+
+    def learn(self, steps: int) -> dict:
+        """PPO epochs over the segment; padded rows (mask False) weigh zero in every loss."""
+        tc, ro, dev = self.tc, self.rollout, self.device
+        if tc["anneal_lr"]:
+            frac = max(0.0, 1.0 - self.update / self.total_updates)
+            self.optimizer.param_groups[0]["lr"] = frac * tc["learning_rate"]
+        adv, returns = self.advantages(steps)
+        obs, actions = ro.obs[:, :steps].to(dev), ro.actions[:, :steps].to(dev)
+        logprobs, values = ro.logprobs[:, :steps].to(dev), ro.values[:, :steps].to(dev)
+        masks, starts = ro.masks[:, :steps].to(dev), ro.starts[:, :steps].to(dev)
+        adv, returns = adv.to(dev), returns.to(dev)
+
+        recurrent = self.agent.lstm is not None
+        if recurrent:  # minibatches of whole rows, time-major for the unroll
+            units = torch.arange(self.num_rows)
+            h0, c0 = ro.h[:, 0].to(dev), ro.c[:, 0].to(dev)
+        else:  # minibatches of single live transitions
+            units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
+        n_units = len(units)
+        if n_units == 0:
+            return {}
+        mb_size = max(1, n_units // tc["num_minibatches"])
+        stats = collections.defaultdict(list)
+        for _epoch in range(tc["update_epochs"]):
+            order = units[torch.randperm(n_units, generator=self.generator)]
+            for start in range(0, n_units - mb_size + 1, mb_size):
+                idx = order[start:start + mb_size].to(dev)
+                if recurrent:
+                    sl = lambda x: x[idx].transpose(0, 1)  # noqa: E731  (rows, T, ...) -> (T, rows, ...)
+                    new_logprob, entropy, new_value = self.policy.evaluate(
+                        sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
+                    mb = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
+                    weight = sl(masks).reshape(-1).float()
+                else:
+                    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
+                    new_logprob, entropy, new_value = self.policy.evaluate(flat(obs), flat(actions))
+                    mb = [flat(x) for x in (logprobs, values, adv, returns)]
+                    weight = torch.ones_like(mb[0])
+                old_logprob, old_value, mb_adv, mb_ret = mb
+                self.ppo_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats)
+            if tc["target_kl"] and np.mean(stats["approx_kl"][-max(1, tc["num_minibatches"]):]) > tc["target_kl"]:
+                break
+
+        live = masks.reshape(-1)
+        y_pred, y_true = values.reshape(-1)[live], returns.reshape(-1)[live]
+        var_y = torch.var(y_true) if len(y_true) > 1 else torch.tensor(0.0)
+        explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
+        out = {k: float(np.mean(v)) for k, v in stats.items()}
+        out.update(explained_variance=explained, learning_rate=self.optimizer.param_groups[0]["lr"])
+        return out
+
+    def ppo_step(self, new_logprob, entropy, new_value, old_logprob, old_value, adv, ret, weight, stats) -> None:
+        """One gradient step of the clipped PPO objective on a minibatch (weighted means)."""
+        tc = self.tc
+        total = weight.sum().clamp(min=1.0)
+        wmean = lambda x: (x * weight).sum() / total  # noqa: E731
+        logratio = new_logprob - old_logprob
+        ratio = logratio.exp()
+        with torch.no_grad():
+            stats["approx_kl"].append(float(wmean((ratio - 1) - logratio)))
+            stats["clipfrac"].append(float(wmean(((ratio - 1.0).abs() > tc["clip_coef"]).float())))
+        if tc["norm_adv"] and total > 1:
+            mean = wmean(adv)
+            std = (wmean((adv - mean) ** 2) * total / (total - 1)).sqrt()
+            adv = (adv - mean) / (std + 1e-8)
+        pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - tc["clip_coef"], 1 + tc["clip_coef"])))
+        if tc["clip_vloss"]:
+            v_clipped = old_value + (new_value - old_value).clamp(-tc["clip_coef"], tc["clip_coef"])
+            v_loss = 0.5 * wmean(torch.max((new_value - ret) ** 2, (v_clipped - ret) ** 2))
+        else:
+            v_loss = 0.5 * wmean((new_value - ret) ** 2)
+        entropy_loss = wmean(entropy)
+        loss = pg_loss - tc["ent_coef"] * entropy_loss + tc["vf_coef"] * v_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.agent.parameters(), tc["max_grad_norm"])
+        self.optimizer.step()
+        stats["policy_loss"].append(pg_loss.item())
+        stats["value_loss"].append(v_loss.item())
+        stats["entropy"].append(entropy_loss.item())
+
+    # -- the outer loop ------------------------------------------------------------------
+    def wall_time(self) -> float:
+        return self.elapsed_before + time.perf_counter() - self.start_time
+
+    def train_update(self) -> dict:
+        """One rollout + one PPO update; returns the update's metrics (also sent to callbacks)."""
+        steps = self.collect()
+        t0 = time.perf_counter()
+        losses = self.learn(steps)
+        self.rollout.shift(steps)
+        self.phase_time["learn"] += time.perf_counter() - t0
+        self.update += 1
+        self.global_step += self.num_rows * steps
+        metrics = self.record(losses)
+        if self.tc["checkpoint_interval"] and self.update % self.tc["checkpoint_interval"] == 0:
+            if self.run_dir is not None:
+                self.save_checkpoint()
+            self.reset_envs()
+        return metrics
+
+    def record(self, losses: dict) -> dict:
+        for ret, length in self.new_episodes:
+            self.recent_returns.append(ret)
+            self.recent_lengths.append(length)
+        episodes = self.new_episodes
+        self.new_episodes = []
+        wall = self.wall_time()
+        mean_recent = float(np.mean(self.recent_returns)) if self.recent_returns else None
+        if (self.solved_at_step is None and self.solved_return is not None and mean_recent is not None
+                and len(self.recent_returns) == self.recent_returns.maxlen and mean_recent >= self.solved_return):
+            self.solved_at_step, self.solved_at_time = self.global_step, wall
+        metrics = {
+            "global_step": self.global_step,
+            "update": self.update,
+            "wall_time": round(wall, 4),
+            "sps": round(self.global_step / max(wall, 1e-9), 1),
+            "episode_return": float(np.mean([e[0] for e in episodes])) if episodes else None,
+            "episode_length": float(np.mean([e[1] for e in episodes])) if episodes else None,
+            "episodes": len(episodes),
+            "return_recent": mean_recent,
+            "solved": self.solved_at_step is not None,
+            **losses,
+            **{f"time_{k}": round(v, 4) for k, v in self.phase_time.items()},
+        }
+        self.history.append(metrics)
+        for callback in self.callbacks:
+            callback(metrics)
+        return metrics
+
+    def should_stop(self) -> bool:
+        if self.stop_requested or self.global_step >= self.tc["total_steps"]:
+            return True
+        return bool(self.tc["stop_on_solve"] and self.solved_at_step is not None)
+
+    def train_steps(self, n: int) -> list[dict]:
+        """Train at least ``n`` more steps (whole updates); returns their metrics."""
+        target, out = self.global_step + n, []
+        while self.global_step < target and not self.stop_requested:
+            out.append(self.train_update())
+        return out
+
+    def train(self) -> TrainResult:
+        """Train until ``total_steps``, a stop request (Ctrl-C) or, with ``stop_on_solve``, solved."""
+        while not self.should_stop():
+            self.train_update()
+        if self.run_dir is not None:
+            self.save_checkpoint()
+        return self.result()
+
+    def result(self) -> TrainResult:
+        wall = self.wall_time()
+        return TrainResult(
+            env=self.spec.name, run_dir=self.run_dir, global_step=self.global_step, updates=self.update,
+            wall_time=wall, sps=self.global_step / max(wall, 1e-9),
+            episode_return=float(np.mean(self.recent_returns)) if self.recent_returns else None,
+            solved_return=self.solved_return, solved_at_step=self.solved_at_step, solved_at_time=self.solved_at_time,
+            checkpoint=self.last_checkpoint, interrupted=self.stop_requested, history=self.history)
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def checkpoint_state(self) -> dict:
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "env": self.spec.name,
+            "config": tomli_w.dumps(self.config),
+            "model": self.agent.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "global_step": self.global_step,
+            "update": self.update,
+            "wall_time": self.wall_time(),
+            "torch_rng": torch.get_rng_state(),
+            "shuffle_rng": self.generator.get_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "recent_returns": torch.tensor(list(self.recent_returns), dtype=torch.float64),
+            "recent_lengths": torch.tensor(list(self.recent_lengths), dtype=torch.float64),
+            "solved_at_step": -1 if self.solved_at_step is None else self.solved_at_step,
+            "solved_at_time": -1.0 if self.solved_at_time is None else self.solved_at_time,
+        }
+
+    def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
+        """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
+        if directory is None:
+            if self.run_dir is None:
+                raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
+            directory = os.path.join(self.run_dir, "checkpoints")
+        path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc["keep_checkpoints"])
+        self.last_checkpoint = str(path)
+        return self.last_checkpoint
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        """Restore model, optimizer, counters and RNG states; envs are re-seeded as at that update."""
+        state = load_checkpoint(path, map_location=self.device)
+        if state.get("env") != self.spec.name:
+            raise ConfigError(f"checkpoint {path} is for env {state.get('env')!r}, not {self.spec.name!r}")
+        self.agent.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.global_step, self.update = int(state["global_step"]), int(state["update"])
+        self.elapsed_before = float(state["wall_time"])
+        self.start_time = time.perf_counter()
+        torch.set_rng_state(state["torch_rng"].cpu())
+        self.generator.set_state(state["shuffle_rng"].cpu())
+        if state["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
+        self.recent_returns.clear()
+        self.recent_returns.extend(state["recent_returns"].tolist())
+        self.recent_lengths.clear()
+        self.recent_lengths.extend(state["recent_lengths"].tolist())
+        solved = int(state["solved_at_step"])
+        self.solved_at_step = None if solved < 0 else solved
+        self.solved_at_time = None if solved < 0 else float(state["solved_at_time"])
+        self.reset_envs()
+
+    def close(self) -> None:
+        self.venv.close()

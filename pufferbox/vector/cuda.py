@@ -1,0 +1,76 @@
+"""The ``cuda`` backend: a kernel env whose arrays never leave the GPU.
+
+Observations, rewards, terminals, truncations and masks come back as torch CUDA tensors that
+share the kernels' memory (no copies); ``send`` takes a CUDA tensor of actions (copied on the
+device). On a machine without a GPU or PyCUDA the constructor raises a one-line
+:class:`VectorConfigError` naming the CPU backends to use instead.
+
+Example (GPU only):
+    >>> venv = pufferbox.vector.make("tag", backend="cuda", num_envs=2000)   # doctest: +SKIP
+    >>> obs, info = venv.reset(seed=0); obs.device.type                      # doctest: +SKIP
+    'cuda'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pufferbox.cuda.device import gpu_unavailable_reason
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
+
+__all__ = ["CudaVectorEnv"]
+
+
+class CudaVectorEnv(VectorEnv):
+    """All envs in one :class:`~pufferbox.cuda.runtime.KernelEnv`; ``batch_size`` must equal ``num_envs``."""
+
+    backend = "cuda"
+
+    def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None, seed: int = 0,
+                 **unused: Any):
+        spec = factory.spec
+        if unused:
+            raise VectorConfigError(f"cuda backend got unsupported options: {', '.join(sorted(unused))}")
+        if spec.implementation != "cuda" or spec.cuda is None:
+            raise VectorConfigError(f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}): "
+                                    "use --backend serial or multiprocessing")
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            raise VectorConfigError(f"{reason.replace('no CUDA GPU: ', 'no CUDA GPU found (', 1)}): run on a GPU "
+                                    f"machine, or use --backend serial/multiprocessing with the CPU reference")
+        if batch_size not in (None, num_envs):
+            raise VectorConfigError("the cuda backend steps all envs at once: batch_size must equal num_envs")
+        from pufferbox.cuda.runtime import KernelEnv
+
+        self.setup_layout(factory, num_envs, None)
+        self.kernel = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs={**spec.kwargs, **factory.kwargs}, seed=seed)
+        self.actions = self.kernel.tensor("actions").view(-1)
+        rows = num_envs * self.kernel.num_agents
+        self.views = {name: self.kernel.tensor(name).view(rows, -1) if name == "observations"
+                      else self.kernel.tensor(name).view(rows) for name in
+                      ("observations", "rewards", "terminals", "truncations", "masks")}
+        import torch
+
+        self.env_ids = torch.arange(num_envs, device=self.actions.device)
+
+    def async_reset(self, seed: int | None = 0) -> None:
+        """Envs were reset when the kernel env was built; a reset here is a no-op by design (WarpDrive)."""
+
+    def send(self, actions: Any) -> None:
+        self.actions.copy_(actions.reshape(-1), non_blocking=True)
+        self.kernel.step()
+
+    def recv(self) -> tuple:
+        v = self.views
+        return (v["observations"], v["rewards"], v["terminals"].bool(), v["truncations"].bool(), [], self.env_ids,
+                v["masks"].bool())
+
+    def sample(self, probs: Any) -> Any:
+        """Sample actions on the device from ``probs`` (rows x actions, float32, contiguous) into the action buffer."""
+        import numpy as np
+
+        self.kernel.sample_actions(np.uintp(probs.data_ptr()))
+        return self.actions
+
+    def close(self, **kwargs: Any) -> None:
+        self.kernel = None

@@ -1,0 +1,386 @@
+"""Multiprocessing backend: worker processes stepping env blocks in shared memory.
+
+Each worker owns ``envs_per_worker`` consecutive envs and their buffer rows in one
+shared-memory segment (observations, rewards, terminals, truncations, masks, actions).
+The main process signals a worker by writing a command into its flag in shared memory;
+the worker spins on its flag, backing off to short sleeps when idle so idle workers do
+not burn cores, and writes ``DONE`` when its rows are ready. Pipes carry only seeds,
+non-empty infos and errors.
+
+With ``batch_size < num_envs`` the backend is an EnvPool-style pool: ``recv()`` returns
+the first workers to finish (``env_ids`` says which envs); ``zero_copy=True`` instead
+waits for an aligned contiguous group of workers and returns views of its rows.
+
+Start method: ``fork`` by default on Linux (fastest start, ~ms per worker). Forking a
+process that already runs threads (a torch thread pool, a Ray client) can deadlock in the
+child; build the vector env before such threads start, or pass ``start_method="forkserver"``
+(or ``"spawn"``), which start clean interpreters at the cost of a slower start.
+
+Example:
+    >>> import pufferbox.vector
+    >>> venv = pufferbox.vector.make("cartpole", backend="multiprocessing", num_envs=8,
+    ...                              num_workers=2, batch_size=4)           # doctest: +SKIP
+    >>> venv.async_reset(seed=0); obs, *_ , env_ids, masks = venv.recv()   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+import weakref
+from typing import Any
+
+import numpy as np
+
+from pufferbox.buffers import Buffers
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+from pufferbox.vector.shm import SharedArrays
+
+__all__ = ["MultiprocessingVectorEnv", "WorkerError"]
+
+# Flag values: the main process writes RESET/STEP/CLOSE, the worker answers DONE/ERROR.
+DONE, RESET, STEP, CLOSE, ERROR = 0, 1, 2, 3, 4
+SPIN_SECONDS = 2e-4       # busy-wait this long before backing off
+MAX_SLEEP = 1e-3          # back-off ceiling: an idle worker wakes at most every millisecond
+LIVENESS_PERIOD = 0.05    # how often a waiting main process checks that workers are alive
+PARENT_CHECK = 1.0        # how often an idle worker checks that its parent still exists
+
+
+class WorkerError(RuntimeError):
+    """An env raised inside a worker, or a worker died; the message names env, worker and cause."""
+
+
+def wait_backoff(idle_since: float, now: float) -> None:
+    idle = now - idle_since
+    if idle < SPIN_SECONDS:
+        return
+    time.sleep(0 if idle < 10 * SPIN_SECONDS else min(MAX_SLEEP, idle / 50))
+
+
+def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int, row_start: int,
+                row_stop: int, shm_name: str, layout: dict, conn: Any, parent_pid: int) -> None:
+    """A worker's loop: wait for a command in ``flags[worker]``, run it on its blocks, answer."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    shared = SharedArrays.attach(shm_name, layout)
+    arrays = shared.arrays
+    flags, has_info = arrays["flags"], arrays["has_info"]
+    buffers = Buffers(**{k: arrays[k][row_start:row_stop] for k in
+                         ("observations", "rewards", "terminals", "truncations", "masks", "actions")})
+    blocks: list[Any] = []
+    current_env = first_env
+    broken = False  # the envs could not be built: answer every command with ERROR
+    try:
+        blocks = factory.blocks(num_envs)
+        spans = assign_blocks(blocks, buffers)
+    except BaseException:
+        conn.send(("error", f"{first_env}-{first_env + num_envs - 1} (while building)", traceback.format_exc()))
+        broken, spans = True, []
+    idle_since = last_parent_check = time.perf_counter()
+    try:
+        while True:
+            command = int(flags[worker])
+            if command in (DONE, ERROR):
+                now = time.perf_counter()
+                if now - last_parent_check > PARENT_CHECK:
+                    last_parent_check = now
+                    if os.getppid() != parent_pid:
+                        return  # orphaned: the main process died without closing us
+                wait_backoff(idle_since, now)
+                continue
+            if command == CLOSE:
+                return
+            if broken:
+                flags[worker] = ERROR
+                continue
+            infos: list[dict] = []
+            try:
+                if command == RESET:
+                    seed = conn.recv()
+                    for block, (_, _, block_env) in zip(blocks, spans):
+                        current_env = first_env + block_env
+                        collect(infos, block.vec_reset(None if seed is None else seed + current_env), current_env)
+                else:
+                    actions = buffers.actions
+                    for block, (start, stop, block_env) in zip(blocks, spans):
+                        current_env = first_env + block_env
+                        collect(infos, block.vec_step(actions[start:stop]), current_env)
+            except BaseException:
+                env = current_env if len(blocks) == num_envs else f"{first_env}-{first_env + num_envs - 1}"
+                conn.send(("error", env, traceback.format_exc()))
+                flags[worker] = ERROR
+                idle_since = time.perf_counter()
+                continue
+            if infos:
+                conn.send(infos)
+                has_info[worker] = 1
+            flags[worker] = DONE
+            idle_since = time.perf_counter()
+    finally:
+        for block in blocks:
+            try:
+                block.close()
+            except Exception:
+                pass
+        shared.destroy()
+
+
+def collect(out: list[dict], block_infos: list[dict], first_env: int) -> None:
+    for info in block_infos:
+        info = dict(info)
+        info["env_id"] = first_env + info.pop("env", 0)
+        out.append(info)
+
+
+class Resources:
+    """What must be freed even if the env is never closed: processes, pipes, the segment."""
+
+    def __init__(self) -> None:
+        self.processes: list[Any] = []
+        self.conns: list[Any] = []
+        self.shared: SharedArrays | None = None
+
+    def release(self) -> None:
+        flags = self.shared.arrays.get("flags") if self.shared else None
+        if flags is not None:
+            flags[:] = CLOSE
+        deadline = time.monotonic() + 1.0
+        for proc in self.processes:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in self.processes:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=1.0)
+        for conn in self.conns:
+            conn.close()
+        if self.shared is not None:
+            self.shared.destroy()
+        self.processes, self.conns, self.shared = [], [], None
+
+
+class MultiprocessingVectorEnv(VectorEnv):
+    """Envs in ``num_workers`` processes, rows in shared memory; a pool when ``batch_size < num_envs``.
+
+    Args:
+        factory: builds each worker's env blocks.
+        num_envs: total envs (a multiple of ``num_workers``).
+        num_workers: processes (default: ``min(cpu_count, num_envs)`` rounded to a divisor).
+        batch_size: envs per ``recv()`` (a multiple of ``num_envs / num_workers``).
+        zero_copy: pools return views of an aligned contiguous group of workers instead of
+            copies of the first workers to finish.
+        start_method: ``fork`` (default), ``forkserver`` or ``spawn``.
+    """
+
+    backend = "multiprocessing"
+
+    def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
+                 batch_size: int | None = None, zero_copy: bool = False, start_method: str | None = None,
+                 **unused: Any):
+        if unused:
+            raise VectorConfigError(f"multiprocessing backend got unsupported options: {', '.join(sorted(unused))}")
+        if num_envs < 1:
+            raise VectorConfigError(f"num_envs must be >= 1, got {num_envs}")
+        if num_workers is None:
+            num_workers = max(w for w in range(1, min(os.cpu_count() or 1, num_envs) + 1) if num_envs % w == 0)
+        if num_workers < 1 or num_envs % num_workers:
+            raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of num_workers ({num_workers})")
+        self.setup_layout(factory, num_envs, batch_size)
+        self.num_workers = num_workers
+        self.envs_per_worker = num_envs // num_workers
+        if self.batch_envs % self.envs_per_worker:
+            raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
+                                    f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})")
+        self.workers_per_batch = self.batch_envs // self.envs_per_worker
+        # num_envs % batch_size == 0 makes num_workers a multiple of workers_per_batch: groups always tile.
+        self.zero_copy = zero_copy or self.workers_per_batch == num_workers
+        methods = mp.get_all_start_methods()
+        start_method = start_method or ("fork" if "fork" in methods else "spawn")
+        if start_method not in methods:
+            raise VectorConfigError(f"start_method {start_method!r} is not available here; choose one of {methods}")
+
+        rows = self.agents_per_env * self.envs_per_worker
+        self.rows_per_worker = rows
+        layout = dict(Buffers.layout(self.obs_spec, self.act_spec, self.num_agents))
+        layout["flags"] = ((num_workers,), np.dtype(np.int32))
+        layout["has_info"] = ((num_workers,), np.dtype(np.int32))
+        self.resources = Resources()
+        self.finalizer = weakref.finalize(self, self.resources.release)
+        shared = SharedArrays.create(layout)
+        self.resources.shared = shared
+        arrays = shared.arrays
+        self.buffers = Buffers(**{k: arrays[k] for k in
+                                  ("observations", "rewards", "terminals", "truncations", "masks", "actions")})
+        self.flags, self.has_info = arrays["flags"], arrays["has_info"]
+        self.flags[:] = DONE
+        ctx = mp.get_context(start_method)
+        self.pipes = []
+        for w in range(num_workers):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=worker_main, name=f"pufferbox-worker-{w}", daemon=True, args=(
+                w, factory, w * self.envs_per_worker, self.envs_per_worker, w * rows, (w + 1) * rows,
+                shared.name, layout, child, os.getpid()))
+            proc.start()
+            child.close()
+            self.resources.processes.append(proc)
+            self.resources.conns.append(parent)
+            self.pipes.append(parent)
+        self.processes = self.resources.processes
+        self.pids = [proc.pid for proc in self.processes]
+        self.worker_rows = [np.arange(w * rows, (w + 1) * rows) for w in range(num_workers)]
+        self.worker_envs = [np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
+                            for w in range(num_workers)]
+        self.in_flight: list[int] = []   # workers given a command, not yet collected
+        self.ready: list[tuple[int, list[dict]]] = []  # finished, not yet returned, in finishing order
+        self.batch_workers: list[int] = []
+        self.steps_per_worker = np.zeros(num_workers, dtype=np.int64)
+        self.last_alive_check = time.perf_counter()
+        self.closed = False
+
+    # -- signalling -------------------------------------------------------------------
+    def command(self, workers: list[int], command: int) -> None:
+        for w in workers:
+            self.flags[w] = command
+        self.in_flight.extend(workers)
+
+    def async_reset(self, seed: int | None = 0) -> None:
+        self.require_open()
+        self.wait_all()
+        self.ready, self.batch_workers = [], []
+        for pipe in self.pipes:
+            pipe.send(seed)
+        self.command(list(range(self.num_workers)), RESET)
+
+    def send(self, actions: np.ndarray) -> None:
+        self.require_open()
+        if not self.batch_workers:
+            raise RuntimeError(f"{self.env_name}: send() without a batch from recv() (call async_reset first)")
+        actions = self.check_actions(actions)
+        rows = self.rows_per_worker
+        if len(self.batch_workers) == self.num_workers and self.batch_workers == sorted(self.batch_workers):
+            if actions is not self.buffers.actions:
+                self.buffers.actions[:] = actions
+        else:
+            for i, w in enumerate(self.batch_workers):
+                self.buffers.actions[w * rows:(w + 1) * rows] = actions[i * rows:(i + 1) * rows]
+        self.steps_per_worker[self.batch_workers] += 1
+        self.command(self.batch_workers, STEP)
+        self.batch_workers = []
+
+    def recv(self):
+        self.require_open()
+        batch = self.wait_group() if self.zero_copy else self.wait_first()
+        self.batch_workers = [w for w, _ in batch]
+        infos = [info for _, worker_infos in batch for info in worker_infos]
+        b = self.buffers
+        if self.zero_copy:
+            start, stop = self.batch_workers[0] * self.rows_per_worker, (self.batch_workers[-1] + 1) * self.rows_per_worker
+            env_ids = np.arange(self.batch_workers[0] * self.envs_per_worker, (self.batch_workers[-1] + 1) * self.envs_per_worker)
+            return (b.observations[start:stop], b.rewards[start:stop], b.terminals[start:stop],
+                    b.truncations[start:stop], infos, env_ids, b.masks[start:stop])
+        rows = np.concatenate([self.worker_rows[w] for w in self.batch_workers])
+        env_ids = np.concatenate([self.worker_envs[w] for w in self.batch_workers])
+        return (b.observations[rows], b.rewards[rows], b.terminals[rows], b.truncations[rows], infos,
+                env_ids, b.masks[rows])
+
+    # -- waiting ----------------------------------------------------------------------
+    def poll(self) -> bool:
+        """Move finished workers from in_flight to ready; True if any moved."""
+        moved = False
+        for w in list(self.in_flight):
+            flag = self.flags[w]
+            if flag == DONE:
+                infos: list[dict] = []
+                if self.has_info[w]:
+                    infos = self.pipes[w].recv()
+                    self.has_info[w] = 0
+                self.in_flight.remove(w)
+                self.ready.append((w, infos))
+                moved = True
+            elif flag == ERROR:
+                self.in_flight.remove(w)
+                self.raise_worker_error(w)
+        return moved
+
+    def wait_until(self, satisfied: Any) -> None:
+        idle_since = time.perf_counter()
+        # Checked even when results keep coming: in a pool, live workers can hide a dead one.
+        if idle_since - self.last_alive_check > LIVENESS_PERIOD:
+            self.last_alive_check = idle_since
+            self.check_alive()
+        while not satisfied():
+            if self.poll():
+                idle_since = time.perf_counter()
+                continue
+            now = time.perf_counter()
+            if now - self.last_alive_check > LIVENESS_PERIOD:
+                self.last_alive_check = now
+                self.check_alive()
+            wait_backoff(idle_since, now)
+
+    def wait_first(self) -> list[tuple[int, list[dict]]]:
+        n = self.workers_per_batch
+        if len(self.ready) + len(self.in_flight) < n:
+            raise RuntimeError(f"{self.env_name}: recv() called twice without send()")
+        self.wait_until(lambda: len(self.ready) >= n)
+        if n == self.num_workers:
+            self.ready.sort(key=lambda item: item[0])
+        batch, self.ready = self.ready[:n], self.ready[n:]
+        return batch
+
+    def wait_group(self) -> list[tuple[int, list[dict]]]:
+        n = self.workers_per_batch
+
+        def complete_group() -> int | None:
+            """The group whose last member finished first (fair: no group starves another)."""
+            counts: dict[int, int] = {}
+            for w, _ in self.ready:
+                g = w - w % n
+                counts[g] = counts.get(g, 0) + 1
+                if counts[g] == n:
+                    return g
+            return None
+
+        if len(self.ready) + len(self.in_flight) < n:
+            raise RuntimeError(f"{self.env_name}: recv() called twice without send()")
+        self.wait_until(lambda: complete_group() is not None)
+        g = complete_group()
+        members = set(range(g, g + n))
+        batch = sorted((item for item in self.ready if item[0] in members), key=lambda item: item[0])
+        self.ready = [item for item in self.ready if item[0] not in members]
+        return batch
+
+    def wait_all(self) -> None:
+        """Let in-flight work finish (its results are dropped), e.g. before a reset."""
+        self.wait_until(lambda: not self.in_flight)
+
+    def check_alive(self) -> None:
+        for w, proc in enumerate(self.processes):
+            if proc.exitcode is not None:
+                code = proc.exitcode
+                how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
+                self.close()
+                raise WorkerError(f"{self.env_name}: worker {w} (pid {proc.pid}, envs {w * self.envs_per_worker}-"
+                                  f"{(w + 1) * self.envs_per_worker - 1}) {how}; the vector env is closed. "
+                                  f"Check the env for crashes or memory use (dmesg shows OOM kills)")
+
+    def raise_worker_error(self, w: int) -> None:
+        _, env, tb = self.pipes[w].recv()
+        last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+        self.close()
+        raise WorkerError(f"{self.env_name}: env {env} in worker {w} (pid {self.pids[w]}) raised "
+                          f"{last}; the vector env is closed. Worker traceback:\n{tb}")
+
+    # -- lifetime ---------------------------------------------------------------------
+    def require_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"{self.env_name}: the vector env is closed")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            finalizer = getattr(self, "finalizer", None)  # absent when __init__ failed early
+            if finalizer is not None:
+                finalizer()

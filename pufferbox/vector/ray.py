@@ -1,0 +1,173 @@
+"""Ray backend: the multiprocessing backend's interface on Ray actors, local or on a cluster.
+
+Each actor owns ``envs_per_worker`` envs (its own :class:`~pufferbox.buffers.Buffers`) and
+answers ``reset``/``step`` with its rows. ``batch_size < num_envs`` makes a pool: ``recv()``
+returns the first actors to finish (``ray.wait``), and every actor's finished result is
+kept until it is returned, so no actor sits idle while others are polled.
+
+``address`` (or ``RAY_ADDRESS``) joins an existing cluster; otherwise a local Ray starts
+bound to 127.0.0.1, without dashboard, with ``RAY_AUTH_MODE=disabled`` (nothing written to
+the home directory) and a short temp dir (``/tmp/pbray-<pid>``: Unix socket paths are
+limited to 107 bytes).
+
+Example:
+    >>> import pufferbox.vector
+    >>> venv = pufferbox.vector.make("cartpole", backend="ray", num_envs=4, num_workers=2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from pufferbox.buffers import Buffers
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+
+__all__ = ["RayVectorEnv", "ensure_ray"]
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
+    """Connect to ``address`` (or ``$RAY_ADDRESS``), or start a local, loopback-only Ray."""
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, _node_ip_address="127.0.0.1",
+                 _temp_dir=f"/tmp/pbray-{os.getpid()}", log_to_driver=False)
+    return ray
+
+
+class EnvWorker:
+    """A Ray actor's state: consecutive envs ``first_env..`` as blocks over local buffers."""
+
+    def __init__(self, factory: EnvFactory, first_env: int, num_envs: int):
+        obs_spec, act_spec, agents = factory.layout()
+        self.buffers = Buffers.allocate(obs_spec, act_spec, num_envs * agents)
+        self.blocks = factory.blocks(num_envs)
+        self.spans = assign_blocks(self.blocks, self.buffers)
+        self.first_env = first_env
+        self.steps = 0
+
+    def rows(self, infos: list[dict]) -> tuple:
+        b = self.buffers
+        return b.observations, b.rewards, b.terminals, b.truncations, b.masks, infos
+
+    def collect(self, out: list[dict], block_infos: list[dict], env: int) -> None:
+        for info in block_infos:
+            info = dict(info)
+            info["env_id"] = env + info.pop("env", 0)
+            out.append(info)
+
+    def reset(self, seed: int | None) -> tuple:
+        infos: list[dict] = []
+        for block, (_, _, env) in zip(self.blocks, self.spans):
+            env += self.first_env
+            self.collect(infos, block.vec_reset(None if seed is None else seed + env), env)
+        return self.rows(infos)
+
+    def step(self, actions: np.ndarray) -> tuple:
+        infos: list[dict] = []
+        self.steps += 1
+        for block, (start, stop, env) in zip(self.blocks, self.spans):
+            try:
+                self.collect(infos, block.vec_step(actions[start:stop]), env + self.first_env)
+            except Exception as exc:
+                raise RuntimeError(f"env {env + self.first_env} raised {type(exc).__name__}: {exc}") from exc
+        return self.rows(infos)
+
+    def step_count(self) -> int:
+        return self.steps
+
+    def close(self) -> None:
+        for block in self.blocks:
+            block.close()
+
+
+class RayVectorEnv(VectorEnv):
+    """Envs on ``num_workers`` Ray actors; a pool when ``batch_size < num_envs``."""
+
+    backend = "ray"
+
+    def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
+                 batch_size: int | None = None, zero_copy: bool = False, address: str | None = None,
+                 **unused: Any):
+        if unused:
+            raise VectorConfigError(f"ray backend got unsupported options: {', '.join(sorted(unused))}")
+        if zero_copy:
+            raise VectorConfigError("the ray backend has no zero-copy mode (results travel through Ray's object store)")
+        num_workers = num_workers or max(w for w in range(1, min(os.cpu_count() or 1, num_envs) + 1) if num_envs % w == 0)
+        if num_envs % num_workers:
+            raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of num_workers ({num_workers})")
+        self.setup_layout(factory, num_envs, batch_size)
+        self.num_workers, self.envs_per_worker = num_workers, num_envs // num_workers
+        if self.batch_envs % self.envs_per_worker:
+            raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
+                                    f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})")
+        self.workers_per_batch = self.batch_envs // self.envs_per_worker
+        self.ray = ensure_ray(address)
+        actor = self.ray.remote(num_cpus=0)(EnvWorker)  # envs are light; let actors share cores with the driver
+        self.actors = [actor.remote(factory, w * self.envs_per_worker, self.envs_per_worker)
+                       for w in range(num_workers)]
+        self.rows_per_worker = self.envs_per_worker * self.agents_per_env
+        self.buffers = Buffers.allocate(self.obs_spec, self.act_spec, self.batch_size)
+        self.pending: dict[Any, int] = {}  # object ref -> worker
+        self.batch_workers: list[int] = []
+        self.closed = False
+
+    def async_reset(self, seed: int | None = 0) -> None:
+        if self.pending:
+            self.ray.get(list(self.pending))
+        self.pending = {a.reset.remote(seed): w for w, a in enumerate(self.actors)}
+        self.batch_workers = []
+
+    def send(self, actions: np.ndarray) -> None:
+        actions = self.check_actions(actions)
+        r = self.rows_per_worker
+        for i, w in enumerate(self.batch_workers):
+            self.pending[self.actors[w].step.remote(actions[i * r:(i + 1) * r])] = w
+        self.batch_workers = []
+
+    def recv(self):
+        n = self.workers_per_batch
+        if len(self.pending) < n:
+            raise RuntimeError(f"{self.env_name}: recv() called twice without send()")
+        refs = list(self.pending)
+        if n == self.num_workers:
+            done = refs
+        else:
+            done, _ = self.ray.wait(refs, num_returns=n)  # the first n to finish, whichever actors
+        workers = [self.pending.pop(ref) for ref in done]
+        order = np.argsort(workers, kind="stable") if n == self.num_workers else range(len(workers))
+        results = self.ray.get(done)
+        self.batch_workers = [workers[i] for i in order]
+        b, r, infos = self.buffers, self.rows_per_worker, []
+        for slot, i in enumerate(order):
+            obs, rew, term, trunc, masks, worker_infos = results[i]
+            rows = slice(slot * r, (slot + 1) * r)
+            b.observations[rows], b.rewards[rows], b.terminals[rows] = obs, rew, term
+            b.truncations[rows], b.masks[rows] = trunc, masks
+            infos.extend(worker_infos)
+        env_ids = np.concatenate([np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
+                                  for w in self.batch_workers])
+        return b.observations, b.rewards, b.terminals, b.truncations, infos, env_ids, b.masks
+
+    def step_counts(self) -> list[int]:
+        return self.ray.get([a.step_count.remote() for a in self.actors])
+
+    def close(self) -> None:
+        if not getattr(self, "closed", True) and hasattr(self, "actors"):
+            self.closed = True
+            try:
+                self.ray.get([a.close.remote() for a in self.actors], timeout=10)
+            except Exception:
+                pass
+            for a in self.actors:
+                self.ray.kill(a)
+            self.actors = []

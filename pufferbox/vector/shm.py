@@ -1,0 +1,97 @@
+"""Shared-memory buffers for process backends: one segment, numpy views, checked size.
+
+One ``SharedMemory`` segment holds every array (the :class:`~pufferbox.buffers.Buffers`
+plus the backend's control arrays), each 64-byte aligned so workers never share a
+cache line with their neighbours' flags. :func:`check_shm_room` refuses sizes that
+``/dev/shm`` cannot hold (Docker gives containers 64 MB by default) with the fix.
+
+Example:
+    >>> seg = SharedArrays.create({"a": ((4,), np.dtype(np.float32))})
+    >>> seg.arrays["a"][:] = 1.0
+    >>> seg.destroy()
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from multiprocessing import shared_memory
+from typing import Any
+
+import numpy as np
+
+from pufferbox.vector.base import VectorConfigError
+
+SHM_DIR = "/dev/shm"
+ALIGN = 64
+Layout = dict[str, tuple[tuple[int, ...], np.dtype]]
+
+
+def check_shm_room(nbytes: int, shm_dir: str = SHM_DIR) -> None:
+    """Raise a VectorConfigError with the fix when ``shm_dir`` has less than ``nbytes`` free."""
+    if not os.path.isdir(shm_dir):
+        return  # not Linux-style shared memory; let the OS decide
+    free = shutil.disk_usage(shm_dir).free
+    if nbytes > free:
+        raise VectorConfigError(
+            f"shared memory too small: the buffers need {nbytes / 2**20:.1f} MiB but {shm_dir} has "
+            f"{free / 2**20:.1f} MiB free; raise it (`docker run --shm-size=8g`, compose `shm_size: 8gb`) "
+            f"or use fewer envs / smaller observations")
+
+
+def offsets(layout: Layout) -> tuple[dict[str, int], int]:
+    out, pos = {}, 0
+    for name, (shape, dtype) in layout.items():
+        out[name] = pos
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        pos += (size + ALIGN - 1) // ALIGN * ALIGN
+    return out, max(pos, ALIGN)
+
+
+class SharedArrays:
+    """Named numpy arrays in one shared-memory segment (created here, attached in workers)."""
+
+    def __init__(self, shm: shared_memory.SharedMemory, layout: Layout, owner: bool):
+        self.shm, self.layout, self.owner = shm, layout, owner
+        pos, _ = offsets(layout)
+        self.arrays: dict[str, np.ndarray] = {
+            name: np.ndarray(shape, dtype=dtype, buffer=shm.buf, offset=pos[name])
+            for name, (shape, dtype) in layout.items()}
+
+    @classmethod
+    def create(cls, layout: Layout) -> "SharedArrays":
+        _, nbytes = offsets(layout)
+        check_shm_room(nbytes)
+        try:
+            shm = shared_memory.SharedMemory(create=True, size=nbytes)
+        except OSError as exc:
+            raise VectorConfigError(f"cannot allocate {nbytes / 2**20:.1f} MiB of shared memory ({exc}); raise "
+                                    f"/dev/shm (`docker run --shm-size=8g`, compose `shm_size: 8gb`)") from exc
+        return cls(shm, layout, owner=True)
+
+    @classmethod
+    def attach(cls, name: str, layout: Layout) -> "SharedArrays":
+        # Python 3.11 registers attached segments with the resource tracker too; multiprocessing
+        # children share the creator's tracker, whose set of names makes that a no-op.
+        return cls(shared_memory.SharedMemory(name=name), layout, owner=False)
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    def destroy(self) -> None:
+        """Drop the views, unmap, and (creator only) unlink the segment."""
+        self.arrays = {}
+        try:
+            self.shm.close()
+        except BufferError:
+            pass  # a caller still holds a view: the mapping goes when it does; unlink anyway
+        if self.owner:
+            try:
+                self.shm.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def describe(arrays: dict[str, Any]) -> str:
+    return ", ".join(f"{k}{tuple(v.shape)}" for k, v in arrays.items())

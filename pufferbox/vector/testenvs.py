@@ -1,0 +1,138 @@
+"""Small envs that exercise backends: multi-agent padding, faults, and uneven step times.
+
+They are importable by reference (module-level creators), so every backend's workers
+(forked, spawned or Ray actors) can build them. :func:`env_spec_for` gives their
+:class:`~pufferbox.registry.EnvSpec` without registering them anywhere.
+
+Example:
+    >>> import pufferbox.vector
+    >>> venv = pufferbox.vector.make(env_spec_for("uneven"), backend="serial", num_envs=2)
+    >>> venv.close()
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from pufferbox.registry import EnvSpec
+
+__all__ = ["CountdownAgents", "FaultyEnv", "UnevenStepEnv", "env_spec_for"]
+
+
+class CountdownAgents:
+    """PettingZoo-style ParallelEnv: 3 agents that leave at random times (tests padding/masks)."""
+
+    metadata = {"name": "countdown_agents"}
+    render_mode = None
+
+    def __init__(self, max_steps: int = 12):
+        self.possible_agents = ["a0", "a1", "a2"]
+        self.agents: list[str] = []
+        self.max_steps = max_steps
+        self.rng = np.random.default_rng()
+        self.obs_space = gymnasium.spaces.Box(-100, 100, (3,), np.float32)
+        self.act_space = gymnasium.spaces.Discrete(3)
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return self.obs_space
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return self.act_space
+
+    def obs(self, agent: str) -> np.ndarray:
+        return np.array([self.life[agent], self.t, self.rng.uniform(-1, 1)], dtype=np.float32)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        self.life = {a: int(self.rng.integers(2, self.max_steps)) for a in self.agents}
+        return {a: self.obs(a) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        self.t += 1
+        rewards = {a: float(actions[a]) - 1.0 + 0.1 * self.t for a in self.agents}
+        terms = {a: self.t >= self.life[a] for a in self.agents}
+        truncs = {a: False for a in self.agents}
+        obs = {a: self.obs(a) for a in self.agents}
+        self.agents = [a for a in self.agents if not terms[a]]
+        return obs, rewards, terms, truncs, {a: {} for a in obs}
+
+    def close(self) -> None:
+        pass
+
+
+class FaultyEnv(gymnasium.Env):
+    """Steps normally until ``fail_at`` steps, then raises (``mode="raise"``) or kills itself (``"kill"``)."""
+
+    def __init__(self, fail_at: int = 3, mode: str = "raise", fail_env_seed: int | None = None):
+        self.observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.fail_at, self.mode, self.fail_env_seed = fail_at, mode, fail_env_seed
+        self.seed_seen: int | None = None
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.seed_seen = seed
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        armed = self.fail_env_seed is None or self.seed_seen == self.fail_env_seed
+        if armed and self.t >= self.fail_at:
+            if self.mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise ValueError(f"deliberate failure at step {self.t}")
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+class UnevenStepEnv(gymnasium.Env):
+    """Each step busy-waits a random time (exponential: std = mean), so workers finish unevenly."""
+
+    def __init__(self, mean_step_s: float = 1e-3, episode_length: int = 100):
+        self.observation_space = gymnasium.spaces.Box(0, 1, (4,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.mean_step_s, self.episode_length = mean_step_s, episode_length
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.random(4, dtype=np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        end = time.perf_counter() + self.np_random.exponential(self.mean_step_s)
+        while time.perf_counter() < end:  # CPU work, not sleep: the cores are the limit
+            pass
+        return self.np_random.random(4, dtype=np.float32), float(action), False, self.t >= self.episode_length, {}
+
+
+def make_countdown(**kwargs: Any) -> CountdownAgents:
+    return CountdownAgents(**kwargs)
+
+
+def make_faulty(**kwargs: Any) -> FaultyEnv:
+    return FaultyEnv(**kwargs)
+
+
+def make_uneven(**kwargs: Any) -> UnevenStepEnv:
+    return UnevenStepEnv(**kwargs)
+
+
+def env_spec_for(name: str, **kwargs: Any) -> EnvSpec:
+    """An unregistered EnvSpec for ``countdown``, ``faulty`` or ``uneven``."""
+    bindings = {"countdown": make_countdown, "faulty": make_faulty, "uneven": make_uneven}
+    if name not in bindings:
+        raise KeyError(f"unknown test env {name!r}; choose one of {', '.join(bindings)}")
+    return EnvSpec(name=name, binding=bindings[name], kwargs=kwargs)

@@ -1,0 +1,119 @@
+"""Check that every declared requirement of pufferbox and its plugins is pinned in the tank.
+
+The tank ships one pinned stack (``tank/constraints.txt``), used by ``make setup``, the
+Dockerfile and CI. A requirement declared in the root ``pyproject.toml`` or in any
+``plugins/*/pyproject.toml`` (dependencies and optional extras) must name a package that
+is pinned there (``name==version``), and the pinned version must satisfy the declared
+specifier; otherwise the installed stack is not what the plugin asked for. Packages of
+this repository (``pufferbox``, ``pufferbox-*`` plugins) are exempt: they are installed
+from the checkout.
+
+Usage (exit status 1 and one line per problem when something is off)::
+
+    python tank/check_constraints.py [--root DIR] [--constraints FILE]
+
+Example:
+    >>> problems = check(Path("."), Path("tank/constraints.txt"))  # doctest: +SKIP
+    >>> problems
+    []
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+LOCAL_PREFIX = "pufferbox"
+
+
+def read_pins(constraints: Path) -> tuple[dict[str, Version], list[str]]:
+    """``{canonical name: pinned version}`` from a constraints file, and its malformed lines."""
+    pins: dict[str, Version] = {}
+    problems: list[str] = []
+    for number, raw in enumerate(constraints.read_text().splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{constraints}:{number}"
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as exc:
+            problems.append(f"{where}: cannot parse {line!r} ({exc})")
+            continue
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
+            problems.append(f"{where}: {line!r} is not an exact pin (write {req.name}==VERSION)")
+            continue
+        try:
+            pins[canonicalize_name(req.name)] = Version(specs[0].version)
+        except InvalidVersion:
+            problems.append(f"{where}: {line!r} has an invalid version")
+    return pins, problems
+
+
+def declared_requirements(pyproject: Path) -> list[tuple[str, str]]:
+    """``(where, requirement string)`` for every dependency and optional extra of a pyproject."""
+    project = tomllib.loads(pyproject.read_text()).get("project", {})
+    found = [(f"{pyproject} [project.dependencies]", req) for req in project.get("dependencies", [])]
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        found += [(f"{pyproject} [project.optional-dependencies.{extra}]", req) for req in reqs]
+    return found
+
+
+def pyprojects(root: Path) -> list[Path]:
+    files = [root / "pyproject.toml"] if (root / "pyproject.toml").exists() else []
+    return files + sorted(root.glob("plugins/*/pyproject.toml"))
+
+
+def check(root: Path, constraints: Path) -> list[str]:
+    """One message per requirement that the constraints file does not pin compatibly."""
+    pins, problems = read_pins(constraints)
+    for pyproject in pyprojects(root):
+        for where, text in declared_requirements(pyproject):
+            try:
+                req = Requirement(text)
+            except InvalidRequirement as exc:
+                problems.append(f"{where}: cannot parse {text!r} ({exc})")
+                continue
+            name = canonicalize_name(req.name)
+            if name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + "-"):
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue  # e.g. a requirement only for another Python or platform
+            if name not in pins:
+                problems.append(f"{where}: {text!r} is not pinned in {constraints} "
+                                f"(add {req.name}==VERSION there)")
+            elif not req.specifier.contains(pins[name], prereleases=True):
+                problems.append(f"{where}: {text!r} excludes the pinned {req.name}=={pins[name]} "
+                                f"in {constraints} (widen the range or change the pin)")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    here = Path(__file__).resolve().parent
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=here.parent, help="repository root (default: this checkout)")
+    parser.add_argument("--constraints", type=Path, default=None, help="constraints file (default: ROOT/tank/constraints.txt)")
+    args = parser.parse_args(argv)
+    constraints = args.constraints or args.root / "tank" / "constraints.txt"
+    if not constraints.exists():
+        print(f"error: constraints file {constraints} does not exist", file=sys.stderr)
+        return 1
+    problems = check(args.root, constraints)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} requirement(s) fall outside {constraints}", file=sys.stderr)
+        return 1
+    print(f"ok: every declared requirement is pinned compatibly in {constraints}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""CPU references vs the kernel sources run on the host (same .cu text as the GPU build)."""
+
+import numpy as np
+import pytest
+
+from pufferbox.cuda import rng
+from pufferbox.cuda.consistency import FLOAT_ULPS, check_env, compare, ulp_distance
+from pufferbox.cuda.hostsim import find_cxx
+from pufferbox.registry import get_registry
+
+needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
+
+
+@needs_cxx
+@pytest.mark.parametrize("name,kwargs", [("cuda_cartpole", {}), ("tag", {}),
+                                         ("tag", {"num_taggers": 2, "num_runners": 6, "grid": 5, "k_nearest": 3})])
+def test_kernel_matches_reference_on_host(name, kwargs):
+    report = check_env(get_registry().get(name), num_envs=4, steps=80, device="host", env_kwargs=kwargs)
+    assert report.ok, report.summary()
+
+
+@needs_cxx
+def test_several_blocks_per_env_match_one_block():
+    from pufferbox.cuda.runtime import KernelEnv
+    from pufferbox_warp.plugin import TAG
+
+    kw = {"num_taggers": 2, "num_runners": 5, "grid": 4}
+    envs = [KernelEnv(TAG, num_envs=2, env_kwargs=kw, device="host", max_block=b) for b in (1024, 2)]
+    assert envs[1].grid == (2, 4) and envs[1].block == 2
+    actions = np.random.default_rng(1).integers(0, 5, (30, 2, 7), dtype=np.int32)
+    for act in actions:
+        for env in envs:
+            env.data.arrays["actions"][:] = act
+            env.step()
+    for name in ("observations", "rewards", "pos", "in_game", "done"):
+        np.testing.assert_array_equal(envs[0].pull(name), envs[1].pull(name))
+
+
+@needs_cxx
+def test_sampler_kernel_matches_numpy_and_distribution():
+    from pufferbox.cuda.runtime import KernelEnv
+    from pufferbox_warp.plugin import TAG
+
+    env = KernelEnv(TAG, num_envs=50, device="host")
+    rows = 50 * env.num_agents
+    probs = np.tile(np.array([0.1, 0.2, 0.3, 0.4, 0.0], np.float32), (rows, 1))
+    counters = np.zeros(rows, np.uint32)
+    draws = []
+    for _ in range(8):
+        env.sample_actions(np.uintp(probs.ctypes.data))
+        expected = rng.sample_categorical(probs, counters, int(env.sampler_key))
+        np.testing.assert_array_equal(env.pull("actions").reshape(-1), expected)
+        draws.append(expected)
+    freq = np.bincount(np.concatenate(draws), minlength=5) / (8 * rows)
+    assert abs(freq - [0.1, 0.2, 0.3, 0.4, 0.0]).max() < 0.05 and freq[4] == 0
+
+
+def test_ulp_distance():
+    one = np.float32(1.0)
+    assert ulp_distance(np.array([one]), np.array([np.nextafter(one, np.float32(2))]))[0] == 1
+    assert ulp_distance(np.array([np.float32(-0.0)]), np.array([np.float32(0.0)]))[0] == 0
+    assert ulp_distance(np.array([np.float32(-1e-45)]), np.array([np.float32(1e-45)]))[0] == 2
+
+
+def test_mismatches_are_reported_by_env_agent_feature():
+    cpu = np.zeros((2, 3 * 4), np.float32)
+    kernel = cpu.copy()
+    kernel[1, 7] = 1.0                                   # env 1, agent 1, feature 3
+    kernel[0, 0] = np.nextafter(np.float32(0), np.float32(1)) * np.float32(FLOAT_ULPS)  # within the bound
+    (m,) = compare(5, "observations", cpu, kernel, agents=3, obs_dim=4)
+    assert (m.step, m.env, m.agent, m.feature, m.gpu) == (5, 1, 1, 3, 1.0)
+    assert "env 1 agent 1 feature 3" in str(m)
+    ints = compare(0, "pos", np.zeros((1, 4), np.int32), np.array([[0, 0, 1, 0]], np.int32), agents=2, obs_dim=4)
+    assert [(i.env, i.feature) for i in ints] == [(0, 2)]
+
+
+def test_rng_is_uniform_and_deterministic():
+    u = rng.uniform(np.uint32(3), np.arange(20000, dtype=np.uint32))
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    np.testing.assert_array_equal(u, rng.uniform(np.uint32(3), np.arange(20000, dtype=np.uint32)))
+    x = np.linspace(-0.5, 0.5, 101, dtype=np.float32)
+    assert np.abs(rng.sin_poly(x) - np.sin(x)).max() < 1e-6 and np.abs(rng.cos_poly(x) - np.cos(x)).max() < 1e-6
+
+
+def test_no_gpu_gives_one_line_reasons(monkeypatch):
+    from pufferbox.cuda import device
+    from pufferbox.vector import make
+    from pufferbox.vector.base import VectorConfigError
+
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no CUDA GPU: test says so")
+    import pufferbox.cuda.consistency as consistency
+    import pufferbox.vector.cuda as vcuda
+
+    monkeypatch.setattr(consistency, "gpu_unavailable_reason", lambda: "no CUDA GPU: test says so")
+    monkeypatch.setattr(vcuda, "gpu_unavailable_reason", lambda: "no CUDA GPU: test says so")
+    with pytest.raises(device.NoGPUError, match="^no CUDA GPU: test says so; run on a GPU"):
+        check_env(get_registry().get("tag"))
+    with pytest.raises(VectorConfigError, match=r"no CUDA GPU found .*--backend serial/multiprocessing") as err:
+        make("tag", backend="cuda", num_envs=4)
+    assert "\n" not in str(err.value)
+
+
+def test_reference_envs_follow_their_apis():
+    from pettingzoo.test import parallel_api_test
+
+    from pufferbox_warp.cartpole import CartPoleEnv
+    from pufferbox_warp.tag import TagEnv
+
+    parallel_api_test(TagEnv(num_runners=3, episode_length=30), num_cycles=100)
+    env = CartPoleEnv()
+    obs, _ = env.reset(seed=1)
+    total, done = 0.0, False
+    while not done:
+        obs, r, term, trunc, _ = env.step(env.action_space.sample())
+        total += r
+        done = term or trunc
+    assert 5 <= total <= 500 and (abs(obs[0]) > 2.4 or abs(obs[2]) > 0.2094 or trunc)

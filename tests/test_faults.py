@@ -1,0 +1,132 @@
+"""Faults in workers surface fast and clearly, and nothing (processes, shared memory) leaks."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+import pufferbox.vector as vector
+from pufferbox.vector.multiprocessing import WorkerError
+from pufferbox.vector.testenvs import env_spec_for
+
+
+def live_children() -> list[psutil.Process]:
+    """Live child processes, except multiprocessing's resource tracker (one per interpreter, by design)."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def segment_exists(name: str) -> bool:
+    return os.path.exists(f"/dev/shm/{name.lstrip('/')}")
+
+
+def run_until_error(venv, max_seconds: float) -> tuple[BaseException, float]:
+    venv.async_reset(seed=0)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as err:
+        while time.monotonic() - start < max_seconds + 5:
+            venv.recv()
+            venv.send(np.zeros(venv.batch_size, dtype=np.int64))
+    return err.value, time.monotonic() - start
+
+
+def test_env_exception_names_env_worker_and_traceback() -> None:
+    venv = vector.make(env_spec_for("faulty", fail_at=3, fail_env_seed=5), backend="multiprocessing",
+                       num_envs=8, num_workers=4)
+    name = venv.resources.shared.name
+    error, elapsed = run_until_error(venv, 1.0)
+    message = str(error)
+    assert elapsed < 1.0
+    assert "env 5 in worker 2" in message
+    assert "ValueError: deliberate failure at step 3" in message
+    assert "Traceback (most recent call last)" in message and "testenvs.py" in message
+    assert venv.closed and not live_children() and not segment_exists(name)
+
+
+def test_env_that_cannot_be_built_fails_clearly() -> None:
+    bad = env_spec_for("faulty", fail_at=1)
+    bad.kwargs["unknown_kwarg"] = 1
+    with pytest.raises(Exception, match="unknown_kwarg"):
+        vector.make(bad, backend="multiprocessing", num_envs=2, num_workers=2)
+    assert not live_children()
+
+
+def test_killed_worker_is_detected_within_5s() -> None:
+    venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2, batch_size=2)
+    name = venv.resources.shared.name
+    venv.async_reset(seed=0)
+    venv.recv()
+    os.kill(venv.pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"worker 1 \(pid \d+, envs 2-3\) was killed by signal 9 \(SIGKILL\)"):
+        while time.monotonic() - start < 10:
+            venv.send(np.zeros(2, dtype=np.int64))
+            venv.recv()
+    assert time.monotonic() - start < 5
+    assert not live_children() and not segment_exists(name)
+
+
+def test_env_killing_its_worker_is_detected() -> None:
+    venv = vector.make(env_spec_for("faulty", fail_at=2, mode="kill"), backend="multiprocessing",
+                       num_envs=2, num_workers=2)
+    error, elapsed = run_until_error(venv, 5.0)
+    assert "killed by signal 9" in str(error) and elapsed < 5
+    assert not live_children()
+
+
+def test_100_create_close_cycles_leave_nothing() -> None:
+    names = []
+    for i in range(100):
+        venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
+        names.append(venv.resources.shared.name)
+        if i % 10 == 0:
+            venv.reset(seed=i)
+            venv.step(np.zeros(4, dtype=np.int64))
+        venv.close()
+    assert not live_children()
+    assert not [n for n in names if segment_exists(n)]
+
+
+def test_garbage_collection_reaps_workers() -> None:
+    venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
+    venv.reset(seed=0)
+    name = venv.resources.shared.name
+    del venv
+    gc.collect()
+    assert not live_children() and not segment_exists(name)
+
+
+@pytest.mark.slow
+def test_ctrl_c_reaps_workers_and_shared_memory() -> None:
+    script = textwrap.dedent("""
+        import numpy as np, sys
+        import pufferbox.vector as vector
+        venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
+        venv.reset(seed=0)
+        print(venv.resources.shared.name, *venv.pids, flush=True)
+        while True:
+            venv.step(np.zeros(4, dtype=np.int64))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    name, *pids = proc.stdout.readline().split()
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) != 0
+    time.sleep(0.2)
+    alive = [p for p in map(int, pids) if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not alive and not segment_exists(name)

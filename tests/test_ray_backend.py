@@ -1,0 +1,57 @@
+"""The Ray backend matches serial exactly, and every actor of a pool gets work."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import pufferbox.vector as vector
+from pufferbox.vector.base import VectorConfigError
+from pufferbox.vector.testenvs import env_spec_for
+from test_multiprocessing import assert_same, trajectories  # tests/ is on sys.path (rootdir-relative imports)
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray for the module (it takes seconds to start)."""
+    from pufferbox.vector.ray import ensure_ray
+
+    os.environ.pop("RAY_ADDRESS", None)
+    ensure_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
+    shutil.rmtree(f"/tmp/pbray-{os.getpid()}", ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env,kwargs", [
+    ("cartpole", dict(num_workers=2)),
+    ("cartpole", dict(num_workers=4, batch_size=2)),
+    ("countdown", dict(num_workers=4, batch_size=4)),
+])
+def test_ray_matches_serial(local_ray, env: str, kwargs: dict) -> None:
+    spec = env_spec_for(env) if env == "countdown" else env
+    n_actions = 3 if env == "countdown" else 2
+    with vector.make(spec, backend="serial", num_envs=8, native=False) as serial:
+        expected = trajectories(serial, 25, n_actions)
+    with vector.make(spec, backend="ray", num_envs=8, native=False, **kwargs) as venv:
+        got = trajectories(venv, 25, n_actions)
+        counts = venv.step_counts()
+    assert_same(expected, got)
+    assert min(counts) > 0, f"idle actors in the pool: steps per actor {counts}"
+
+
+@pytest.mark.slow
+def test_ray_local_start_is_loopback_without_home_files(local_ray) -> None:
+    # Ray 2.60 rewrites 127.0.0.1 to the host's address (services.resolve_ip_for_localhost), so the
+    # node address is not checked here; what we control is: one local node, no dashboard, no auth files.
+    assert len(ray.nodes()) == 1
+    home = os.path.expanduser("~")
+    assert not os.path.exists(os.path.join(home, ".ray", "auth_token"))
+    with pytest.raises(VectorConfigError, match="no zero-copy"):
+        vector.make("cartpole", backend="ray", num_envs=2, num_workers=2, zero_copy=True)

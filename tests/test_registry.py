@@ -1,0 +1,96 @@
+"""Registry rules: broken plugins are reported and skipped, duplicates fail naming both
+distributions, PUFFERBOX_PLUGINS restricts loading."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pufferbox import EnvSpec, hookimpl
+from pufferbox.registry import Registry, RegistryError, UnknownEnvError, get_registry
+
+_helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).parent / "plugins" / "plugin_dists.py")
+plugin_dists = importlib.util.module_from_spec(_helper)
+_helper.loader.exec_module(plugin_dists)
+
+OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    monkeypatch.delenv("PUFFERBOX_PLUGINS", raising=False)
+    get_registry.cache_clear()
+    yield
+    get_registry.cache_clear()
+
+
+def test_first_party_plugins_register_cartpole_and_ocean():
+    registry = Registry(only=["classic", "ocean"])
+    names = {spec.name for spec in registry.all_envs()}
+    assert names == OCEAN | {"cartpole"}
+    assert all(p.ok for p in registry.plugins)
+    spec = registry.get("ocean/spaces")  # alias
+    assert spec.name == "spaces" and spec.distribution == "pufferbox-ocean" and spec.native is not None
+
+
+def test_broken_plugin_is_reported_and_others_still_work(tmp_path, monkeypatch, request):
+    plugin_dists.install("broken_plugin", tmp_path, monkeypatch, request)
+    registry = Registry(only=["classic", "ocean", "broken_example"])
+    (broken,) = registry.broken()
+    assert broken.name == "broken_example"
+    assert broken.distribution == "pufferbox-broken-example"
+    assert broken.error.startswith("ImportError: pufferbox_broken_example needs")
+    assert "Traceback" in broken.traceback
+    assert registry.get("cartpole").make_emulated() is not None
+    assert {s.name for s in registry.all_envs()} == OCEAN | {"cartpole"}
+    with pytest.raises(UnknownEnvError, match="broken plugins: broken_example"):
+        registry.get("no_such_env")
+
+
+def test_duplicate_name_fails_naming_both_distributions(tmp_path, monkeypatch, request):
+    plugin_dists.install("duplicate_plugin", tmp_path, monkeypatch, request)
+    registry = Registry(only=["classic", "duplicate_example"])
+    with pytest.raises(RegistryError) as err:
+        registry.load()
+    message = str(err.value)
+    assert "'cartpole' is registered twice" in message
+    assert "pufferbox-classic" in message and "pufferbox-duplicate-example" in message
+
+
+def test_env_var_restricts_plugins(monkeypatch):
+    monkeypatch.setenv("PUFFERBOX_PLUGINS", "ocean")
+    registry = Registry()
+    assert {p.name for p in registry.load().plugins} == {"ocean"}
+    assert {s.name for s in registry.all_envs()} == OCEAN
+    with pytest.raises(UnknownEnvError):
+        registry.get("cartpole")
+    monkeypatch.setenv("PUFFERBOX_PLUGINS", "")
+    assert Registry().all_envs() == []
+
+
+def test_plugin_failing_inside_register_envs_registers_nothing():
+    class HalfBroken:
+        @hookimpl
+        def register_envs(self, register):
+            register(EnvSpec(name="half_a", binding=dict))
+            raise ValueError("simulator version mismatch")
+
+    registry = Registry(only=[], extra_plugins=[("half", HalfBroken())])
+    (broken,) = registry.broken()
+    assert broken.error == "ValueError: simulator version mismatch"
+    assert registry.all_envs() == []
+
+
+def test_unknown_env_suggests_close_matches():
+    registry = Registry(only=["ocean"])
+    with pytest.raises(UnknownEnvError, match=r"unknown env 'sqaured'; did you mean squared"):
+        registry.get("sqaured")
+
+
+def test_bad_spec_fields_are_rejected():
+    with pytest.raises(RegistryError, match="implementation must be one of"):
+        EnvSpec(name="x", binding=dict, implementation="tpu")
+    with pytest.raises(RegistryError, match="binding must be callable"):
+        EnvSpec(name="x", binding="not callable")

@@ -1,0 +1,171 @@
+"""Flattening spec: round trips over random nested spaces (hypothesis), torch views, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
+
+DTYPES = [np.float32, np.float64, np.uint8, np.int32, np.int64]
+
+
+def box(dtype, shape):
+    if np.issubdtype(dtype, np.integer):
+        return spaces.Box(0, 9, shape, dtype=dtype)
+    return spaces.Box(-2.0, 2.0, shape, dtype=dtype)
+
+
+shapes = st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple)
+leaves = st.one_of(
+    st.builds(box, st.sampled_from(DTYPES), shapes),
+    st.builds(spaces.Discrete, st.integers(1, 6), start=st.integers(-2, 2)),
+    st.builds(lambda n: spaces.MultiDiscrete(n), st.lists(st.integers(1, 5), min_size=1, max_size=3)),
+    st.builds(spaces.MultiBinary, st.integers(1, 4)),
+)
+trees = st.recursive(
+    leaves,
+    lambda children: st.one_of(
+        st.dictionaries(st.sampled_from("abcdef"), children, min_size=1, max_size=3).map(spaces.Dict),
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: spaces.Tuple(tuple(xs))),
+    ),
+    max_leaves=6,
+)
+
+
+def assert_same(space, a, b, cast=None):
+    if isinstance(space, spaces.Dict):
+        for k in space.spaces:
+            assert_same(space[k], a[k], b[k], cast)
+    elif isinstance(space, spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            assert_same(sub, a[i], b[i], cast)
+    else:
+        dtype = cast or np.asarray(b).dtype
+        np.testing.assert_array_equal(np.asarray(b, dtype=dtype), np.asarray(a, dtype=dtype))
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees, st.integers(0, 2**31 - 1))
+def test_observation_round_trip_numpy_and_torch(space, seed):
+    space.seed(seed)
+    spec = ObservationSpec(space)
+    samples = [space.sample() for _ in range(3)]
+    flat = spec.zeros(3)
+    views = spec.leaf_views(flat)
+    for row, sample in enumerate(samples):
+        spec.write(flat, row, sample, views)
+    tree = spec.unflatten(flat)
+    as_torch = spec.unflatten_torch(torch.from_numpy(flat))
+    for row, sample in enumerate(samples):
+        assert_same(space, sample, pick(tree, row))
+        assert_same(space, sample, to_numpy(pick(as_torch, row)))
+    assert flat.shape == (3, spec.flat_size) and flat.dtype == spec.flat_dtype
+
+
+def pick(tree, row):
+    if isinstance(tree, dict):
+        return {k: pick(v, row) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(pick(v, row) for v in tree)
+    return tree[row]
+
+
+def to_numpy(tree):
+    if isinstance(tree, dict):
+        return {k: to_numpy(v) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(to_numpy(v) for v in tree)
+    return tree.numpy()
+
+
+discrete_leaves = st.one_of(
+    st.builds(spaces.Discrete, st.integers(1, 6), start=st.integers(-2, 2)),
+    st.builds(lambda n, s: spaces.MultiDiscrete(n, start=[s] * len(n)),
+              st.lists(st.integers(1, 5), min_size=1, max_size=3), st.integers(-1, 1)),
+    st.builds(spaces.MultiBinary, st.integers(1, 4)),
+)
+continuous_leaves = st.builds(box, st.sampled_from([np.float32, np.float64]), shapes)
+
+
+def nest(leaf_strategy):
+    return st.recursive(leaf_strategy, lambda c: st.one_of(
+        st.dictionaries(st.sampled_from("xyz"), c, min_size=1, max_size=3).map(spaces.Dict),
+        st.lists(c, min_size=1, max_size=3).map(lambda xs: spaces.Tuple(tuple(xs)))), max_leaves=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(nest(discrete_leaves), nest(continuous_leaves)), st.integers(0, 2**31 - 1))
+def test_action_round_trip(space, seed):
+    space.seed(seed)
+    spec = ActionSpec(space)
+    for _ in range(3):
+        action = space.sample()
+        flat = spec.flatten(action)
+        assert spec.flat_space.contains(flat.astype(spec.flat_space.dtype))
+        back = spec.unflatten(flat)
+        # Continuous leaves pass through the float32 flat Box: compare at float32.
+        assert_same(space, action, back, cast=None if spec.discrete else np.float32)
+    if isinstance(space, spaces.Discrete):
+        assert spec.flat_space == spaces.Discrete(space.n)
+    elif spec.discrete:
+        assert isinstance(spec.flat_space, spaces.MultiDiscrete) and spec.flat_space.shape == (spec.size,)
+    else:
+        assert isinstance(spec.flat_space, spaces.Box) and spec.flat_space.dtype == np.float32
+
+
+def test_mixed_action_tree_is_rejected_naming_leaves():
+    space = spaces.Dict({"move": spaces.Box(-1, 1, (2,)), "fire": spaces.Discrete(2)})
+    with pytest.raises(SpaceError, match=r"discrete leaves \(action\['fire'\]\) and continuous leaves \(action\['move'\]\)"):
+        ActionSpec(space)
+
+
+def test_check_names_the_offending_field():
+    space = spaces.Dict({"a": spaces.Tuple((spaces.Discrete(3), spaces.Box(0, 1, (2,), dtype=np.float32)))})
+    spec = ObservationSpec(space)
+    with pytest.raises(SpaceError, match=r"observation\['a'\]\[1\] has shape \(3,\)"):
+        spec.check({"a": (1, np.zeros(3, np.float32))})
+    with pytest.raises(SpaceError, match=r"observation\['a'\]\[0\] = 7 is outside Discrete\(3\)"):
+        spec.check({"a": (7, np.zeros(2, np.float32))})
+    with pytest.raises(SpaceError, match=r"observation\['a'\]\[0\] is missing"):
+        spec.check({"b": 1})
+    with pytest.raises(SpaceError, match="unsupported space Text"):
+        ObservationSpec(spaces.Dict({"t": spaces.Text(5)}))
+
+
+def nested_spec() -> ObservationSpec:
+    return ObservationSpec(spaces.Dict({
+        "image": spaces.Box(0, 1, (5, 5), dtype=np.float32),
+        "meta": spaces.Tuple((spaces.Discrete(4), spaces.Dict({"bits": spaces.MultiBinary(3)}))),
+    }))
+
+
+def test_torch_unflatten_returns_views_not_copies():
+    spec = nested_spec()
+    flat = torch.from_numpy(spec.zeros(8))
+    tree = spec.unflatten_torch(flat)
+    base = flat.untyped_storage().data_ptr()
+    leaves = [tree["image"], tree["meta"][0], tree["meta"][1]["bits"]]
+    for leaf in leaves:
+        assert leaf.untyped_storage().data_ptr() == base  # same storage: a view
+    assert [tuple(x.shape) for x in leaves] == [(8, 5, 5), (8,), (8, 3)]
+    tree["meta"][1]["bits"][2, 1] = 1  # writes through to the flat buffer
+    assert spec.unflatten(flat.numpy())["meta"][1]["bits"][2, 1] == 1
+
+
+def test_torch_unflatten_has_no_graph_breaks():
+    spec = nested_spec()
+    spec.torch_layout()
+
+    def model(flat):
+        tree = spec.unflatten_torch(flat)
+        return tree["image"].sum(dim=(1, 2)) + tree["meta"][0].float() + tree["meta"][1]["bits"].float().sum(-1)
+
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(model)(torch.from_numpy(spec.zeros(4)))
+    assert explanation.graph_break_count == 0 and not explanation.break_reasons
+    assert explanation.graph_count == 1
