@@ -1,4 +1,4 @@
-"""GPU benchmarks of the kernel envs (GPU only): env steps/s for Tag and CUDA CartPole.
+"""GPU benchmarks of the kernel envs (GPU only): env steps/s for Tag, continuous Tag and CUDA CartPole.
 
     python benchmarks/bench_cuda.py            # prints a Markdown table for benchmarks/RESULTS.md
 
@@ -59,6 +59,8 @@ def main() -> int:
 
     rows = [("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
             ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),
+            ("tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
+            ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
             ("cuda_cartpole", 100_000, 1000, {})]
     print(f"GPU: {torch.cuda.get_device_name()}\n\n| env | envs x agents | env steps/s |\n|---|---|---|")
     for name, envs, steps, kw in rows:

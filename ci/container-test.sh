@@ -57,7 +57,7 @@ ca=/etc/ssl/certs/ca-certificates.crt
 if [ -f "$ca" ]; then
   build_args+=(-v "$ca:/run/host-ca.crt:ro" --build-arg PIP_CERT=/run/host-ca.crt)
 fi
-find_links=$(python3 -m pip config get global.find-links 2>/dev/null || true)
+find_links=$(python3 -m pip config get global.find-links 2>/dev/null || .venv/bin/pip config get global.find-links 2>/dev/null || true)
 find_links=${PIP_FIND_LINKS:-$find_links}
 if [ -n "$find_links" ] && [ -d "$find_links" ]; then
   build_args+=(-v "$find_links:$find_links:ro" --build-arg "PIP_FIND_LINKS=$find_links")
@@ -65,8 +65,12 @@ if [ -n "$find_links" ] && [ -d "$find_links" ]; then
 else
   echo "warning: no local find-links folder; torch==2.13.0 comes from PyPI (the CUDA build, several GB)"
 fi
+previous=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 podman build --format docker --layers -f Dockerfile -t "$image" "${build_args[@]}" . 2>&1 \
   | grep -v -E '^\[notice\]' 
+current=$(podman image inspect --format '{{.Id}}' "$image")
+# The replaced image only: its build layers stay behind as the cache of the next build.
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then podman rmi "$previous" >/dev/null 2>&1 || true; fi
 podman image ls "$image"
 
 step "workspace: a copy of the checkout, owned by uid $uid like a contributor's"
@@ -91,6 +95,7 @@ teardown() {
     for volume in $(podman volume ls -q --filter "label=io.podman.compose.project=$project"); do
       podman volume rm -f "$volume" >/dev/null || true
     done
+    podman network rm -f "${project}_default" >/dev/null 2>&1 || true
     rm -rf "$work"
   fi
   exit "$status"
@@ -125,6 +130,21 @@ step "devcontainer postCreateCommand: editable install of the workspace, as the 
 post_create=$(python3 -c 'import json; print(json.load(open(".devcontainer/devcontainer.json"))["postCreateCommand"])')
 tank bash -c "$post_create --quiet && pip check"
 
+step "every first-party plugin is in the image"
+for manifest in plugins/*/pyproject.toml; do
+  name=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["name"])' "$manifest")
+  podman exec "$container" pip show --quiet "$name" >/dev/null || fail "plugin $name ($manifest) is not installed in the image"
+  echo "installed: $name"
+done
+
+step "adding a plugin inside the tank: pip install, and its envs appear (README)"
+has_cartpole() { podman exec "$container" pufferbox envs --json | python3 -c 'import json, sys; sys.exit(0 if any(r["name"] == "cartpole" for r in json.load(sys.stdin)) else 1)'; }
+tank pip uninstall --quiet --yes pufferbox-classic
+! has_cartpole || fail "cartpole still listed after uninstalling its plugin"
+tank pip install --quiet --no-deps --no-build-isolation ./plugins/classic
+has_cartpole || fail "cartpole not listed after pip install ./plugins/classic"
+echo "pufferbox-classic uninstalled and pip-installed again: cartpole is back in pufferbox envs"
+
 step "pufferbox doctor"
 tank pufferbox doctor
 
@@ -146,4 +166,6 @@ tank pufferbox train nethack --total-steps "$steps" --run-dir runs/ci-nethack
 
 step "runs landed in the named volume"
 tank ls runs/ci-cartpole runs/ci-nethack
+[ ! -e "$ws/runs/ci-nethack" ] || fail "runs/ went to the bind-mounted workspace, not the runs volume"
+podman volume inspect --format '{{.Name}}: {{.Mountpoint}}' "${project}_runs"
 step "container test passed"

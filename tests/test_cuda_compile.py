@@ -1,5 +1,7 @@
 """Every kernel source compiles with nvcc for sm_80 and sm_90 (CPU machines included)."""
 
+import re
+
 import pytest
 
 from pufferbox.cuda.build import CORE_SOURCE, CompileError, assemble, compile_check, find_nvcc
@@ -9,10 +11,12 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH, $C
 
 
 def kernel_texts():
-    from pufferbox_warp.plugin import CARTPOLE, TAG
+    from pufferbox_warp.plugin import CARTPOLE, TAG, TAG_CONTINUOUS
 
     yield "core", assemble(CORE_SOURCE.read_text(), {})
     for label, impl, kwargs in [("tag-full", TAG, {}), ("tag-knearest", TAG, {"k_nearest": 3, "num_runners": 10}),
+                                ("tag-continuous-full", TAG_CONTINUOUS, {}),
+                                ("tag-continuous-knearest", TAG_CONTINUOUS, {"k_nearest": 4, "num_runners": 40}),
                                 ("cartpole", CARTPOLE, {})]:
         ref = impl.reference_class()(num_envs=4, **kwargs)
         yield label, assemble(impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n', ref.constants())
@@ -22,8 +26,11 @@ def kernel_texts():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_kernel_compiles(arch):
     for label, text in kernel_texts():
-        ptx = compile_check(text, arch=arch, output="ptx")
-        assert b".entry" in ptx, label
+        ptx = compile_check(text, arch=arch, output="ptx").decode()
+        assert ".entry" in ptx, label
+        # Bit-exact with the numpy references only if nothing is fused or approximated.
+        inexact = set(re.findall(r"\b(fma\.\S+|\S+\.approx\.\S+|div\.full\.\S+|mad\.\S+\.f32)", ptx))
+        assert not inexact, (label, inexact)
 
 
 @needs_nvcc

@@ -11,7 +11,10 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({REASON})")]
 
 
-@pytest.mark.parametrize("name,kwargs", [("tag", {}), ("tag", {"num_runners": 40, "k_nearest": 5}), ("cuda_cartpole", {})])
+@pytest.mark.parametrize("name,kwargs", [("tag", {}), ("tag", {"num_runners": 40, "k_nearest": 5}), ("cuda_cartpole", {}),
+                                         ("tag_continuous", {}),
+                                         ("tag_continuous", {"num_runners": 40, "k_nearest": 5, "world": 8.0,
+                                                             "wall_penalty": -0.1})])
 def test_gpu_kernel_matches_reference(name, kwargs):
     from pufferbox.cuda.consistency import check_env
 
@@ -38,3 +41,4 @@ def test_step_and_sample_loop_has_no_host_device_copies():
     copies = [e for e in prof.events() if "Memcpy HtoD" in e.name or "Memcpy DtoH" in e.name]
     assert copies == [] and venv.kernel.data.pushes == pushes
     assert np.isfinite(venv.kernel.pull("rewards")).all()
+

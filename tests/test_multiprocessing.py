@@ -81,8 +81,10 @@ def test_zero_copy_returns_views_of_one_contiguous_group() -> None:
     with vector.make("cartpole", backend="multiprocessing", num_envs=8, num_workers=4, batch_size=4,
                      zero_copy=True) as venv:
         venv.async_reset(seed=0)
-        seen = set()
-        for _ in range(6):
+        seen: set[int] = set()
+        for _ in range(2000):  # under load one group can win several rounds in a row
+            if seen == {0, 4}:
+                break
             obs, *_, env_ids, _ = venv.recv()
             assert obs.base is not None and np.shares_memory(obs, venv.buffers.observations)
             assert list(env_ids) in ([0, 1, 2, 3], [4, 5, 6, 7])

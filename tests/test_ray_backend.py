@@ -6,6 +6,7 @@ import os
 import shutil
 
 import numpy as np
+import psutil
 import pytest
 
 import pufferbox.vector as vector
@@ -48,9 +49,16 @@ def test_ray_matches_serial(local_ray, env: str, kwargs: dict) -> None:
 
 @pytest.mark.slow
 def test_ray_local_start_is_loopback_without_home_files(local_ray) -> None:
-    # Ray 2.60 rewrites 127.0.0.1 to the host's address (services.resolve_ip_for_localhost), so the
-    # node address is not checked here; what we control is: one local node, no dashboard, no auth files.
-    assert len(ray.nodes()) == 1
+    nodes = ray.nodes()
+    assert [n["NodeManagerAddress"] for n in nodes] == ["127.0.0.1"]
+    listening = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            listening |= {c.laddr.ip for c in proc.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+        except psutil.Error:
+            continue
+    assert listening, "found no listening Ray sockets to check"
+    assert listening <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, f"Ray listens beyond loopback: {listening}"
     home = os.path.expanduser("~")
     assert not os.path.exists(os.path.join(home, ".ray", "auth_token"))
     with pytest.raises(VectorConfigError, match="no zero-copy"):

@@ -1,4 +1,5 @@
-"""PyCUDA kernel envs: data manager, function manager + compile cache, core kernels, checker.
+"""PyCUDA kernel envs: data manager, function manager + compile cache, core kernels, episode
+statistics kept on the device (:mod:`pufferbox.cuda.episodes`), checker.
 
 Importing this package never needs PyCUDA or a GPU; the GPU parts check on use and say what
 is missing (:func:`gpu_unavailable_reason`). Without a GPU, kernel sources still compile-check

@@ -2,6 +2,8 @@
 
 Integers and flags must match exactly; floats within :data:`FLOAT_ULPS` units in the last place
 (kernels are built without FMA and use the reference's operation order, so 0 is typical).
+Episode statistics gathered on the device (:mod:`pufferbox.cuda.episodes`) are read every
+:data:`EPISODE_READ_EVERY` steps and must equal their numpy twin's exactly.
 ``device="host"`` runs the kernel source compiled for the CPU (no GPU needed).
 
 Example:
@@ -22,6 +24,7 @@ from pufferbox.cuda.device import NoGPUError, gpu_unavailable_reason
 __all__ = ["FLOAT_ULPS", "Mismatch", "Report", "check_env", "ulp_distance"]
 
 FLOAT_ULPS = 4
+EPISODE_READ_EVERY = 16
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -88,6 +91,19 @@ def compare(step: int, name: str, cpu: np.ndarray, kernel: np.ndarray, agents: i
     return out
 
 
+def compare_episodes(step: int, cpu: list[dict], kernel: list[dict]) -> list[Mismatch]:
+    """Episode infos since the last read, per env in finishing order: all fields exactly equal."""
+    def by_env(infos: list[dict]) -> dict[int, list[tuple]]:
+        out: dict[int, list[tuple]] = {}
+        for info in infos:
+            out.setdefault(info["env_id"], []).append((info["episode_return"], info["episode_length"]))
+        return out
+
+    cpu_envs, kernel_envs = by_env(cpu), by_env(kernel)
+    return [Mismatch(step, "episodes", env, None, None, cpu_envs.get(env, []), kernel_envs.get(env, []), None)
+            for env in sorted(set(cpu_envs) | set(kernel_envs)) if cpu_envs.get(env) != kernel_envs.get(env)]
+
+
 def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, device: str = "gpu",
               env_kwargs: dict | None = None, max_mismatches: int = 100) -> Report:
     """Step the CPU reference and the kernel with the same uniformly random actions.
@@ -96,6 +112,7 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
     """
     import torch
 
+    from pufferbox.cuda.episodes import ReferenceEpisodes
     from pufferbox.cuda.runtime import KernelEnv
 
     if spec.implementation != "cuda" or spec.cuda is None:
@@ -111,6 +128,7 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
     ref.reset(seed)
     report = Report(spec.name, device, num_envs)
     rng = np.random.default_rng(seed)
+    episodes, expected = ReferenceEpisodes(num_envs, ref.num_agents), []
     actions_tensor = kernel.tensor("actions")
     for step in range(steps):
         actions = rng.integers(0, ref.num_actions, (num_envs, ref.num_agents), dtype=np.int32)
@@ -120,6 +138,10 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
         report.steps = step + 1
         for name in ref.argument_order:
             report.mismatches += compare(step, name, ref.arrays[name], kernel.pull(name), ref.num_agents, ref.obs_dim)
+        expected += episodes.update(ref.arrays["rewards"], ref.arrays["done"])
+        if (step + 1) % EPISODE_READ_EVERY == 0 or step + 1 == steps:
+            report.mismatches += compare_episodes(step, expected, kernel.episodes.collect())
+            expected = []
         if len(report.mismatches) >= max_mismatches:
             break
     return report

@@ -102,6 +102,7 @@ class HostDataManager:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.pushes = 0
+        self.pulls = 0
 
     def push(self, name: str, array: np.ndarray) -> None:
         self.arrays[name] = np.ascontiguousarray(array).copy()
@@ -114,6 +115,7 @@ class HostDataManager:
         return torch.from_numpy(self.arrays[name])
 
     def pull(self, name: str) -> np.ndarray:
+        self.pulls += 1
         return self.arrays[name].copy()
 
     def __contains__(self, name: str) -> bool:

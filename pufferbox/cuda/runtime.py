@@ -2,7 +2,8 @@
 
 The first reset runs on the CPU reference (as in WarpDrive) and its arrays are pushed once;
 after that a step is only kernel launches on device-resident arrays: the env's step kernels,
-the core reset kernel restoring done envs from their saved initial state, the observe kernel.
+the episode statistics kernel (:mod:`pufferbox.cuda.episodes`), the core reset kernel restoring
+done envs from their saved initial state, the observe kernel.
 
 Example:
     >>> from pufferbox.registry import get_registry                         # doctest: +SKIP
@@ -17,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from pufferbox.cuda.build import CORE_SOURCE, assemble
+from pufferbox.cuda.episodes import DEFAULT_SLOTS, EpisodeTracker
 from pufferbox.cuda.reference import BatchedReference
 from pufferbox.cuda.rng import mix32
 from pufferbox.cuda.spec import CudaImplementation
 
 __all__ = ["KernelEnv", "CORE_KERNELS", "agent_geometry", "env_geometry"]
 
-CORE_KERNELS = ("pb_reset_words", "pb_reset_bytes", "pb_sample_categorical")
+CORE_KERNELS = ("pb_reset_words", "pb_reset_bytes", "pb_sample_categorical", "pb_track_episodes")
 MAX_BLOCK = 1024
 
 
@@ -40,10 +42,13 @@ def env_geometry(rows: int, block: int = 256) -> tuple[tuple[int, int], int]:
 
 
 class KernelEnv:
-    """Device arrays + compiled kernels of one env kind. ``device`` is ``"gpu"`` or ``"host"``."""
+    """Device arrays + compiled kernels of one env kind. ``device`` is ``"gpu"`` or ``"host"``.
+
+    ``episode_slots``: finished episodes kept per env between :meth:`EpisodeTracker.collect` calls.
+    """
 
     def __init__(self, impl: CudaImplementation, num_envs: int, env_kwargs: dict | None = None, seed: int = 0,
-                 device: str = "gpu", max_block: int = MAX_BLOCK):
+                 device: str = "gpu", max_block: int = MAX_BLOCK, episode_slots: int = DEFAULT_SLOTS):
         if device == "gpu":
             from pufferbox.cuda.data import DataManager
             from pufferbox.cuda.function import FunctionManager
@@ -79,6 +84,8 @@ class KernelEnv:
             self.grid, self.block = agent_geometry(num_envs, ref.num_agents, max_block)
         else:
             self.grid, self.block = env_geometry(num_envs)
+        self.episodes = EpisodeTracker(self.data, self.functions, num_envs, ref.num_agents, env_geometry(num_envs),
+                                       slots=episode_slots)
         self.reset_launches = []
         for name in ref.reset_arrays:
             arr = ref.arrays[name]
@@ -97,6 +104,7 @@ class KernelEnv:
         """Advance every env by the actions already in ``tensor("actions")``; no host transfer."""
         for kernel in self.impl.step_kernels:
             self.functions.launch(kernel, self.grid, self.block, self.args)
+        self.episodes.launch(self.data.pointer("rewards"), self.data.pointer("done"))
         for kernel, grid, block, args in self.reset_launches:
             self.functions.launch(kernel, grid, block, args)
         self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.args)

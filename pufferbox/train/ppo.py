@@ -1,10 +1,10 @@
 """PPO, readable top to bottom (CleanRL style) over any pufferbox vector backend.
 
 The loop is ``recv → store → act → send``. Rows are agent slots (``env_id *
-agents_per_env + agent``); every array of the rollout is indexed ``[row, t]`` with a
-time pointer per row, so an async pool (batches of any envs, in any order) fills each
-row along its own time axis and GAE runs along rows. An update happens once every row
-holds ``num_steps`` finished transitions; leftovers carry into the next segment.
+agents_per_env + agent``). The rollout is stored in segments of ``num_steps``
+transitions, each filled by one row along its own time axis, so an async pool (batches
+of any envs, in any order) keeps every row's steps in order and GAE runs along segments.
+An update happens once ``num_rows`` segments are full (PufferLib's approach).
 
 Conventions:
 
@@ -64,15 +64,21 @@ def pick_device(name: str) -> torch.device:
 
 
 class Rollout:
-    """Per-row rollout storage: torch tensors on the CPU with numpy views for cheap writes."""
+    """Rollout storage in *segments* of ``horizon`` transitions (+1 bootstrap obs) each.
 
-    def __init__(self, rows: int, capacity: int, obs_shape: tuple, obs_dtype: np.dtype,
+    Every agent row writes into its own current segment along its own time axis; a full
+    segment's last obs is also the first obs of the row's next segment. Torch tensors on
+    the CPU with numpy views for cheap writes. With a pool, fast rows may fill several
+    segments while slow ones fill part of one (PufferLib's "train on full segments").
+    """
+
+    def __init__(self, rows: int, segments: int, horizon: int, obs_shape: tuple, obs_dtype: np.dtype,
                  act_shape: tuple, act_dtype: np.dtype, lstm_size: int = 0):
         def tensor(shape: tuple, dtype: Any) -> tuple[torch.Tensor, np.ndarray]:
-            t = torch.from_numpy(np.zeros((rows, capacity, *shape), dtype=dtype))
+            t = torch.from_numpy(np.zeros((segments, horizon + 1, *shape), dtype=dtype))
             return t, t.numpy()
 
-        self.rows, self.capacity = rows, capacity
+        self.rows, self.segments, self.horizon = rows, segments, horizon
         self.obs, self.np_obs = tensor(obs_shape, obs_dtype)
         self.actions, self.np_actions = tensor(act_shape, act_dtype)
         self.logprobs, self.np_logprobs = tensor((), np.float32)
@@ -84,23 +90,48 @@ class Rollout:
         if self.lstm:
             self.h, self.np_h = tensor((lstm_size,), np.float32)
             self.c, self.np_c = tensor((lstm_size,), np.float32)
-        self.ptr = np.zeros(rows, dtype=np.int64)  # obs stored per row in this segment
+        self.clear()
+
+    def clear(self) -> None:
+        self.seg = np.arange(self.rows)  # the segment each row writes to
+        self.ptr = np.zeros(self.rows, dtype=np.int64)  # obs stored in it so far
+        self.full = np.zeros(self.segments, dtype=bool)
+        self.free = list(range(self.rows, self.segments))
+        self.waiting = np.zeros(0, dtype=np.int64)  # rows with a full segment and no fresh one yet
 
     def arrays(self) -> list[np.ndarray]:
         out = [self.np_obs, self.np_actions, self.np_logprobs, self.np_values, self.np_rewards,
                self.np_starts, self.np_masks]
         return out + ([self.np_h, self.np_c] if self.lstm else [])
 
-    def shift(self, steps: int) -> None:
-        """Drop the first ``steps`` of every row; what was stored after them moves to the front."""
-        keep = int(self.ptr.max()) - steps
-        if keep > 0:
-            for arr in self.arrays():
-                arr[:, :keep] = arr[:, steps:steps + keep].copy()
-        self.ptr -= steps
+    def carry(self, rows: np.ndarray, new_segs: np.ndarray) -> None:
+        """Move ``rows`` to ``new_segs``, whose first step is the last step of their old segment."""
+        old = self.seg[rows]
+        for arr in self.arrays():
+            arr[new_segs, 0] = arr[old, self.horizon]
+        self.seg[rows] = new_segs
+        self.ptr[rows] = 1
 
-    def clear(self) -> None:
-        self.ptr[:] = 0
+    def finish(self, rows: np.ndarray) -> None:
+        """``rows`` filled their segments: mark them full, give the rows fresh ones while any are free."""
+        self.full[self.seg[rows]] = True
+        k = min(len(self.free), len(rows))
+        if k:
+            take, self.free = self.free[:k], self.free[k:]
+            self.carry(rows[:k], np.asarray(take))
+        self.waiting = np.concatenate([self.waiting, rows[k:]])
+
+    def ready(self) -> bool:
+        return len(self.waiting) > 0 or int(self.full.sum()) >= self.rows
+
+    def release(self, segs: np.ndarray) -> None:
+        """Trained segments become free; rows waiting for one continue in them."""
+        self.full[segs] = False
+        self.free.extend(int(s) for s in segs)
+        if len(self.waiting):
+            waiting, self.waiting = self.waiting, np.zeros(0, dtype=np.int64)
+            take, self.free = self.free[:len(waiting)], self.free[len(waiting):]
+            self.carry(waiting, np.asarray(take))
 
 
 @dataclass
@@ -168,7 +199,9 @@ class Trainer:
         self.num_steps = tc["num_steps"]
         if self.num_steps < 1:
             raise ConfigError("train.num_steps: must be at least 1")
-        self.rollout = Rollout(self.num_rows, 2 * self.num_steps + 1, (self.obs_spec.flat_size,),
+        pool = self.venv.batch_envs != self.venv.num_envs  # rows can run ahead: spare segments
+        self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), self.num_steps,
+                               (self.obs_spec.flat_size,),
                                self.obs_spec.flat_dtype, self.act_spec.shape, self.act_spec.dtype,
                                self.agent.lstm_size)
         self.state = self.agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
@@ -207,8 +240,8 @@ class Trainer:
         self.state = self.agent.initial_state(self.num_rows)
         self.pending_actions = None
 
-    def collect(self) -> int:
-        """Step the envs until every row holds ``num_steps`` finished transitions; returns that count."""
+    def collect(self) -> np.ndarray:
+        """Step the envs until ``num_rows`` segments are full (or a row has nowhere to write); returns them."""
         ro, apE = self.rollout, self.agents_per_env
         while True:
             t0 = time.perf_counter()
@@ -217,28 +250,27 @@ class Trainer:
             obs, rewards, terminals, truncations, infos, env_ids, masks = self.venv.recv()
             t1 = time.perf_counter()
             self.phase_time["env"] += t1 - t0
-            if len(env_ids) * apE == self.num_rows and self.venv.batch_envs == self.venv.num_envs:
+            if len(env_ids) * apE == self.num_rows:
                 rows = np.arange(self.num_rows)
             else:
                 rows = (np.asarray(env_ids)[:, None] * apE + np.arange(apE)).reshape(-1)
-            ptr = ro.ptr[rows]
-            done = np.logical_or(terminals, truncations)
+            seg, ptr = ro.seg[rows], ro.ptr[rows]
             has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
-            ro.np_rewards[rows[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
-            starts = done | self.first[rows]
+            ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
+            starts = np.logical_or(terminals, truncations) | self.first[rows]
             self.first[rows] = False
             for info in infos:
                 if "episode_return" in info:
                     self.new_episodes.append((float(info["episode_return"]), float(info["episode_length"])))
-            ro.np_obs[rows, ptr] = obs
-            ro.np_starts[rows, ptr] = starts
-            ro.np_masks[rows, ptr] = masks
+            ro.np_obs[seg, ptr] = obs
+            ro.np_starts[seg, ptr] = starts
+            ro.np_masks[seg, ptr] = masks
 
             obs_t = torch.from_numpy(obs).to(self.device)
             state = None
             if self.state is not None:
                 state = (self.state[0][rows], self.state[1][rows])
-                ro.np_h[rows, ptr], ro.np_c[rows, ptr] = state[0].numpy(), state[1].numpy()
+                ro.np_h[seg, ptr], ro.np_c[seg, ptr] = state[0].numpy(), state[1].numpy()
                 state = (state[0].to(self.device), state[1].to(self.device))
             with torch.no_grad():
                 action, logprob, _, value, new_state = self.policy.act(
@@ -246,55 +278,54 @@ class Trainer:
             if new_state is not None:
                 self.state[0][rows], self.state[1][rows] = new_state[0].cpu(), new_state[1].cpu()
             action = action.cpu().numpy()
-            ro.np_actions[rows, ptr] = action
-            ro.np_logprobs[rows, ptr] = logprob.cpu().numpy()
-            ro.np_values[rows, ptr] = value.cpu().numpy()
+            ro.np_actions[seg, ptr] = action
+            ro.np_logprobs[seg, ptr] = logprob.cpu().numpy()
+            ro.np_values[seg, ptr] = value.cpu().numpy()
             ro.ptr[rows] = ptr + 1
             if self.action_bounds is not None:  # sample unclipped, step clipped
                 action = np.clip(action, *self.action_bounds)
             self.pending_actions = action
             self.phase_time["inference"] += time.perf_counter() - t1
 
-            ready = int(ro.ptr.min()) - 1  # transitions whose next obs (value, start) is known
-            if ready >= self.num_steps:
-                return self.num_steps
-            if int(ro.ptr.max()) >= ro.capacity:  # a straggling row in a pool: train on what all rows have
-                if ready < 1:
-                    raise RuntimeError("rollout overflow: one env row got 2*num_steps batches ahead of another; "
-                                       "raise train.num_steps or use fewer envs per batch")
-                return ready
+            done_rows = rows[ptr + 1 == self.num_steps + 1]
+            if len(done_rows):
+                ro.finish(done_rows)
+                if ro.ready():
+                    return np.nonzero(ro.full)[0]
 
     # -- learning ------------------------------------------------------------------------
-    def advantages(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE along each row's own time axis over the first ``steps`` transitions."""
-        ro, gamma, lam = self.rollout, self.tc["gamma"], self.tc["gae_lambda"]
-        values = ro.values[:, :steps + 1]
-        nonterminal = 1.0 - ro.starts[:, 1:steps + 1].float()
-        rewards = ro.rewards[:, :steps]
-        adv = torch.zeros(self.num_rows, steps)
-        last = torch.zeros(self.num_rows)
+    def advantages(self, segs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE along each segment's own time axis (one row's consecutive steps)."""
+        ro, gamma, lam, steps = self.rollout, self.tc["gamma"], self.tc["gae_lambda"], self.num_steps
+        idx = torch.from_numpy(segs)
+        values = ro.values[idx]
+        nonterminal = 1.0 - ro.starts[idx, 1:].float()
+        rewards = ro.rewards[idx]
+        adv = torch.zeros(len(segs), steps)
+        last = torch.zeros(len(segs))
         for t in reversed(range(steps)):
             delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
             last = delta + gamma * lam * nonterminal[:, t] * last
             adv[:, t] = last
         return adv, adv + values[:, :steps]
 
-    def learn(self, steps: int) -> dict:
-        """PPO epochs over the segment; padded rows (mask False) weigh zero in every loss."""
-        tc, ro, dev = self.tc, self.rollout, self.device
+    def learn(self, segs: np.ndarray) -> dict:
+        """PPO epochs over full segments; padded rows (mask False) weigh zero in every loss."""
+        tc, ro, dev, steps = self.tc, self.rollout, self.device, self.num_steps
         if tc["anneal_lr"]:
             frac = max(0.0, 1.0 - self.update / self.total_updates)
             self.optimizer.param_groups[0]["lr"] = frac * tc["learning_rate"]
-        adv, returns = self.advantages(steps)
-        obs, actions = ro.obs[:, :steps].to(dev), ro.actions[:, :steps].to(dev)
-        logprobs, values = ro.logprobs[:, :steps].to(dev), ro.values[:, :steps].to(dev)
-        masks, starts = ro.masks[:, :steps].to(dev), ro.starts[:, :steps].to(dev)
+        adv, returns = self.advantages(segs)
+        idx = torch.from_numpy(segs)
+        obs, actions = ro.obs[idx, :steps].to(dev), ro.actions[idx, :steps].to(dev)
+        logprobs, values = ro.logprobs[idx, :steps].to(dev), ro.values[idx, :steps].to(dev)
+        masks, starts = ro.masks[idx, :steps].to(dev), ro.starts[idx, :steps].to(dev)
         adv, returns = adv.to(dev), returns.to(dev)
 
         recurrent = self.agent.lstm is not None
         if recurrent:  # minibatches of whole rows, time-major for the unroll
-            units = torch.arange(self.num_rows)
-            h0, c0 = ro.h[:, 0].to(dev), ro.c[:, 0].to(dev)
+            units = torch.arange(len(segs))
+            h0, c0 = ro.h[idx, 0].to(dev), ro.c[idx, 0].to(dev)
         else:  # minibatches of single live transitions
             units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
         n_units = len(units)
@@ -366,13 +397,13 @@ class Trainer:
 
     def train_update(self) -> dict:
         """One rollout + one PPO update; returns the update's metrics (also sent to callbacks)."""
-        steps = self.collect()
+        segs = self.collect()
         t0 = time.perf_counter()
-        losses = self.learn(steps)
-        self.rollout.shift(steps)
+        losses = self.learn(segs)
+        self.rollout.release(segs)
         self.phase_time["learn"] += time.perf_counter() - t0
         self.update += 1
-        self.global_step += self.num_rows * steps
+        self.global_step += len(segs) * self.num_steps
         metrics = self.record(losses)
         if self.tc["checkpoint_interval"] and self.update % self.tc["checkpoint_interval"] == 0:
             if self.run_dir is not None:

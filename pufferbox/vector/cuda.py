@@ -5,10 +5,25 @@ share the kernels' memory (no copies); ``send`` takes a CUDA tensor of actions (
 device). On a machine without a GPU or PyCUDA the constructor raises a one-line
 :class:`VectorConfigError` naming the CPU backends to use instead.
 
+Episode statistics: ``recv`` returns no infos, because building them per step would copy from
+the device every step. Every step a kernel accumulates each env's return and length on the GPU
+and logs finished episodes there (:mod:`pufferbox.cuda.episodes`); :meth:`CudaVectorEnv.episode_stats`
+reads them with two device→host copies and returns the same info dicts the CPU backends put in
+``recv`` (``env_id``, ``episode_return``, ``episode_length``) for every episode finished since
+the previous call. A trainer calls it once per rollout; ``episode_slots`` (default 32) bounds
+the episodes an env may finish between calls (older ones are dropped and counted in
+``episodes_dropped``).
+
+``device="host"`` runs the same kernel sources on the CPU (:mod:`pufferbox.cuda.hostsim`, one
+thread at a time: slow, for tests of this backend on machines without a GPU).
+
 Example (GPU only):
     >>> venv = pufferbox.vector.make("tag", backend="cuda", num_envs=2000)   # doctest: +SKIP
     >>> obs, info = venv.reset(seed=0); obs.device.type                      # doctest: +SKIP
     'cuda'
+    >>> for _ in range(128): venv.send(venv.sample(probs))                   # doctest: +SKIP
+    >>> venv.episode_stats()[:1]                                             # doctest: +SKIP
+    [{'env_id': 3, 'episode_return': 0.2, 'episode_length': 41}]
 """
 
 from __future__ import annotations
@@ -16,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from pufferbox.cuda.device import gpu_unavailable_reason
+from pufferbox.cuda.episodes import DEFAULT_SLOTS
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
 
 __all__ = ["CudaVectorEnv"]
@@ -27,23 +43,30 @@ class CudaVectorEnv(VectorEnv):
     backend = "cuda"
 
     def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None, seed: int = 0,
-                 **unused: Any):
+                 episode_slots: int = DEFAULT_SLOTS, device: str = "gpu", **unused: Any):
         spec = factory.spec
         if unused:
             raise VectorConfigError(f"cuda backend got unsupported options: {', '.join(sorted(unused))}")
         if spec.implementation != "cuda" or spec.cuda is None:
             raise VectorConfigError(f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}): "
                                     "use --backend serial or multiprocessing")
-        reason = gpu_unavailable_reason()
+        if device not in ("gpu", "host"):
+            raise VectorConfigError(f"cuda backend device must be 'gpu' or 'host' (kernels simulated on the CPU), "
+                                    f"got {device!r}")
+        reason = gpu_unavailable_reason() if device == "gpu" else None
         if reason is not None:
             raise VectorConfigError(f"{reason.replace('no CUDA GPU: ', 'no CUDA GPU found (', 1)}): run on a GPU "
                                     f"machine, or use --backend serial/multiprocessing with the CPU reference")
         if batch_size not in (None, num_envs):
             raise VectorConfigError("the cuda backend steps all envs at once: batch_size must equal num_envs")
+        if episode_slots < 1:
+            raise VectorConfigError(f"episode_slots must be >= 1 (episodes kept per env between episode_stats() "
+                                    f"calls), got {episode_slots}")
         from pufferbox.cuda.runtime import KernelEnv
 
         self.setup_layout(factory, num_envs, None)
-        self.kernel = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs={**spec.kwargs, **factory.kwargs}, seed=seed)
+        self.kernel = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs={**spec.kwargs, **factory.kwargs}, seed=seed,
+                                episode_slots=episode_slots, device=device)
         self.actions = self.kernel.tensor("actions").view(-1)
         rows = num_envs * self.kernel.num_agents
         self.views = {name: self.kernel.tensor(name).view(rows, -1) if name == "observations"
@@ -57,13 +80,28 @@ class CudaVectorEnv(VectorEnv):
         """Envs were reset when the kernel env was built; a reset here is a no-op by design (WarpDrive)."""
 
     def send(self, actions: Any) -> None:
-        self.actions.copy_(actions.reshape(-1), non_blocking=True)
+        """Step every env; ``actions`` is best a tensor on the kernels' device (anything else is copied there)."""
+        import torch
+
+        self.actions.copy_(torch.as_tensor(actions).reshape(-1), non_blocking=True)
         self.kernel.step()
 
     def recv(self) -> tuple:
         v = self.views
         return (v["observations"], v["rewards"], v["terminals"].bool(), v["truncations"].bool(), [], self.env_ids,
                 v["masks"].bool())
+
+    def episode_stats(self) -> list[dict]:
+        """Infos (``env_id``, ``episode_return``, ``episode_length``) of episodes finished since the last call.
+
+        Two device→host copies however many steps passed: call it once per rollout, not per step.
+        """
+        return self.kernel.episodes.collect()
+
+    @property
+    def episodes_dropped(self) -> int:
+        """Episodes lost because an env finished more than ``episode_slots`` between two reads."""
+        return self.kernel.episodes.dropped
 
     def sample(self, probs: Any) -> Any:
         """Sample actions on the device from ``probs`` (rows x actions, float32, contiguous) into the action buffer."""

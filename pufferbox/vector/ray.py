@@ -30,11 +30,19 @@ __all__ = ["RayVectorEnv", "ensure_ray"]
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     """Connect to ``address`` (or ``$RAY_ADDRESS``), or start a local, loopback-only Ray."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        # On Linux Ray rewrites 127.0.0.1 to the host's routable address unless "cluster mode" is
+        # off; it reads this variable when ray is first imported, so set it before importing ray.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
 
     if ray.is_initialized():
         return ray
-    address = address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False  # ray may have been imported before the variable was set
     if address:
         ray.init(address=address, log_to_driver=False)
     else:

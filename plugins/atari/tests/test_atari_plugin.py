@@ -15,6 +15,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import pufferbox.vector
+from pufferbox.conformance import assert_conforms
 from pufferbox.registry import get_registry
 from pufferbox_atari.plugin import GAMES, MULTIPLAYER_ONLY, make_atari
 from pufferbox_atari.policy import NatureCNN
@@ -76,6 +77,11 @@ def test_gymnasium_conformance_of_the_binding():
     env = get_registry().get("breakout").make_raw()
     check_env(env, skip_render_check=True)
     env.close()
+
+
+
+def test_pufferbox_conformance_suite_passes():
+    assert_conforms(get_registry().get("breakout"), steps=100)
 
 
 def test_flattened_observations_match_the_raw_env_in_lock_step():

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, SupportsFloat
 
 import gymnasium
+import numpy as np
 
 from pufferbox import EnvSpec, hookimpl
 
@@ -39,7 +40,7 @@ TTY_KEYS = ("tty_chars", "tty_colors", "tty_cursor")
 
 DEFAULTS = {
     "train": {"total_steps": 200_000, "learning_rate": 3e-4, "num_steps": 128, "ent_coef": 0.01,
-              "gamma": 0.999, "update_epochs": 2, "num_minibatches": 4},
+              "gamma": 0.99, "update_epochs": 2, "num_minibatches": 4},
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 256},
 }
@@ -69,6 +70,10 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
         if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])
             kwargs.pop("options", None)
+        if kwargs.get("seed") is not None:
+            # nle ignores reset(seed=...) for the game itself: its two RNGs are set by seed().
+            core, disp = np.random.SeedSequence(kwargs["seed"]).generate_state(2, np.uint64).tolist()
+            self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
         obs, info = self.env.reset(**kwargs)
         return self.select(obs), info
 

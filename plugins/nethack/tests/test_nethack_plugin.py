@@ -16,6 +16,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import pufferbox.vector
+from pufferbox.conformance import assert_conforms
 from pufferbox.emulation import emulate
 from pufferbox.registry import get_registry
 from pufferbox_nethack.plugin import TASKS, make_nethack
@@ -61,6 +62,11 @@ def test_gymnasium_conformance_of_the_binding():
     env = make_nethack("score")
     check_env(env, skip_render_check=True)
     env.close()
+
+
+
+def test_pufferbox_conformance_suite_passes():
+    assert_conforms(get_registry().get("nethack"), steps=150)
 
 
 def test_flattened_dict_matches_the_raw_observation_in_lock_step():

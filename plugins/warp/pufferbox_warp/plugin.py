@@ -1,4 +1,4 @@
-"""Registers the kernel envs: ``tag`` (discrete), ``cuda_cartpole``.
+"""Registers the kernel envs: ``tag`` (discrete), ``tag_continuous``, ``cuda_cartpole``.
 
 Each is ``implementation="cuda"``: ``binding`` builds the CPU reference (a PettingZoo or
 Gymnasium env that trains on any CPU backend), ``cuda`` describes the kernel for
@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from pufferbox import EnvSpec, hookimpl
 from pufferbox.cuda.spec import CudaImplementation
-from pufferbox_warp import cartpole, tag
+from pufferbox_warp import cartpole, tag, tag_continuous
 
 
 def make_tag(**kwargs):
     return tag.TagEnv(**kwargs)
+
+
+def make_tag_continuous(**kwargs):
+    return tag_continuous.TagContinuousEnv(**kwargs)
 
 
 def make_cuda_cartpole(**kwargs):
@@ -22,6 +26,9 @@ def make_cuda_cartpole(**kwargs):
 
 TAG = CudaImplementation(source=tag.SOURCE, reference=tag.TagReference, step_kernels=tag.TagReference.step_kernels,
                          observe_kernel=tag.TagReference.observe_kernel)
+TAG_CONTINUOUS = CudaImplementation(source=tag_continuous.SOURCE, reference=tag_continuous.TagContinuousReference,
+                                    step_kernels=tag_continuous.TagContinuousReference.step_kernels,
+                                    observe_kernel=tag_continuous.TagContinuousReference.observe_kernel)
 CARTPOLE = CudaImplementation(source=cartpole.SOURCE, reference=cartpole.CartPoleReference,
                               step_kernels=cartpole.CartPoleReference.step_kernels,
                               observe_kernel=cartpole.CartPoleReference.observe_kernel, layout="env_per_thread")
@@ -34,6 +41,13 @@ def register_envs(register):
         kwargs={"num_taggers": 1, "num_runners": 4},
         description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
         defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
+    ))
+    register(EnvSpec(
+        name="tag_continuous", binding=make_tag_continuous, implementation="cuda", cuda=TAG_CONTINUOUS,
+        aliases=("warp_tag_continuous",), kwargs={"num_taggers": 2, "num_runners": 10},
+        description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
+                    "(PyCUDA kernel + CPU reference).",
+        defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
     ))
     register(EnvSpec(
         name="cuda_cartpole", binding=make_cuda_cartpole, implementation="cuda", cuda=CARTPOLE,

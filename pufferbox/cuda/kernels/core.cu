@@ -41,3 +41,30 @@ PB_KERNEL void pb_sample_categorical(const float* probs, int* actions, unsigned 
     }
     actions[row] = chosen;
 }
+
+// Episode statistics without host transfers: each env's return (sum over agents and steps, divided
+// by NUM_AGENTS at the end: the mean per-agent return, as the CPU emulators report it) and length
+// accumulate on the device; a finished episode is written to slot `finished % slots` of the env's
+// log as (return, length) and `finished` counts it. The host reads `finished` and the log when
+// asked (pufferbox/cuda/episodes.py). Runs after the step kernels, before done envs are restored.
+// Grid: (ceil(num_envs / blockDim.x)) in the env-per-thread layout.
+PB_KERNEL void pb_track_episodes(const float* rewards, const int* done, float* running_return, int* running_length,
+                                 float* log, unsigned int* finished, int num_envs, int num_agents, int slots) {
+    const int env = PB_THREAD_ENV;
+    if (env >= num_envs) return;
+    float step_total = 0.0f;
+    for (int a = 0; a < num_agents; ++a) step_total += rewards[env * num_agents + a];
+    float episode_return = running_return[env] + step_total;
+    int length = running_length[env] + 1;
+    if (done[env]) {
+        const unsigned int k = finished[env];
+        float* slot = log + ((long long)env * slots + (long long)(k % (unsigned int)slots)) * 2;
+        slot[0] = episode_return / (float)num_agents;
+        slot[1] = (float)length;
+        finished[env] = k + 1u;
+        episode_return = 0.0f;
+        length = 0;
+    }
+    running_return[env] = episode_return;
+    running_length[env] = length;
+}

@@ -1,0 +1,206 @@
+"""Throughput of the environment plugins: the raw env, pufferbox's backends and peers, one run.
+
+For NetHack, Breakout, Procgen bigfish and two PettingZoo envs: a raw single-env loop
+(random actions, reset on episode end), Gymnasium's vectorizers as peers (single-agent
+envs), Procgen's own batched gym3 env, and pufferbox through ``pufferbox.bench.bench``
+(serial, multiprocessing, native). Multi-agent rows count agent steps. Writes its
+section of benchmarks/RESULTS.md with the machine, the load and the command.
+
+    .venv/bin/python benchmarks/bench_envs.py --seconds 1.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium
+import numpy as np
+
+from pufferbox.bench import bench
+from pufferbox.registry import get_registry
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+SECTION = "## Environment plugins"
+
+
+def timed(step: Callable[[], int], seconds: float) -> float:
+    """Calls ``step`` (returning agent steps done) for ``seconds`` after one warm-up call; steps/s."""
+    step()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += step()
+    return steps / (time.perf_counter() - start)
+
+
+def raw_gymnasium(name: str, seconds: float) -> float:
+    env = get_registry().get(name).make_raw()
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(64)]
+    t = [0]
+
+    def step() -> int:
+        _, _, terminated, truncated, _ = env.step(actions[t[0] % 64])
+        t[0] += 1
+        if terminated or truncated:
+            env.reset()
+        return 1
+
+    sps = timed(step, seconds)
+    env.close()
+    return sps
+
+
+def raw_parallel(name: str, seconds: float) -> float:
+    env = get_registry().get(name).make_raw()
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def step() -> int:
+        if not env.agents:
+            env.reset()
+        actions = {a: int(rng.integers(env.action_space(a).n)) for a in env.agents}
+        env.step(actions)
+        return len(actions)
+
+    sps = timed(step, seconds)
+    env.close()
+    return sps
+
+
+def gymnasium_vector(name: str, num_envs: int, seconds: float, asynchronous: bool) -> float:
+    spec = get_registry().get(name)
+    fns = [spec.make_raw for _ in range(num_envs)]
+    venv = gymnasium.vector.AsyncVectorEnv(fns) if asynchronous else gymnasium.vector.SyncVectorEnv(fns)
+    venv.reset(seed=0)
+    venv.action_space.seed(0)
+    actions = [venv.action_space.sample() for _ in range(16)]
+    t = [0]
+
+    def step() -> int:
+        venv.step(actions[t[0] % 16])
+        t[0] += 1
+        return num_envs
+
+    sps = timed(step, seconds)
+    venv.close()
+    return sps
+
+
+def procgen_gym3(game: str, num_envs: int, seconds: float) -> float:
+    from procgen import ProcgenGym3Env
+
+    env = ProcgenGym3Env(num=num_envs, env_name=game, distribution_mode="easy", rand_seed=0)
+    actions = np.random.default_rng(0).integers(15, size=(16, num_envs)).astype(np.int32)
+    t = [0]
+
+    def step() -> int:
+        env.act(actions[t[0] % 16])
+        env.observe()
+        t[0] += 1
+        return num_envs
+
+    sps = timed(step, seconds)
+    env.close()
+    return sps
+
+
+def puffer(name: str, seconds: float, **kwargs: Any) -> float:
+    return bench(name, seconds=seconds, **kwargs)["sps"]
+
+
+def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]]:
+    s = seconds
+    single = {"nethack": "NetHackScore-v0 (nle 1.3.0)", "breakout": "ALE Breakout-v5 + preprocessing"}
+    out: dict[str, list[tuple[str, Callable[[], float]]]] = {}
+    for name, what in single.items():
+        out[name] = [
+            (f"raw {what}, single env loop", lambda n=name: raw_gymnasium(n, s)),
+            ("Gymnasium SyncVectorEnv, 8 envs", lambda n=name: gymnasium_vector(n, 8, s, False)),
+            ("Gymnasium AsyncVectorEnv, 2 envs (a process each)", lambda n=name: gymnasium_vector(n, 2, s, True)),
+            ("pufferbox serial, 8 envs", lambda n=name: puffer(n, s, backend="serial", num_envs=8)),
+            ("pufferbox multiprocessing, 8 envs / 2 workers",
+             lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2)),
+        ]
+    out["procgen/bigfish"] = [
+        ("raw: pufferbox's one-env Gymnasium adapter, single env loop", lambda: raw_gymnasium("procgen/bigfish", s)),
+        ("Gymnasium SyncVectorEnv over the adapter, 8 envs",
+         lambda: gymnasium_vector("procgen/bigfish", 8, s, False)),
+        ("procgen's own batched gym3 env, 64 envs (no copies, no infos)", lambda: procgen_gym3("bigfish", 64, s)),
+        ("pufferbox serial, emulated adapters, 8 envs",
+         lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=8, native=False)),
+        ("pufferbox serial, native gym3 block, 64 envs",
+         lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=64)),
+        ("pufferbox multiprocessing, native, 128 envs / 2 workers",
+         lambda: puffer("procgen/bigfish", s, backend="multiprocessing", num_envs=128, num_workers=2)),
+    ]
+    for name in ("mpe/simple_spread", "knights_archers_zombies"):
+        out[name] = [
+            ("raw PettingZoo ParallelEnv loop (agent steps)", lambda n=name: raw_parallel(n, s)),
+            ("pufferbox serial, 8 envs", lambda n=name: puffer(n, s, backend="serial", num_envs=8)),
+            ("pufferbox multiprocessing, 8 envs / 2 workers",
+             lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2)),
+        ]
+    return out
+
+
+def render(results: dict[str, list[tuple[str, float]]], command: str, load_before: str, load_after: str) -> str:
+    lines = [SECTION, "",
+             f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+             f"load average before the run {load_before}, after {load_after} (other jobs shared the cores: "
+             "compare rows within one table, not absolute numbers).", "",
+             f"Reproduce: `{command}`", ""]
+    for env, rows in results.items():
+        base = rows[0][1]
+        lines += [f"### {env}", "", "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
+        lines += [f"| {label} | {sps:,.0f} | {sps / base:.2f}x |" for label, sps in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_section(text: str) -> None:
+    current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(current):
+        current = pattern.sub(lambda _: text + "\n", current)
+    else:
+        current = current.rstrip("\n") + "\n\n" + text + "\n"
+    RESULTS.write_text(current)
+
+
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=1.5, help="timing per configuration")
+    parser.add_argument("--only", nargs="*", default=None, help="envs to run (default: all)")
+    parser.add_argument("--no-write", action="store_true", help="print, do not update RESULTS.md")
+    args = parser.parse_args()
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    load_before = load()
+    results: dict[str, list[tuple[str, float]]] = {}
+    for env, rows in workloads(args.seconds).items():
+        if args.only and env not in args.only:
+            continue
+        results[env] = []
+        for label, run in rows:
+            sps = run()
+            print(f"{env:28s} {label:62s} {sps:12,.0f}", flush=True)
+            results[env].append((label, sps))
+    command = ".venv/bin/python benchmarks/bench_envs.py --seconds " + f"{args.seconds:g}"
+    text = render(results, command, load_before, load())
+    print(text)
+    if not args.no_write and not args.only:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Registers PettingZoo butterfly envs and MPE scenarios as fixed-slot multi-agent envs.
+
+* butterfly (``pettingzoo[butterfly]``): ``pistonball`` (20 pistons; discrete actions by
+  default, ``continuous=True`` for the Box version), ``cooperative_pong`` (2 paddles),
+  ``knights_archers_zombies`` (2 archers + 2 knights, vector observations). Headless:
+  ``SDL_VIDEODRIVER=dummy`` is set when unset.
+* MPE (``mpe2``): ``mpe/simple``, ``mpe/simple_spread``, ``mpe/simple_reference``,
+  ``mpe/simple_line``, ``mpe/simple_formation`` (agents already alike), and
+  ``mpe/simple_adversary``, ``mpe/simple_crypto``, ``mpe/simple_push``, ``mpe/simple_tag``,
+  ``mpe/collect_treasure`` (roles observe different lengths: padded, plus a role one-hot;
+  see :mod:`pufferbox_pettingzoo.uniform`). Left out: ``simple_speaker_listener`` and
+  ``simple_world_comm``, whose roles have different action spaces (3 vs 5, 20 vs 5 actions).
+
+The env packages are imported inside the bindings only, so without them the envs are
+listed as unavailable with the install command.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from pufferbox import EnvSpec, hookimpl
+
+BUTTERFLY_REQUIRES = {"pygame": "pygame-ce==2.5.8", "pymunk": "pymunk==7.3.1",
+                      "pettingzoo": "pettingzoo[butterfly]==1.27.0"}
+MPE_REQUIRES = {"mpe2": "mpe2==1.1.1", "pettingzoo": "pettingzoo==1.27.0"}
+
+BUTTERFLY = {
+    "pistonball": ("pistonball_v6", {"continuous": False},
+                   "20 pistons move a ball left together (pixels 457x120x3 per piston)"),
+    "cooperative_pong": ("cooperative_pong_v6", {}, "two paddles keep a ball in play (pixels 280x480x3)"),
+    "knights_archers_zombies": ("knights_archers_zombies_v11", {},
+                                "2 archers and 2 knights fight zombies (vector observations 27x5)"),
+}
+MPE_ALIKE = {"simple": "simple_v3", "simple_spread": "simple_spread_v3", "simple_reference": "simple_reference_v3",
+             "simple_line": "simple_line_v1", "simple_formation": "simple_formation_v1"}
+MPE_PADDED = {"simple_adversary": "simple_adversary_v3", "simple_crypto": "simple_crypto_v3",
+              "simple_push": "simple_push_v3", "simple_tag": "simple_tag_v3",
+              "collect_treasure": "collect_treasure_v1"}
+MPE_EXCLUDED = {"simple_speaker_listener": "speaker has 3 actions, listener 5",
+                "simple_world_comm": "leader has 20 actions, the others 5"}
+
+MPE_DEFAULTS = {"train": {"total_steps": 2_000_000, "learning_rate": 7e-4, "num_steps": 128, "ent_coef": 0.01},
+                "vec": {"num_envs": 8}, "policy": {"hidden_size": 128}}
+BUTTERFLY_DEFAULTS = {"train": {"total_steps": 5_000_000, "learning_rate": 3e-4, "num_steps": 128},
+                      "vec": {"num_envs": 4}, "policy": {"hidden_size": 256}}
+
+
+def make_butterfly(module: str, **kwargs: Any) -> Any:
+    """``pettingzoo.butterfly.<module>.parallel_env(**kwargs)``, headless by default."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame opens no window without a display
+    env_module = importlib.import_module(f"pettingzoo.butterfly.{module}")
+    return env_module.parallel_env(**kwargs)
+
+
+def make_mpe(module: str, pad: bool = False, **kwargs: Any) -> Any:
+    """``mpe2.<module>.parallel_env(**kwargs)``, observations padded to one layout when ``pad``."""
+    env = importlib.import_module(f"mpe2.{module}").parallel_env(**kwargs)
+    if pad:
+        from pufferbox_pettingzoo.uniform import PadObservations
+
+        env = PadObservations(env)
+    return env
+
+
+@hookimpl
+def register_envs(register):
+    for name, (module, kwargs, what) in BUTTERFLY.items():
+        register(EnvSpec(
+            name=name, binding=make_butterfly, kwargs={"module": module, **kwargs},
+            aliases=(f"butterfly/{name}",), requires=BUTTERFLY_REQUIRES, defaults=BUTTERFLY_DEFAULTS,
+            description=f"PettingZoo butterfly {module}: {what}",
+        ))
+    for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
+        padded = name in MPE_PADDED
+        register(EnvSpec(
+            name=f"mpe/{name}", binding=make_mpe, kwargs={"module": module, "pad": padded},
+            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS,
+            description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
+        ))

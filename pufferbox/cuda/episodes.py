@@ -1,0 +1,112 @@
+"""Episode statistics of a kernel env, accumulated on the device and read only when asked.
+
+The CPU backends report ``{"env_id", "episode_return", "episode_length"}`` in the info of the
+step that ends an episode. Doing that per step on a GPU would cost a device→host copy (and a
+sync) every step, so instead the core kernel ``pb_track_episodes`` runs after each step's
+kernels and keeps, per env, the running return and length, a count of finished episodes and a
+ring of the last ``slots`` finished ``(return, length)`` pairs, all in device memory.
+:meth:`EpisodeTracker.collect` reads the count and the ring (two copies, however many steps
+passed) and returns the info dicts of every episode finished since the previous call, in the
+CPU backends' format. Call it once per rollout; an env finishing more than ``slots`` episodes
+between calls loses the oldest ones (counted in :attr:`EpisodeTracker.dropped`).
+
+``episode_return`` is the mean over agents of each agent's summed rewards (what
+:class:`~pufferbox.emulation.PettingZooEmulator` reports; the plain return for one agent),
+summed in float32 in the kernel (the CPU emulators sum in float64).
+
+Example:
+    >>> from pufferbox.cuda.runtime import KernelEnv                       # doctest: +SKIP
+    >>> env = KernelEnv(impl, num_envs=64, device="host")                  # doctest: +SKIP
+    >>> for _ in range(200): env.step()                                    # doctest: +SKIP
+    >>> env.episodes.collect()[0]                                          # doctest: +SKIP
+    {'env_id': 0, 'episode_return': 23.0, 'episode_length': 23}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EpisodeTracker", "ReferenceEpisodes", "DEFAULT_SLOTS"]
+
+DEFAULT_SLOTS = 32
+KERNEL = "pb_track_episodes"
+
+
+class EpisodeTracker:
+    """Device-side episode accumulators of one kernel env and their host-side read cursor."""
+
+    def __init__(self, data: Any, functions: Any, num_envs: int, num_agents: int,
+                 geometry: tuple[tuple[int, int], int], slots: int = DEFAULT_SLOTS):
+        """``geometry`` is the env-per-thread ``(grid, block)`` (:func:`~pufferbox.cuda.runtime.env_geometry`)."""
+        if slots < 1:
+            raise ValueError(f"episode slots must be >= 1 (finished episodes kept per env between reads), got {slots}")
+        self.data, self.functions = data, functions
+        self.num_envs, self.num_agents, self.slots = num_envs, num_agents, slots
+        for name, array in (("episodes/return", np.zeros(num_envs, np.float32)),
+                            ("episodes/length", np.zeros(num_envs, np.int32)),
+                            ("episodes/log", np.zeros((num_envs, slots, 2), np.float32)),
+                            ("episodes/finished", np.zeros(num_envs, np.uint32))):
+            data.push(name, array)
+        self.reported = np.zeros(num_envs, np.int64)  # finished episodes already returned by collect()
+        self.dropped = 0
+        self.grid, self.block = geometry
+
+    def launch(self, rewards: np.uintp, done: np.uintp) -> None:
+        """Account for the step whose ``rewards`` and ``done`` are in device memory now."""
+        d = self.data
+        self.functions.launch(KERNEL, self.grid, self.block,
+                              [rewards, done, d.pointer("episodes/return"), d.pointer("episodes/length"),
+                               d.pointer("episodes/log"), d.pointer("episodes/finished"), np.int32(self.num_envs),
+                               np.int32(self.num_agents), np.int32(self.slots)])
+
+    def collect(self) -> list[dict]:
+        """Infos of the episodes finished since the last call (two device→host copies)."""
+        finished = self.data.pull("episodes/finished").astype(np.int64)
+        new = finished - self.reported
+        if not new.any():
+            return []
+        log = self.data.pull("episodes/log")
+        kept = np.minimum(new, self.slots)
+        self.dropped += int((new - kept).sum())
+        infos = []
+        for env in np.flatnonzero(new):
+            for k in range(int(finished[env] - kept[env]), int(finished[env])):
+                episode_return, length = log[env, k % self.slots]
+                infos.append({"env_id": int(env), "episode_return": float(episode_return),
+                              "episode_length": int(length)})
+        self.reported = finished
+        return infos
+
+
+class ReferenceEpisodes:
+    """``pb_track_episodes`` in numpy (same float32 order), fed the CPU reference's arrays each step.
+
+    Example:
+        >>> eps = ReferenceEpisodes(num_envs=2, num_agents=1)
+        >>> eps.update(np.ones((2, 1), np.float32), np.array([0, 0]))
+        []
+        >>> eps.update(np.ones((2, 1), np.float32), np.array([0, 1]))
+        [{'env_id': 1, 'episode_return': 2.0, 'episode_length': 2}]
+    """
+
+    def __init__(self, num_envs: int, num_agents: int):
+        self.num_agents = num_agents
+        self.running_return = np.zeros(num_envs, np.float32)
+        self.running_length = np.zeros(num_envs, np.int64)
+
+    def update(self, rewards: np.ndarray, done: np.ndarray) -> list[dict]:
+        """Infos of the episodes that ``done`` (per env, non-zero = ended this step) finishes."""
+        step_total = np.zeros(len(self.running_return), np.float32)
+        for agent in range(self.num_agents):  # sequential, like the kernel's loop
+            step_total = step_total + rewards[:, agent]
+        episode_return = self.running_return + step_total
+        length = self.running_length + 1
+        ended = np.asarray(done).reshape(-1) != 0
+        mean = episode_return / np.float32(self.num_agents)
+        infos = [{"env_id": int(env), "episode_return": float(mean[env]), "episode_length": int(length[env])}
+                 for env in np.flatnonzero(ended)]
+        self.running_return = np.where(ended, np.float32(0.0), episode_return).astype(np.float32)
+        self.running_length = np.where(ended, 0, length)
+        return infos
