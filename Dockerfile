@@ -40,11 +40,7 @@ RUN (getent group "${USER_GID}" >/dev/null || groupadd --gid "${USER_GID}" "${US
 # The user owns the venv: `pip install` of a plugin inside the container just works.
 USER ${USER_NAME}
 ENV PATH=${VENV}/bin:${PATH} \
-    PYTHONUNBUFFERED=1 \
-    SDL_VIDEODRIVER=dummy \
-    RAY_AUTH_MODE=disabled \
-    PUFFERBOX_KERNEL_CACHE=/home/${USER_NAME}/.cache/kernels \
-    PYCUDA_CACHE_DIR=/home/${USER_NAME}/.cache/kernels/pycuda
+    PYTHONUNBUFFERED=1
 
 # Build-time only: no pip cache baked into a layer; optional local wheels (find-links) and CA
 # bundle for builds behind a proxy (ci/container-test.sh mounts both; Docker users need neither).
@@ -71,6 +67,12 @@ RUN [ -n "${PIP_FIND_LINKS}" ] || unset PIP_FIND_LINKS; [ -n "${PIP_CERT}" ] || 
     EDITABLE=0 VENV="${VENV}" EXTRAS="$(command -v nvcc >/dev/null && echo pycuda)" bash /src/tank/install.sh \
  && rm -rf /src/build /src/*.egg-info /src/plugins/*/build /src/plugins/*/*.egg-info
 
+# Run-time settings, after the stack so changing them rebuilds nothing heavy. Compiled kernels
+# (pufferbox's and PyCUDA's) go to one folder: compose mounts the kernel-cache volume there.
+ENV SDL_VIDEODRIVER=dummy \
+    RAY_AUTH_MODE=disabled \
+    PUFFERBOX_CACHE=/home/${USER_NAME}/.cache/kernels/pufferbox \
+    PYCUDA_CACHE_DIR=/home/${USER_NAME}/.cache/kernels/pycuda
 COPY docker/entrypoint.sh /usr/local/bin/pufferbox-entrypoint
 WORKDIR /workspace
 ENTRYPOINT ["/usr/local/bin/pufferbox-entrypoint"]

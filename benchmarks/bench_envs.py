@@ -111,6 +111,23 @@ def procgen_gym3(game: str, num_envs: int, seconds: float) -> float:
     return sps
 
 
+def random_return(name: str, episodes: int, seed: int = 0) -> tuple[float, float]:
+    """Mean and standard deviation of the episode return of uniformly random actions (a learning baseline)."""
+    env = get_registry().get(name).make_raw()
+    env.action_space.seed(seed)
+    returns = []
+    for episode in range(episodes):
+        env.reset(seed=seed + episode)
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns)), float(np.std(returns))
+
+
 def puffer(name: str, seconds: float, **kwargs: Any) -> float:
     return bench(name, seconds=seconds, **kwargs)["sps"]
 
@@ -183,7 +200,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5, help="timing per configuration")
     parser.add_argument("--only", nargs="*", default=None, help="envs to run (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print, do not update RESULTS.md")
+    parser.add_argument("--random-return", metavar="ENV", default=None,
+                        help="only print the mean episode return of random actions on ENV (baseline for curves)")
+    parser.add_argument("--episodes", type=int, default=50, help="episodes for --random-return")
     args = parser.parse_args()
+    if args.random_return:
+        mean, std = random_return(args.random_return, args.episodes)
+        print(f"{args.random_return}: random actions, {args.episodes} episodes: return {mean:.2f} +- {std:.2f}")
+        return
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     load_before = load()
     results: dict[str, list[tuple[str, float]]] = {}

@@ -39,6 +39,7 @@ def test_override_values_parse_as_toml():
     ("vec.num_envs=fast", "vec.num_envs: expected int, got str 'fast'"),
     ("trian.gamma=0.9", "trian: unknown section"),
     ("train.gamma=-1.0", "train.gamma: must be >= 0"),
+    ("train.num_minibatches=0", "train.num_minibatches: must be >= 1"),
     ("gamma=0.9", "expected SECTION.KEY=VALUE"),
 ])
 def test_bad_values_name_the_key(override, message):

@@ -86,9 +86,13 @@ class Leaderboard:
         self.db.close()
 
     # -- writes -----------------------------------------------------------------------
-    def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None) -> int | None:
+    def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None,
+               state: dict | None = None) -> int | None:
         """Store ``entry`` (copying its checkpoint in) and return its 1-based rank, or None if it
-        did not make the board. Entries pushed off the board lose their checkpoint file."""
+        did not make the board. Entries pushed off the board lose their checkpoint file.
+
+        ``state`` key/values are written in the same transaction, so counters such as the
+        tournament's total steps never disagree with the board after a crash."""
         entry.created = entry.created or time.time()
         stored_ckpt = None
         if entry.checkpoint:
@@ -117,6 +121,8 @@ class Leaderboard:
             if total_steps is not None:
                 self.db.execute("INSERT INTO best_history VALUES (?, ?, ?)",
                                 (wall_time if wall_time is not None else time.time(), total_steps, best))
+            for key, value in (state or {}).items():
+                self.set_state(key, value)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")

@@ -7,17 +7,36 @@ Entry points for the CLI, tests and tournaments:
 * :func:`evaluate` — mean/std return of a checkpoint (``pufferbox eval``);
 * :func:`plot_runs` — learning curves (``pufferbox plot``).
 
+Names are imported on first use, so ``import pufferbox.train.config`` (which every CLI
+command does for its error types) does not pay for importing torch.
+
 Example:
     >>> import pufferbox.train as pt
     >>> result = pt.run("cartpole", overrides=["train.total_steps=8192"], run_dir="/tmp/pb")  # doctest: +SKIP
 """
 
-from pufferbox.train.config import ConfigError, resolve_config
-from pufferbox.train.evaluate import evaluate
-from pufferbox.train.plot import plot_runs
-from pufferbox.train.policies import Agent, CNNEncoder, MLPEncoder
-from pufferbox.train.ppo import Trainer, TrainResult
-from pufferbox.train.runner import run
+from __future__ import annotations
 
-__all__ = ["Agent", "CNNEncoder", "ConfigError", "MLPEncoder", "TrainResult", "Trainer", "evaluate",
-           "plot_runs", "resolve_config", "run"]
+import importlib
+from typing import Any
+
+EXPORTS = {
+    "Agent": "pufferbox.train.policies",
+    "CNNEncoder": "pufferbox.train.policies",
+    "MLPEncoder": "pufferbox.train.policies",
+    "ConfigError": "pufferbox.train.config",
+    "resolve_config": "pufferbox.train.config",
+    "Trainer": "pufferbox.train.ppo",
+    "TrainResult": "pufferbox.train.ppo",
+    "evaluate": "pufferbox.train.evaluate",
+    "plot_runs": "pufferbox.train.plot",
+    "run": "pufferbox.train.runner",
+}
+
+__all__ = sorted(EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in EXPORTS:
+        return getattr(importlib.import_module(EXPORTS[name]), name)
+    raise AttributeError(f"module 'pufferbox.train' has no attribute {name!r}")

@@ -76,6 +76,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 FREE_SECTIONS = ("env",)
+AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
+                "train.solve_window", "vec.num_envs", "policy.hidden_size"}
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -109,6 +111,8 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
                           f"{value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
+    if f"{section}.{key}" in AT_LEAST_ONE and value < 1:
+        raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     return value
 
 

@@ -47,9 +47,13 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
     if visual:
         modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
         render_mode = "ansi" if render and "ansi" in modes else "rgb_array" if "rgb_array" in modes else None
-        if render_mode is None or (video is not None and render_mode != "rgb_array"):
-            want = "rgb_array" if video is not None else "ansi or rgb_array"
-            raise ConfigError(f"{spec.name}: cannot render ({want} needed; the env offers {modes or 'none'})")
+        if render and video is None and render_mode != "ansi":
+            raise ConfigError(f"{spec.name}: no ANSI rendering (render modes: {modes or 'none'}); "
+                              "use --video out.gif for rgb_array envs")
+        if video is not None and "rgb_array" not in modes:
+            raise ConfigError(f"{spec.name}: --video needs rgb_array rendering (render modes: {modes or 'none'})")
+        if video is not None:
+            render_mode = "rgb_array"
         env_kwargs["render_mode"] = render_mode
         num_envs = 1
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,

@@ -45,6 +45,7 @@ from torch import nn
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.config import ConfigError
+from pufferbox.train.optim import Adam
 from pufferbox.train.policies import build_agent
 
 __all__ = ["Trainer", "TrainResult", "Rollout"]
@@ -193,8 +194,10 @@ class Trainer:
         self.num_rows = self.venv.num_agents
 
         self.agent = build_agent(self.obs_spec, self.act_spec, pc, self.spec.load_policy()).to(self.device)
-        self.policy = torch.compile(self.agent) if tc["compile"] else self.agent
-        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=tc["learning_rate"], eps=1e-5, foreach=True)
+        # --compile: compile the two entry points (compiling the module would only cover forward()).
+        self.act_fn = torch.compile(self.agent.act) if tc["compile"] else self.agent.act
+        self.evaluate_fn = torch.compile(self.agent.evaluate) if tc["compile"] else self.agent.evaluate
+        self.optimizer = Adam(self.agent.parameters(), lr=tc["learning_rate"], eps=1e-5)
 
         self.num_steps = tc["num_steps"]
         if self.num_steps < 1:
@@ -205,6 +208,7 @@ class Trainer:
                                self.obs_spec.flat_dtype, self.act_spec.shape, self.act_spec.dtype,
                                self.agent.lstm_size)
         self.state = self.agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
+        self.all_env_ids, self.all_rows = np.arange(self.venv.num_envs), np.arange(self.num_rows)
         self.first = np.ones(self.num_rows, dtype=bool)  # next obs of this row starts an episode
         space = self.act_spec.flat_space
         self.action_bounds = (space.low, space.high) if not self.act_spec.discrete else None
@@ -250,8 +254,8 @@ class Trainer:
             obs, rewards, terminals, truncations, infos, env_ids, masks = self.venv.recv()
             t1 = time.perf_counter()
             self.phase_time["env"] += t1 - t0
-            if len(env_ids) * apE == self.num_rows:
-                rows = np.arange(self.num_rows)
+            if len(env_ids) == len(self.all_env_ids) and np.array_equal(env_ids, self.all_env_ids):
+                rows = self.all_rows
             else:
                 rows = (np.asarray(env_ids)[:, None] * apE + np.arange(apE)).reshape(-1)
             seg, ptr = ro.seg[rows], ro.ptr[rows]
@@ -273,7 +277,7 @@ class Trainer:
                 ro.np_h[seg, ptr], ro.np_c[seg, ptr] = state[0].numpy(), state[1].numpy()
                 state = (state[0].to(self.device), state[1].to(self.device))
             with torch.no_grad():
-                action, logprob, _, value, new_state = self.policy.act(
+                action, logprob, _, value, new_state = self.act_fn(
                     obs_t, state, torch.from_numpy(starts).to(self.device))
             if new_state is not None:
                 self.state[0][rows], self.state[1][rows] = new_state[0].cpu(), new_state[1].cpu()
@@ -339,13 +343,13 @@ class Trainer:
                 idx = order[start:start + mb_size].to(dev)
                 if recurrent:
                     sl = lambda x: x[idx].transpose(0, 1)  # noqa: E731  (rows, T, ...) -> (T, rows, ...)
-                    new_logprob, entropy, new_value = self.policy.evaluate(
+                    new_logprob, entropy, new_value = self.evaluate_fn(
                         sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
                     mb = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
                     weight = sl(masks).reshape(-1).float()
                 else:
                     flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
-                    new_logprob, entropy, new_value = self.policy.evaluate(flat(obs), flat(actions))
+                    new_logprob, entropy, new_value = self.evaluate_fn(flat(obs), flat(actions))
                     mb = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(mb[0])
                 old_logprob, old_value, mb_adv, mb_ret = mb

@@ -23,9 +23,9 @@ def register_envs(register):
         # Tuned for time-to-solve on 2 CPU cores (benchmarks/bench_train_cartpole.py): short
         # rollouts over many native envs, RL-Zoo's gamma/lambda, a high learning rate.
         defaults={
-            "train": {"total_steps": 200_000, "num_steps": 32, "learning_rate": 3e-3, "update_epochs": 8,
+            "train": {"total_steps": 500_000, "num_steps": 32, "learning_rate": 3e-3, "update_epochs": 6,
                       "num_minibatches": 2, "gamma": 0.98, "gae_lambda": 0.8, "ent_coef": 0.0,
                       "stop_on_solve": True},
-            "vec": {"num_envs": 32},
+            "vec": {"num_envs": 64},
         },
     ))

@@ -49,13 +49,14 @@ DEFAULTS = {
 class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     """Shows the agent only ``keys``; keeps the terminal arrays aside for ANSI rendering."""
 
-    def __init__(self, env: gymnasium.Env, keys: tuple[str, ...], render_mode: str | None):
-        gymnasium.utils.RecordConstructorArgs.__init__(self, keys=keys, render_mode=render_mode)
+    def __init__(self, env: gymnasium.Env, keys: tuple[str, ...], render_mode: str | None, seedable: bool = True):
+        gymnasium.utils.RecordConstructorArgs.__init__(self, keys=keys, render_mode=render_mode, seedable=seedable)
         gymnasium.Wrapper.__init__(self, env)
         self.keys = keys
         self.observation_space = gymnasium.spaces.Dict({k: env.observation_space[k] for k in keys})
         self.metadata = {**env.metadata, "render_modes": ["ansi"]}
         self.ansi = render_mode == "ansi"
+        self.seedable = seedable
         self.last: dict | None = None
 
     @property
@@ -70,7 +71,7 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
         if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])
             kwargs.pop("options", None)
-        if kwargs.get("seed") is not None:
+        if kwargs.get("seed") is not None and self.seedable:
             # nle ignores reset(seed=...) for the game itself: its two RNGs are set by seed().
             core, disp = np.random.SeedSequence(kwargs["seed"]).generate_state(2, np.uint64).tolist()
             self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
@@ -103,7 +104,8 @@ def make_nethack(task: str = "score", observation_keys: tuple[str, ...] = OBSERV
     requested = keys + tuple(k for k in TTY_KEYS if k not in keys) if render_mode == "ansi" else keys
     env = gymnasium.make(TASKS[task], observation_keys=requested, max_episode_steps=max_episode_steps,
                          render_mode=None, **kwargs)
-    return NetHackObservation(env, keys, render_mode)
+    # NetHackChallenge refuses seed() by design (the NeurIPS 2021 challenge rules): its episodes are not reproducible.
+    return NetHackObservation(env, keys, render_mode, seedable=task != "challenge")
 
 
 @hookimpl

@@ -1,0 +1,57 @@
+"""Time-to-threshold of PPO on every Ocean sanity env (thresholds: each EnvSpec.solved_return).
+
+Each env trains in-process with its plugin defaults (plus the overrides below) until the
+mean of the last 20 episodes reaches ``solved_return`` or the wall-time budget runs out.
+Time counts from building the trainer (envs + model), not from interpreter launch.
+
+    .venv/bin/python benchmarks/bench_train_ocean.py [--budget 60] [--envs squared memory ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from pufferbox.registry import get_registry
+from pufferbox.train.config import resolve_config
+from pufferbox.train.ppo import Trainer
+
+OCEAN = ["bandit", "memory", "multiagent", "password", "spaces", "squared", "stochastic"]
+# What an env needs beyond its plugin defaults: memory must remember its first observation.
+EXTRA = {"memory": ["policy.lstm=true"]}
+
+
+def time_to_threshold(env: str, budget: float, seed: int) -> dict:
+    spec = get_registry().get(env)
+    overrides = ["train.checkpoint_interval=0", f"train.seed={seed}", "train.total_steps=100000000",
+                 *EXTRA.get(env, [])]
+    config = resolve_config(spec.defaults, overrides=overrides)
+    start = time.perf_counter()
+    trainer = Trainer(spec, config)
+    try:
+        while trainer.solved_at_step is None and time.perf_counter() - start < budget:
+            trainer.train_update()
+        last = trainer.history[-1] if trainer.history else {}
+        return {"env": env, "solved_return": spec.solved_return, "solved": trainer.solved_at_step is not None,
+                "seconds": round(time.perf_counter() - start, 2), "steps": trainer.global_step,
+                "return_recent": last.get("return_recent"), "sps": last.get("sps"), "overrides": EXTRA.get(env, [])}
+    finally:
+        trainer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--envs", nargs="+", default=OCEAN)
+    args = parser.parse_args()
+    print(json.dumps({"load_avg_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}))
+    for env in args.envs:
+        print(json.dumps(time_to_threshold(env, args.budget, args.seed)), flush=True)
+    print(json.dumps({"load_avg_after": [round(x, 2) for x in os.getloadavg()]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""``pufferbox tournament`` and ``pufferbox leaderboard``: population training on Ray."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pufferbox.cli import UserError, cli
+
+
+@cli.command()
+@click.argument("env", required=False)
+@click.option("--pods", type=click.IntRange(min=1), default=4, show_default=True, help="Pods in the training pool.")
+@click.option("--ray-address", envvar="RAY_ADDRESS", help="Join this Ray cluster (default: a local, loopback-only Ray).")
+@click.option("--hours", type=click.FloatRange(min=0, min_open=True), help="Wall-time budget.")
+@click.option("--total-steps", type=click.IntRange(min=1), help="Env-step budget over all pods.")
+@click.option("--slice-steps", type=click.IntRange(min=1), help="Steps a pod trains before it is evaluated.")
+@click.option("--eval-episodes", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Leaderboard size K.")
+@click.option("--cpus-per-pod", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="Ray CPUs each pod reserves; the pool shrinks to what the cluster has.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override the pods' config.")
+@click.option("--run-dir", type=click.Path(file_okay=False), help="Default: runs/<env>-tournament-<timestamp>.")
+@click.option("--resume", is_flag=True, help="Continue the tournament in --run-dir from its leaderboard.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def tournament(env, pods, ray_address, hours, total_steps, slice_steps, eval_episodes, capacity, cpus_per_pod, seed,
+               overrides, run_dir, resume, as_json) -> None:
+    """Population training of ENV: pods on Ray, a leaderboard, a generator and an updater."""
+    from pufferbox.tournament.orchestrator import TournamentError, run_tournament
+    from pufferbox.train.runner import default_run_dir
+
+    if resume and not run_dir:
+        raise UserError("--resume needs --run-dir (the tournament's run directory)")
+    if not resume and not env:
+        raise UserError("name an env: pufferbox tournament ENV --pods N --total-steps T")
+    if not resume and (total_steps is None) == (hours is None):
+        raise UserError("give exactly one budget: --total-steps T or --hours H")
+    run_dir = run_dir or str(default_run_dir(f"{env}-tournament"))
+
+    def log(event: dict) -> None:
+        if not as_json:
+            fields = " ".join(f"{k}={v}" for k, v in event.items() if k not in ("event", "hyperparams"))
+            click.echo(f"[{event['event']}] {fields}", err=False)
+            sys.stdout.flush()
+
+    try:
+        result = run_tournament(env, pods, run_dir=run_dir, total_steps=total_steps, hours=hours,
+                                slice_steps=slice_steps, eval_episodes=eval_episodes, capacity=capacity,
+                                cpus_per_pod=cpus_per_pod, seed=seed, ray_address=ray_address,
+                                overrides=list(overrides), resume=resume, on_event=log)
+    except TournamentError as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result.summary()))
+    else:
+        click.echo(f"tournament finished: best score {result.best_score}, {result.total_steps} steps, "
+                   f"overhead {result.overhead:.1%}; leaderboard: pufferbox leaderboard {run_dir}")
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Include entries that fell off the board.")
+def leaderboard(run_dir: str, as_json: bool, show_all: bool) -> None:
+    """Show the leaderboard of the tournament in RUN_DIR, best first."""
+    from pathlib import Path
+
+    from pufferbox.tournament.leaderboard import Leaderboard
+
+    if not (Path(run_dir) / "leaderboard.sqlite").exists():
+        raise UserError(f"{run_dir}: no leaderboard.sqlite (not a tournament run directory)")
+    board = Leaderboard(run_dir)
+    entries = board.entries(on_board_only=not show_all)
+    if as_json:
+        rows = [dict(e.__dict__, rank=i) for i, e in enumerate(entries, start=1)]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("rank", "entry", "pod", "score", "± std", "steps", "gen", "parent", "hyperparameters")
+    for rank, e in enumerate(entries, start=1):
+        hp = ", ".join(f"{k.split('.')[-1]}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in e.hyperparams.items())
+        table.add_row(str(rank), str(e.id), str(e.pod), f"{e.score:.2f}", f"{e.score_std:.2f}", str(e.steps),
+                      str(e.generation), "-" if e.parent is None else str(e.parent), hp)
+    Console().print(table)

@@ -1,0 +1,71 @@
+"""Adam, in a dozen lines: the same update as ``torch.optim.Adam`` without its start-up cost.
+
+Constructing any ``torch.optim`` optimizer imports ``torch._dynamo`` (about 1.7 s on
+a 2-core machine), a sixth of the 10 s CartPole time-to-solve budget. This class does
+the textbook Adam update with foreach kernels and has ``state_dict`` /
+``load_state_dict`` of plain tensors for checkpoints (tests compare it to torch's).
+
+Example:
+    >>> import torch
+    >>> w = torch.nn.Parameter(torch.ones(2))
+    >>> opt = Adam([w], lr=0.1)
+    >>> (w ** 2).sum().backward(); opt.step()
+    >>> [round(x, 3) for x in w.tolist()]
+    [0.9, 0.9]
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+
+__all__ = ["Adam"]
+
+
+class Adam:
+    """``torch.optim.Adam`` semantics (no weight decay, no amsgrad); ``param_groups[0]["lr"]`` is settable."""
+
+    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.params = [p for p in params if p.requires_grad]
+        self.param_groups = [{"lr": lr, "betas": betas, "eps": eps}]
+        self.step_count = 0
+        self.exp_avg = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        group = self.param_groups[0]
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        live = [i for i, p in enumerate(self.params) if p.grad is not None]
+        params = [self.params[i] for i in live]
+        grads = [self.params[i].grad for i in live]
+        m = [self.exp_avg[i] for i in live]
+        v = [self.exp_avg_sq[i] for i in live]
+        self.step_count += 1
+        torch._foreach_lerp_(m, grads, 1 - beta1)
+        torch._foreach_mul_(v, beta2)
+        torch._foreach_addcmul_(v, grads, grads, 1 - beta2)
+        bias1 = 1 - beta1 ** self.step_count
+        bias2_sqrt = (1 - beta2 ** self.step_count) ** 0.5
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, bias2_sqrt)
+        torch._foreach_add_(denom, eps)
+        torch._foreach_addcdiv_(params, m, denom, -lr / bias1)
+
+    def state_dict(self) -> dict:
+        return {"step": self.step_count, "param_groups": [dict(g) for g in self.param_groups],
+                "exp_avg": [t.clone() for t in self.exp_avg], "exp_avg_sq": [t.clone() for t in self.exp_avg_sq]}
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["exp_avg"]) != len(self.params):
+            raise ValueError(f"optimizer state has {len(state['exp_avg'])} tensors, the model {len(self.params)}")
+        self.step_count = int(state["step"])
+        self.param_groups = [dict(g, betas=tuple(g["betas"])) for g in state["param_groups"]]
+        for dst, src in zip(self.exp_avg + self.exp_avg_sq, state["exp_avg"] + state["exp_avg_sq"]):
+            dst.copy_(src)

@@ -1,0 +1,109 @@
+"""`pufferbox train`, `eval`, `plot` end to end: run directory contents, resume, Ctrl-C, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pufferbox.cli import cli, load_commands
+
+QUICK = ["--num-envs", "4", "--set", "train.num_steps=32", "--set", "train.checkpoint_interval=2"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    load_commands()
+    run_dir = tmp_path_factory.mktemp("runs") / "cp"
+    result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(run_dir), "--total-steps", "1024",
+                                      "--seed", "7", *QUICK])
+    assert result.exit_code == 0, result.output
+    assert f"run directory: {run_dir}" in result.output
+    return run_dir
+
+
+def test_run_directory_holds_config_metrics_tensorboard_checkpoints(trained):
+    config = tomllib.loads((trained / "config.toml").read_text())
+    assert config["run"]["env"] == "cartpole"
+    assert config["train"]["seed"] == 7 and config["vec"]["num_envs"] == 4 and config["train"]["num_steps"] == 32
+    lines = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
+    assert [m["global_step"] for m in lines] == [128 * i for i in range(1, 9)]
+    for key in ("global_step", "wall_time", "sps", "episode_return", "episode_length", "policy_loss", "value_loss",
+                "entropy", "time_env", "time_inference", "time_learn"):
+        assert key in lines[-1], key
+    assert any(p.name.startswith("events.out.tfevents") for p in (trained / "tb").iterdir())
+    names = sorted(p.name for p in (trained / "checkpoints").iterdir())
+    assert names == ["ckpt-00000004.pt", "ckpt-00000006.pt", "ckpt-00000008.pt"]  # the last 3 kept
+
+
+def test_resume_continues_the_run(trained, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(trained, run_dir)
+    result = CliRunner().invoke(cli, ["train", "--resume", str(run_dir), "--total-steps", "1536"])
+    assert result.exit_code == 0, result.output
+    steps = [json.loads(line)["global_step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-5:] == [1024, 1152, 1280, 1408, 1536]
+
+
+def test_eval_prints_json(trained):
+    result = CliRunner().invoke(cli, ["eval", "cartpole", "--checkpoint", str(trained), "--episodes", "3"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["episodes"] == 3 and len(out["returns"]) == 3 and out["mean_return"] > 0 and "std_return" in out
+
+
+def test_eval_saves_a_gif(trained, tmp_path):
+    gif = tmp_path / "cp.gif"
+    result = CliRunner().invoke(cli, ["eval", "--checkpoint", str(trained), "--episodes", "1", "--video", str(gif)])
+    assert result.exit_code == 0, result.output
+    assert gif.stat().st_size > 1000 and gif.read_bytes()[:3] == b"GIF"
+
+
+def test_plot_overlays_runs(trained, tmp_path):
+    png = tmp_path / "curves.png"
+    result = CliRunner().invoke(cli, ["plot", str(trained), str(trained), "-o", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "cartpol"], "Error: unknown env 'cartpol'"),
+    (["train", "cartpole", "--device", "tpu"], "Error: train.device: unknown device 'tpu'"),
+    (["eval", "cartpole", "--checkpoint", "."], "Error: .: no checkpoint"),
+])
+def test_user_errors_are_one_line_exit_2(args, message, tmp_path):
+    result = CliRunner().invoke(cli, [*args, *(["--run-dir", str(tmp_path / "r")] if args[0] == "train" else [])])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith(message) and len(result.output.strip().splitlines()) == 1
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
+    run_dir = tmp_path / "interrupted"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "pufferbox", "train", "cartpole", "--run-dir", str(run_dir),
+                             "--total-steps", "10000000", "--no-tensorboard", *QUICK,
+                             "--set", "train.stop_on_solve=false"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "timeout"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert "stopped: cartpole" in out and "Traceback" not in out
+    from pufferbox.train.checkpoint import latest_checkpoint, load_checkpoint
+
+    state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert state["global_step"] == last["global_step"] > 0
