@@ -120,3 +120,12 @@ def test_cartpole_learns_on_a_short_budget():
     trainer.train_steps(80_000)
     assert trainer.result().episode_return > 100, trainer.history[-1]
     trainer.close()
+
+
+@pytest.mark.slow
+def test_compiled_policy_trains():
+    """--compile (torch.compile of act/evaluate) runs PPO updates; compiling takes ~25 s on 2 cores."""
+    trainer = Trainer("cartpole", config("cartpole", "train.compile=true", "vec.num_envs=8", "train.num_steps=16"))
+    history = trainer.train_steps(2 * 8 * 16)
+    assert history[-1]["global_step"] == 256 and np.isfinite(history[-1]["policy_loss"])
+    trainer.close()

@@ -58,6 +58,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         num_envs = 1
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
                                  native=config["vec"]["native"] and not visual)
+    torch.set_num_threads(config["train"]["torch_threads"] or 1)  # as in training: small models, few cores
     agent = build_agent(venv.obs_spec, venv.act_spec, config["policy"], spec.load_policy())
     agent.load_state_dict(state["model"])
     agent.eval()

@@ -43,14 +43,17 @@ def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias: float = 0.0) -> 
     return layer
 
 
+MAX_ONE_HOT = 256  # Discrete leaves up to this size are one-hot encoded, larger ones fed as a number
+
+
 def leaf_width(space: spaces.Space) -> int:
     if isinstance(space, spaces.Discrete):
-        return 1
+        return int(space.n) if space.n <= MAX_ONE_HOT else 1
     return int(np.prod(space.shape, dtype=np.int64))
 
 
 class MLPEncoder(nn.Module):
-    """Every leaf cast to float and concatenated, then two tanh layers (the default policy)."""
+    """Every leaf as floats (small Discrete leaves one-hot), concatenated, then two tanh layers."""
 
     def __init__(self, obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 256, **kwargs: Any):
         super().__init__()
@@ -58,6 +61,10 @@ class MLPEncoder(nn.Module):
         obs_spec.torch_layout()
         self.hidden_size = hidden_size
         in_size = sum(leaf_width(leaf.space) for leaf in obs_spec.leaves)
+        # (n, start) per leaf to one-hot, None to cast: plain tuples, so compile sees constants
+        self.one_hot = tuple((int(leaf.space.n), int(leaf.space.start))
+                             if isinstance(leaf.space, spaces.Discrete) and leaf.space.n <= MAX_ONE_HOT else None
+                             for leaf in obs_spec.leaves)
         self.net = nn.Sequential(
             layer_init(nn.Linear(in_size, hidden_size)), nn.Tanh(),
             layer_init(nn.Linear(hidden_size, hidden_size)), nn.Tanh(),
@@ -66,7 +73,15 @@ class MLPEncoder(nn.Module):
     def forward(self, flat_obs: torch.Tensor) -> torch.Tensor:
         tree = self.obs_spec.unflatten_torch(flat_obs)
         leaves = [tree] if self.obs_spec.is_leaf else flatten_tree(tree)
-        x = torch.cat([leaf.reshape(flat_obs.shape[0], -1).float() for leaf in leaves], dim=-1)
+        parts = []
+        for leaf, one_hot in zip(leaves, self.one_hot):
+            if one_hot is None:
+                parts.append(leaf.reshape(flat_obs.shape[0], -1).float())
+            else:
+                n, start = one_hot
+                index = (leaf.reshape(flat_obs.shape[0]).long() - start).clamp(0, n - 1)
+                parts.append(nn.functional.one_hot(index, n).float())
+        x = torch.cat(parts, dim=-1)
         return self.net(x)
 
 
