@@ -1,18 +1,24 @@
-"""Vectorization throughput: pufferbox backends against Gymnasium and SB3 vectorizers, one run.
+"""Vectorization throughput: pufferbox backends against Gymnasium, SB3 and PufferLib 3.0, one run.
 
 Workloads: gymnasium CartPole (per-step overhead), an env whose step time varies widely
-(exponential, mean 1 ms: a pool must win), and the native batched CartPole on one core.
-Writes its section of benchmarks/RESULTS.md (machine info, load, the exact command).
+(exponential, mean 1 ms: a pool must win), and the native batched CartPole on one core
+(NetHack is ``benchmarks/bench_nethack.py``). PufferLib runs in its own venv
+(``$PUFFERLIB_VENV``, default ``/tmp/pufferlib-venv``) through ``pufferlib_peer.py``;
+without that venv its rows are skipped with a printed note. ``--write`` replaces this
+script's tables in the "Vectorization backends" section of benchmarks/RESULTS.md (with
+the load average and the exact command), leaving the section's prose alone.
 
-    .venv/bin/python benchmarks/bench_vectorization.py --seconds 2
+    .venv/bin/python benchmarks/bench_vectorization.py --seconds 2 --write
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,7 +32,22 @@ from pufferbox.vector.testenvs import UnevenStepEnv, env_spec_for
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Vectorization backends"
-NOTE = 'Not yet measured here: NetHack (flattening overhead vs raw nle) and PufferLib 3.0 (its own venv) were left out for time. Under this load (5-7 on 2 cores) the spin-then-sleep signalling of the emulated multiprocessing rows loses to serial; the uneven-step pool (4 workers, batch 2) is 2.0x SB3 SubprocVecEnv and 2.9x Gymnasium AsyncVectorEnv in the same run. Native CartPole on one core: ~10M steps/s calling the block directly (`tests/test_native_cartpole.py` shows it bit-for-bit), 4.3M through the serial backend at this load.'
+PEER = Path(__file__).with_name("pufferlib_peer.py")
+
+
+def pufferlib_peer(workload: str, seconds: float, num_envs: int) -> dict[str, float]:
+    """PufferLib 3.0's rows for ``workload``, run in its own venv; {} with a note when absent."""
+    python = Path(os.environ.get("PUFFERLIB_VENV", "/tmp/pufferlib-venv")) / "bin" / "python"
+    if not python.exists():
+        print(f"note: PufferLib peer skipped: {python} not found (build its venv: see RESULTS.md)", flush=True)
+        return {}
+    cmd = [str(python), str(PEER), workload, "--seconds", str(seconds), "--num-envs", str(num_envs)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"note: PufferLib peer failed on {workload}: {tail}", flush=True)
+        return {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def timed(step: Callable[[], int], seconds: float) -> float:
@@ -51,6 +72,14 @@ def raw_single(make: Callable[[], gymnasium.Env], seconds: float) -> float:
             env.reset()
         return 1
     return timed(step, seconds)
+
+
+def raw_parallel(make: Callable[[], gymnasium.Env], processes: int, seconds: float) -> float:
+    """Summed steps/s of ``processes`` independent raw env loops: the cores' limit under this load."""
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(processes) as pool:
+        return sum(pool.starmap(raw_single, [(make, seconds)] * processes))
 
 
 def gym_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: float) -> float:
@@ -100,14 +129,37 @@ def pb(env, seconds: float, **kwargs) -> float:
     return bench(env, seconds=seconds, **kwargs)["sps"]
 
 
-def run(seconds: float) -> list[tuple[str, str, float]]:
+def native_direct(num_envs: int, seconds: float) -> float:
+    """The numpy CartPole block's own vec_step in a loop: no backend, one core."""
+    from pufferbox_classic.native import CartPoleNative
+
+    block = CartPoleNative(num_envs)
+    block.vec_reset(seed=0)
+    actions = [np.random.default_rng(i).integers(0, 2, num_envs) for i in range(16)]
+    t = [0]
+
+    def step() -> int:
+        t[0] += 1
+        block.vec_step(actions[t[0] % 16])
+        return num_envs
+    return timed(step, seconds)
+
+
+def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
     s = seconds
     rows: list[tuple[str, str, float]] = []
 
     def add(workload: str, name: str, fn: Callable[[], float]) -> None:
+        if workload not in workloads:
+            return
         value = fn()
         rows.append((workload, name, value))
         print(f"{workload:10s} {name:55s} {value:>14,.0f}", flush=True)
+
+    def peers(workload: str, num_envs: int) -> None:
+        if workload in workloads:
+            for name, value in pufferlib_peer(workload, s, num_envs).items():
+                add(workload, name, lambda value=value: value)
 
     w = "cartpole"
     add(w, "raw gymnasium CartPole-v1, single env loop", lambda: raw_single(make_cartpole, s))
@@ -118,51 +170,89 @@ def run(seconds: float) -> list[tuple[str, str, float]]:
     add(w, "pufferbox serial, emulated, 8 envs", lambda: pb("cartpole", s, num_envs=8, native=False))
     add(w, "pufferbox multiprocessing, emulated, 16 envs / 2 workers",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False))
+    add(w, "pufferbox multiprocessing, emulated, 16 envs / 1 worker",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, native=False))
+    add(w, "pufferbox multiprocessing, emulated, 32 envs / 2 workers",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=2, native=False))
     add(w, "pufferbox serial, native numpy block, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
     add(w, "pufferbox multiprocessing, native, 8192 envs / 2 workers",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=8192, num_workers=2))
+    peers(w, 8)
 
     w = "uneven"  # 1 ms mean step, exponential (100% std); two cores: 2,000 steps/s at most
     uneven = env_spec_for("uneven", mean_step_s=1e-3)
     add(w, "raw single env loop", lambda: raw_single(make_uneven, s))
+    add(w, "2 raw env loops in 2 processes, no IPC (the two-core limit at this load)",
+        lambda: raw_parallel(make_uneven, 2, s))
     add(w, "Gymnasium AsyncVectorEnv, 2 envs", lambda: gym_vector("async", make_uneven, 2, s))
     add(w, "SB3 SubprocVecEnv, 2 envs", lambda: sb3_vector("subproc", make_uneven, 2, s))
     add(w, "pufferbox multiprocessing, 2 envs / 2 workers (sync)",
         lambda: pb(uneven, s, backend="multiprocessing", num_envs=2, num_workers=2))
     add(w, "pufferbox pool, 4 envs / 4 workers, batch 2",
         lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2))
+    add(w, "pufferbox pool, 4 envs / 4 workers, batch 2, zero-copy",
+        lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2, zero_copy=True))
     add(w, "pufferbox pool, 8 envs / 8 workers, batch 2",
         lambda: pb(uneven, s, backend="multiprocessing", num_envs=8, num_workers=8, batch_size=2))
+    peers(w, 2)
+
+    w = "native"  # one core: the block's own loop, then through the serial backend
+    add(w, "pufferbox numpy CartPole block, 4096 envs, direct", lambda: native_direct(4096, s))
+    add(w, "pufferbox numpy CartPole block, 16384 envs, direct", lambda: native_direct(16384, s))
+    add(w, "pufferbox serial backend, native, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
+    add(w, "pufferbox serial backend, native, 16384 envs", lambda: pb("cartpole", s, num_envs=16384))
+    peers(w, 4096)
     return rows
 
 
-def write_section(rows: list[tuple[str, str, float]], command: str) -> None:
-    load = os.getloadavg()
-    lines = [SECTION, "",
-             f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-             f"load average during the run {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
-             f"(other jobs shared the cores: ratios within one run are what count).", "",
-             f"Reproduce: `{command}`", ""]
+def replace_block(name: str, block: str) -> None:
+    """Put ``block`` (starting ``### name``) into the section, replacing the old one of that name."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
+    section_re = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    match = section_re.search(text)
+    section = match.group(0) if match else SECTION + "\n\n"
+    block_re = re.compile(rf"^### {re.escape(name)}\n.*?(?=^### |^## |\Z)", re.S | re.M)
+    block = block.rstrip() + "\n\n"
+    section = block_re.sub(lambda m: block, section) if block_re.search(section) else section.rstrip() + "\n\n" + block
+    text = text[:match.start()] + section + text[match.end():] if match else text.rstrip() + "\n\n" + section
+    RESULTS.write_text(text)
+
+
+def tables(rows: list[tuple[str, str, float]], command: str, load_before: tuple, load_after: tuple) -> dict[str, str]:
+    out = {}
+    machine = f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs"
     for workload in dict.fromkeys(r[0] for r in rows):
         group = [r for r in rows if r[0] == workload]
         base = group[0][2]
-        lines += [f"### {workload}", "", "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
+        lines = [f"### {workload}", "",
+                 f"{machine}; load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / "
+                 f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. "
+                 f"Reproduce: `{command}`", "",
+                 "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
         lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for _, name, value in group]
-        lines.append("")
-    lines += [NOTE, ""]
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    section = "\n".join(lines)
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda m: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
+        out[workload] = "\n".join(lines) + "\n"
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per configuration")
+    parser.add_argument("--workloads", default="cartpole,uneven,native",
+                        help="comma-separated subset of cartpole, uneven, native")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
-    rows = run(args.seconds)
-    write_section(rows, " ".join([".venv/bin/python", *sys.argv]))
+    workloads = [w for w in args.workloads.split(",") if w]
+    unknown = set(workloads) - {"cartpole", "uneven", "native"}
+    if unknown or args.seconds <= 0:
+        parser.error(f"--workloads takes cartpole, uneven, native (got {sorted(unknown)}); --seconds must be > 0")
+    load_before = os.getloadavg()
+    rows = run(args.seconds, workloads)
+    blocks = tables(rows, " ".join([".venv/bin/python", *sys.argv]), load_before, os.getloadavg())
+    for block in blocks.values():
+        print("\n" + block)
+    if args.write:
+        for name, block in blocks.items():
+            replace_block(name, block)
 
 
 if __name__ == "__main__":

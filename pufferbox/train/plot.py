@@ -1,5 +1,8 @@
 """Learning curves from run directories: episode return vs steps and vs wall time, runs overlaid.
 
+A tournament run directory (``pufferbox tournament``) plots its leaderboard's best
+evaluated score against total steps and wall time instead.
+
 Example:
     >>> plot_runs(["runs/cartpole-a", "runs/cartpole-b"], "curves.png")  # doctest: +SKIP
     'curves.png'
@@ -12,7 +15,20 @@ from pathlib import Path
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["plot_runs", "read_metrics"]
+__all__ = ["plot_runs", "read_curve", "read_metrics"]
+
+
+def read_curve(run_dir: str | Path) -> tuple[list[float], list[float], list[float]]:
+    """``(steps, wall_times, values)``: recent mean return of a run, or a tournament's best score."""
+    if (Path(run_dir) / "leaderboard.sqlite").is_file():
+        from pufferbox.tournament.leaderboard import Leaderboard
+
+        board = Leaderboard(run_dir)
+        history = board.history()
+        board.close()
+        return [h[1] for h in history], [h[0] for h in history], [h[2] for h in history]
+    rows = [r for r in read_metrics(run_dir) if r.get("return_recent") is not None]
+    return [r["global_step"] for r in rows], [r["wall_time"] for r in rows], [r["return_recent"] for r in rows]
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
@@ -37,14 +53,16 @@ def plot_runs(run_dirs: list[str | Path], output: str | Path) -> str:
         raise ConfigError("plot: name at least one run directory")
     fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(12, 4.5))
     for run_dir in run_dirs:
-        rows = [r for r in read_metrics(run_dir) if r.get("return_recent") is not None]
-        label = Path(run_dir).name
-        by_step.plot([r["global_step"] for r in rows], [r["return_recent"] for r in rows], label=label)
-        by_time.plot([r["wall_time"] for r in rows], [r["return_recent"] for r in rows], label=label)
+        steps, walls, values = read_curve(run_dir)
+        tournament = (Path(run_dir) / "leaderboard.sqlite").is_file()
+        label = Path(run_dir).name + (" (tournament best)" if tournament else "")
+        draw = "steps-post" if tournament else "default"
+        by_step.plot(steps, values, label=label, drawstyle=draw)
+        by_time.plot(walls, values, label=label, drawstyle=draw)
     by_step.set_xlabel("environment steps")
     by_time.set_xlabel("wall time (s)")
     for ax in (by_step, by_time):
-        ax.set_ylabel("episode return (recent mean)")
+        ax.set_ylabel("episode return (recent mean; tournament: best score)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     fig.tight_layout()

@@ -16,6 +16,9 @@ Conventions:
   every loss and statistic.
 * Recurrent policies store their LSTM state per row and step; training unrolls each
   row's segment from its first stored state, resetting at episode starts (truncated BPTT).
+* ``--backend cuda``: the rollout is a :class:`~pufferbox.train.device_rollout.DeviceRollout`
+  of tensors on the kernels' device (same layout, one segment per row, no per-step host
+  transfer); GAE and the PPO update below are the same code, run on that device.
 * Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded
   from ``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the
   rest of the run, so a resumed run matches an uninterrupted one on the serial backend.
@@ -42,9 +45,11 @@ import torch
 import tomli_w
 from torch import nn
 
+from pufferbox.cuda.episodes import DEFAULT_SLOTS as DEFAULT_EPISODE_SLOTS
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.config import ConfigError
+from pufferbox.train.device_rollout import DeviceRollout
 from pufferbox.train.optim import Adam
 from pufferbox.train.policies import build_agent
 
@@ -105,6 +110,14 @@ class Rollout:
                self.np_starts, self.np_masks]
         return out + ([self.np_h, self.np_c] if self.lstm else [])
 
+    def take(self, segs: np.ndarray) -> dict[str, torch.Tensor]:
+        """Segments ``segs`` of every stored array, ``(len(segs), horizon + 1, ...)`` (CPU gathers)."""
+        idx = torch.from_numpy(segs)
+        out = {"obs": self.obs, "actions": self.actions, "logprobs": self.logprobs, "values": self.values,
+               "rewards": self.rewards, "starts": self.starts, "masks": self.masks}
+        out |= {"h": self.h, "c": self.c} if self.lstm else {}
+        return {name: x[idx] for name, x in out.items()}
+
     def carry(self, rows: np.ndarray, new_segs: np.ndarray) -> None:
         """Move ``rows`` to ``new_segs``, whose first step is the last step of their old segment."""
         old = self.seg[rows]
@@ -133,6 +146,23 @@ class Rollout:
             waiting, self.waiting = self.waiting, np.zeros(0, dtype=np.int64)
             take, self.free = self.free[:len(waiting)], self.free[len(waiting):]
             self.carry(waiting, np.asarray(take))
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float,
+        lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE along dim 1 of ``(segments, horizon + 1)`` tensors; ``(advantages, returns)``, ``horizon`` wide.
+
+    ``starts[:, t + 1]`` (an episode starts at the next obs) cuts the bootstrap. Runs on the tensors' device.
+    """
+    steps = values.shape[1] - 1
+    nonterminal = 1.0 - starts[:, 1:].float()
+    adv = torch.zeros(len(values), steps, device=values.device)
+    last = torch.zeros(len(values), device=values.device)
+    for t in reversed(range(steps)):
+        delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
+        last = delta + gamma * lam * nonterminal[:, t] * last
+        adv[:, t] = last
+    return adv, adv + values[:, :steps]
 
 
 @dataclass
@@ -186,12 +216,25 @@ class Trainer:
             backend_kwargs["num_workers"] = vc["num_workers"]
         if vc["batch_size"]:
             backend_kwargs["batch_size"] = vc["batch_size"]
+        # The cuda backend's recv() returns tensors on its device: rollout, sampling and update stay there.
+        self.on_device = vc["backend"] == "cuda"
+        if self.on_device:
+            backend_kwargs.update(device=vc.get("device", "gpu"), seed=int(tc["seed"]) * 1_000_003,
+                                  episode_slots=max(DEFAULT_EPISODE_SLOTS, tc["num_steps"] // 4))
+        elif vc.get("device", "gpu") != "gpu":
+            raise ConfigError(f"vec.device={vc['device']!r} only applies to --backend cuda (where the kernels run); "
+                              f"drop it or add --backend cuda")
         self.venv = pufferbox.vector.make(self.spec, backend=vc["backend"], num_envs=vc["num_envs"],
                                           env_kwargs=dict(config.get("env", {})), native=vc["native"],
                                           **backend_kwargs)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env = self.venv.agents_per_env
         self.num_rows = self.venv.num_agents
+        if self.on_device:
+            if tc["device"] not in ("cpu", "auto") and torch.device(tc["device"]) != self.venv.device:
+                raise ConfigError(f"train.device={tc['device']!r}: with --backend cuda the policy trains where the "
+                                  f"kernels run ({self.venv.device}); drop --device")
+            self.device = torch.device(self.venv.device)
 
         self.agent = build_agent(self.obs_spec, self.act_spec, pc, self.spec.load_policy()).to(self.device)
         # --compile: compile the two entry points (compiling the module would only cover forward()).
@@ -203,10 +246,13 @@ class Trainer:
         if self.num_steps < 1:
             raise ConfigError("train.num_steps: must be at least 1")
         pool = self.venv.batch_envs != self.venv.num_envs  # rows can run ahead: spare segments
-        self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), self.num_steps,
-                               (self.obs_spec.flat_size,),
-                               self.obs_spec.flat_dtype, self.act_spec.shape, self.act_spec.dtype,
-                               self.agent.lstm_size)
+        if self.on_device:
+            self.rollout: Rollout | DeviceRollout = DeviceRollout(self.venv, self.agent, self.num_steps)
+        else:
+            self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), self.num_steps,
+                                   (self.obs_spec.flat_size,),
+                                   self.obs_spec.flat_dtype, self.act_spec.shape, self.act_spec.dtype,
+                                   self.agent.lstm_size)
         self.state = self.agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
         self.all_env_ids, self.all_rows = np.arange(self.venv.num_envs), np.arange(self.num_rows)
         self.first = np.ones(self.num_rows, dtype=bool)  # next obs of this row starts an episode
@@ -220,6 +266,7 @@ class Trainer:
         self.recent_returns: collections.deque = collections.deque(maxlen=tc["solve_window"])
         self.recent_lengths: collections.deque = collections.deque(maxlen=tc["solve_window"])
         self.new_episodes: list[tuple[float, float]] = []
+        self.rollout_metrics: dict[str, float] = {}  # device rollouts: e.g. Tag's tag_rate
         self.solved_return = self.spec.solved_return
         self.solved_at_step: int | None = None
         self.solved_at_time: float | None = None
@@ -234,7 +281,11 @@ class Trainer:
 
     # -- environment interaction --------------------------------------------------------
     def env_seed(self) -> int:
-        """Envs are (re-)seeded from the run seed and the update count, so resumes replay exactly."""
+        """Envs are (re-)seeded from the run seed and the update count, so resumes replay exactly.
+
+        Kernel envs (``--backend cuda``) are seeded once, when built; their reset is a no-op, so they
+        continue where they were (a resumed cuda run does not replay exactly).
+        """
         return int(self.tc["seed"]) * 1_000_003 + self.update * self.venv.num_envs
 
     def reset_envs(self) -> None:
@@ -246,6 +297,10 @@ class Trainer:
 
     def collect(self) -> np.ndarray:
         """Step the envs until ``num_rows`` segments are full (or a row has nowhere to write); returns them."""
+        if self.on_device:
+            infos, self.rollout_metrics = self.rollout.collect(self.phase_time)
+            self.new_episodes += [(float(i["episode_return"]), float(i["episode_length"])) for i in infos]
+            return self.all_rows
         ro, apE = self.rollout, self.agents_per_env
         while True:
             t0 = time.perf_counter()
@@ -300,36 +355,26 @@ class Trainer:
     # -- learning ------------------------------------------------------------------------
     def advantages(self, segs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE along each segment's own time axis (one row's consecutive steps)."""
-        ro, gamma, lam, steps = self.rollout, self.tc["gamma"], self.tc["gae_lambda"], self.num_steps
-        idx = torch.from_numpy(segs)
-        values = ro.values[idx]
-        nonterminal = 1.0 - ro.starts[idx, 1:].float()
-        rewards = ro.rewards[idx]
-        adv = torch.zeros(len(segs), steps)
-        last = torch.zeros(len(segs))
-        for t in reversed(range(steps)):
-            delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
-            last = delta + gamma * lam * nonterminal[:, t] * last
-            adv[:, t] = last
-        return adv, adv + values[:, :steps]
+        seg = self.rollout.take(segs)
+        return gae(seg["rewards"], seg["values"], seg["starts"], self.tc["gamma"], self.tc["gae_lambda"])
 
     def learn(self, segs: np.ndarray) -> dict:
         """PPO epochs over full segments; padded rows (mask False) weigh zero in every loss."""
-        tc, ro, dev, steps = self.tc, self.rollout, self.device, self.num_steps
+        tc, dev, steps = self.tc, self.device, self.num_steps
         if tc["anneal_lr"]:
             frac = max(0.0, 1.0 - self.update / self.total_updates)
             self.optimizer.param_groups[0]["lr"] = frac * tc["learning_rate"]
-        adv, returns = self.advantages(segs)
-        idx = torch.from_numpy(segs)
-        obs, actions = ro.obs[idx, :steps].to(dev), ro.actions[idx, :steps].to(dev)
-        logprobs, values = ro.logprobs[idx, :steps].to(dev), ro.values[idx, :steps].to(dev)
-        masks, starts = ro.masks[idx, :steps].to(dev), ro.starts[idx, :steps].to(dev)
+        seg = self.rollout.take(segs)  # on the rollout's device: the CPU, or the kernels' device
+        adv, returns = gae(seg["rewards"], seg["values"], seg["starts"], tc["gamma"], tc["gae_lambda"])
+        # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
+        obs, actions, logprobs, values, masks, starts = (seg[name][:, :steps].to(dev).contiguous() for name in
+                                                         ("obs", "actions", "logprobs", "values", "masks", "starts"))
         adv, returns = adv.to(dev), returns.to(dev)
 
         recurrent = self.agent.lstm is not None
         if recurrent:  # minibatches of whole rows, time-major for the unroll
             units = torch.arange(len(segs))
-            h0, c0 = ro.h[idx, 0].to(dev), ro.c[idx, 0].to(dev)
+            h0, c0 = seg["h"][:, 0].to(dev), seg["c"][:, 0].to(dev)
         else:  # minibatches of single live transitions
             units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
         n_units = len(units)
@@ -338,9 +383,9 @@ class Trainer:
         mb_size = max(1, n_units // tc["num_minibatches"])
         stats = collections.defaultdict(list)
         for _epoch in range(tc["update_epochs"]):
-            order = units[torch.randperm(n_units, generator=self.generator)]
+            order = units[torch.randperm(n_units, generator=self.generator)].to(dev)  # one copy per epoch
             for start in range(0, n_units - mb_size + 1, mb_size):
-                idx = order[start:start + mb_size].to(dev)
+                idx = order[start:start + mb_size]
                 if recurrent:
                     sl = lambda x: x[idx].transpose(0, 1)  # noqa: E731  (rows, T, ...) -> (T, rows, ...)
                     new_logprob, entropy, new_value = self.evaluate_fn(
@@ -354,14 +399,16 @@ class Trainer:
                     weight = torch.ones_like(mb[0])
                 old_logprob, old_value, mb_adv, mb_ret = mb
                 self.ppo_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats)
-            if tc["target_kl"] and np.mean(stats["approx_kl"][-max(1, tc["num_minibatches"]):]) > tc["target_kl"]:
+            if tc["target_kl"] and float(torch.stack(stats["approx_kl"][-max(1, tc["num_minibatches"]):]).mean()) \
+                    > tc["target_kl"]:
                 break
 
         live = masks.reshape(-1)
         y_pred, y_true = values.reshape(-1)[live], returns.reshape(-1)[live]
         var_y = torch.var(y_true) if len(y_true) > 1 else torch.tensor(0.0)
         explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
-        out = {k: float(np.mean(v)) for k, v in stats.items()}
+        # statistics stayed on the device during the epochs: one read each, here
+        out = {k: float(torch.stack(v).double().mean()) for k, v in stats.items()}
         out.update(explained_variance=explained, learning_rate=self.optimizer.param_groups[0]["lr"])
         return out
 
@@ -372,13 +419,13 @@ class Trainer:
         wmean = lambda x: (x * weight).sum() / total  # noqa: E731
         logratio = new_logprob - old_logprob
         ratio = logratio.exp()
-        with torch.no_grad():
-            stats["approx_kl"].append(float(wmean((ratio - 1) - logratio)))
-            stats["clipfrac"].append(float(wmean(((ratio - 1.0).abs() > tc["clip_coef"]).float())))
-        if tc["norm_adv"] and total > 1:
+        with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)
+            stats["approx_kl"].append(wmean((ratio - 1) - logratio))
+            stats["clipfrac"].append(wmean(((ratio - 1.0).abs() > tc["clip_coef"]).float()))
+        if tc["norm_adv"]:  # a lone live transition has no spread: keep it as is (torch.where: no sync)
             mean = wmean(adv)
-            std = (wmean((adv - mean) ** 2) * total / (total - 1)).sqrt()
-            adv = (adv - mean) / (std + 1e-8)
+            std = (wmean((adv - mean) ** 2) * total / (total - 1).clamp(min=1e-8)).sqrt()
+            adv = torch.where(total > 1, (adv - mean) / (std + 1e-8), adv)
         pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - tc["clip_coef"], 1 + tc["clip_coef"])))
         if tc["clip_vloss"]:
             v_clipped = old_value + (new_value - old_value).clamp(-tc["clip_coef"], tc["clip_coef"])
@@ -391,9 +438,9 @@ class Trainer:
         loss.backward()
         nn.utils.clip_grad_norm_(self.agent.parameters(), tc["max_grad_norm"])
         self.optimizer.step()
-        stats["policy_loss"].append(pg_loss.item())
-        stats["value_loss"].append(v_loss.item())
-        stats["entropy"].append(entropy_loss.item())
+        stats["policy_loss"].append(pg_loss.detach())
+        stats["value_loss"].append(v_loss.detach())
+        stats["entropy"].append(entropy_loss.detach())
 
     # -- the outer loop ------------------------------------------------------------------
     def wall_time(self) -> float:
@@ -436,6 +483,7 @@ class Trainer:
             "episodes": len(episodes),
             "return_recent": mean_recent,
             "solved": self.solved_at_step is not None,
+            **self.rollout_metrics,
             **losses,
             **{f"time_{k}": round(v, 4) for k, v in self.phase_time.items()},
         }

@@ -99,6 +99,18 @@ class CudaVectorEnv(VectorEnv):
         return self.kernel.episodes.collect()
 
     @property
+    def device(self) -> Any:
+        """The torch device of the kernels' arrays (``cuda:N``, or ``cpu`` for ``device="host"``)."""
+        return self.actions.device
+
+    def state_tensor(self, name: str) -> Any:
+        """Kernel state array ``name`` (``(num_envs, per_env)``) as a tensor sharing its memory, or None.
+
+        Lets a trainer count env events on the device, e.g. Tag's per-step ``tagged`` flags.
+        """
+        return self.kernel.tensor(name) if name in self.kernel.reference.state_arrays else None
+
+    @property
     def episodes_dropped(self) -> int:
         """Episodes lost because an env finished more than ``episode_slots`` between two reads."""
         return self.kernel.episodes.dropped

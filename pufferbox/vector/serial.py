@@ -36,6 +36,9 @@ class SerialVectorEnv(VectorEnv):
         self.blocks = factory.blocks(num_envs)
         self.buffers = buffers if buffers is not None else Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents)
         self.spans = assign_blocks(self.blocks, self.buffers)
+        # (block, its action rows, first env): precomputed so a step slices nothing.
+        self.steps = [(block, self.buffers.actions[start:stop], first_env)
+                      for block, (start, stop, first_env) in zip(self.blocks, self.spans)]
         self.env_ids = np.arange(num_envs)
         self.infos: list[dict] = []
         self.closed = False
@@ -56,8 +59,10 @@ class SerialVectorEnv(VectorEnv):
         if actions is not self.buffers.actions:
             self.buffers.actions[:] = actions
         self.infos = []
-        for block, (start, stop, first_env) in zip(self.blocks, self.spans):
-            self.collect(block.vec_step(self.buffers.actions[start:stop]), first_env)
+        for block, block_actions, first_env in self.steps:
+            block_infos = block.vec_step(block_actions)
+            if block_infos:
+                self.collect(block_infos, first_env)
 
     def recv(self):
         b = self.buffers

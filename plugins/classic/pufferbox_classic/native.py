@@ -40,7 +40,8 @@ TAU = 0.02
 THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 MAX_EPISODE_STEPS = 500
-RESET_DRAWS = 32
+RESET_DRAWS = 64  # per-env reset states drawn per refill: fewer Python-level refills
+FORCES = np.array([-FORCE_MAG, FORCE_MAG])  # by action: exactly gymnasium's ±force_mag
 
 
 def cartpole_spaces() -> tuple[gymnasium.spaces.Box, gymnasium.spaces.Discrete]:
@@ -67,6 +68,7 @@ class CartPoleNative(NativeBlock):
         self.next_draw = np.zeros(n, dtype=np.int64)
         self.tmp = [np.empty(n, dtype=np.float64) for _ in range(5)]
         self.done = np.empty(n, dtype=bool)
+        self.out_of_bounds = np.empty(n, dtype=bool)
         self.checked = False
 
     def refill(self, env: int) -> None:
@@ -82,7 +84,11 @@ class CartPoleNative(NativeBlock):
         self.returns[envs] = 0.0
 
     def write_observations(self) -> None:
-        self.buffers.observations[:] = self.state.T  # float64 -> float32, like np.array(state, np.float32)
+        # float64 -> float32 like np.array(state, np.float32); one column per state row is ~2x
+        # faster than one cast-and-transpose of the whole (4, n) state.
+        obs = self.buffers.observations
+        for i in range(4):
+            obs[:, i] = self.state[i]
 
     def vec_reset(self, seed: int | None = None) -> list[dict]:
         if seed is not None or not self.rngs:
@@ -106,8 +112,8 @@ class CartPoleNative(NativeBlock):
             self.checked = True
         x, x_dot, theta, theta_dot = self.state
         force, costheta, sintheta, temp, thetaacc = self.tmp
-        np.multiply(np.asarray(actions).reshape(-1) == 1, 2 * FORCE_MAG, out=force)
-        force -= FORCE_MAG                      # exactly +10.0 or -10.0
+        # Checked to be 0/1 on the first step; "clip" skips the buffered bounds check of "raise".
+        np.take(FORCES, np.asarray(actions).reshape(-1), out=force, mode="clip")
         np.cos(theta, out=costheta)
         np.sin(theta, out=sintheta)
         # temp = (force + polemass_length * theta_dot**2 * sintheta) / total_mass
@@ -143,10 +149,12 @@ class CartPoleNative(NativeBlock):
 
         b = self.buffers
         terminated = b.terminals
-        np.less(x, -X_THRESHOLD, out=terminated)
-        terminated |= x > X_THRESHOLD
-        terminated |= theta < -THETA_THRESHOLD
-        terminated |= theta > THETA_THRESHOLD
+        # |v| > t is exactly (v < -t or v > t) in floating point: 5 passes instead of 7.
+        np.abs(x, out=temp)
+        np.greater(temp, X_THRESHOLD, out=terminated)
+        np.abs(theta, out=temp)
+        np.greater(temp, THETA_THRESHOLD, out=self.out_of_bounds)
+        terminated |= self.out_of_bounds
         self.lengths += 1
         np.greater_equal(self.lengths, self.max_episode_steps, out=b.truncations)
         b.rewards[:] = 1.0

@@ -23,6 +23,24 @@ OCEAN = [
 ]
 
 
+# Settings beyond the trainer's defaults, found with benchmarks/bench_train_ocean.py: memory needs
+# an LSTM (it recalls bits seen steps ago); spaces pays each step for that step only, so a short
+# horizon, short rollouts over many envs and a constant high learning rate suit it.
+TUNED = {
+    "memory": {"policy": {"lstm": True}, "vec": {"num_envs": 64},
+               "train": {"num_steps": 16, "learning_rate": 3e-3, "gamma": 0.9}},
+    "spaces": {"vec": {"num_envs": 128},
+               "train": {"num_steps": 8, "learning_rate": 5e-3, "gamma": 0.5, "ent_coef": 0.0, "anneal_lr": False}},
+}
+
+
+def defaults_for(name: str, steps: int) -> dict:
+    tuned = TUNED.get(name, {})
+    out = {section: dict(values) for section, values in tuned.items()}
+    out.setdefault("train", {})["total_steps"] = steps
+    return out
+
+
 def summary(cls: type) -> str:
     return (cls.__doc__ or "").strip().splitlines()[0]
 
@@ -36,6 +54,6 @@ def register_envs(register):
             native=batched,
             description=summary(single),
             solved_return=solved,
-            defaults={"train": {"total_steps": steps}},
+            defaults=defaults_for(name, steps),
             aliases=(f"ocean/{name}",),
         ))

@@ -1,0 +1,193 @@
+"""NetHack throughput: raw nle against pufferbox serial/multiprocessing and peer vectorizers.
+
+nle's step time depends on the game state (a prompt, a fight and a dead end differ by
+several times), so every configuration plays the *same games*: env ``i`` is seeded with
+``i`` the way the plugin seeds nle, and at step ``t`` takes ``ACTIONS[t % 1024, i]``
+from one table. The flattening overhead is then pufferbox serial against the plugin's raw
+env (``glyphs``, ``blstats``, ``message``) stepped in a plain loop, with the same number
+of envs; those two rows are timed alternately ``--repeats`` times and the medians kept.
+Peers: Gymnasium SyncVectorEnv/AsyncVectorEnv, SB3 DummyVecEnv/SubprocVecEnv, PufferLib
+3.0 when its venv exists (``benchmarks/pufferlib_peer.py``; skipped with a note
+otherwise). ``--write`` replaces the ``### nethack`` table in the "Vectorization
+backends" section of benchmarks/RESULTS.md.
+
+    .venv/bin/python benchmarks/bench_nethack.py --seconds 3 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_vectorization import pufferlib_peer, replace_block  # noqa: E402
+
+BLOCK = "nethack"
+TABLE_ROWS = 1024
+NUM_ACTIONS = 23  # NetHackScore-v0's action space
+
+
+def action_table(num_envs: int) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, NUM_ACTIONS, (TABLE_ROWS, num_envs))
+
+
+def make_plugin_env() -> Any:
+    from pufferbox_nethack.plugin import make_nethack
+
+    return make_nethack("score")
+
+
+def timed(step: Callable[[int], int], seconds: float) -> float:
+    """Calls ``step(t)`` (returning env steps done) for ``seconds`` after a 0.2 s warm-up; steps/s."""
+    t, start, timing = 0, time.perf_counter(), False
+    steps = 0
+    while True:
+        steps += step(t)
+        t += 1
+        now = time.perf_counter()
+        if not timing and now - start >= 0.2:
+            timing, steps, start = True, 0, now
+        elif timing and now - start >= seconds:
+            return steps / (now - start)
+
+
+def raw_loop(num_envs: int, seconds: float, first: int = 0) -> float:
+    """The plugin's raw envs ``first..first+num_envs-1`` stepped one after another in a plain loop."""
+    envs = [make_plugin_env() for _ in range(num_envs)]
+    for i, env in enumerate(envs):
+        env.reset(seed=first + i)
+    table = action_table(first + num_envs)[:, first:].tolist()
+
+    def step(t: int) -> int:
+        for env, action in zip(envs, table[t % TABLE_ROWS]):
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+        return num_envs
+    try:
+        return timed(step, seconds)
+    finally:
+        for env in envs:
+            env.close()
+
+
+def raw_parallel(num_envs: int, seconds: float) -> float:
+    """Two raw loops of half the envs each in two processes, no IPC: the two-core ceiling now."""
+    import multiprocessing as mp
+
+    half = num_envs // 2
+    with mp.get_context("fork").Pool(2) as pool:
+        return sum(pool.starmap(raw_loop, [(half, seconds, 0), (half, seconds, half)]))
+
+
+def pufferbox_loop(num_envs: int, seconds: float, **kwargs: Any) -> float:
+    import pufferbox.vector as vector
+
+    table = action_table(num_envs)
+    rows = [np.ascontiguousarray(row) for row in table]  # sync batches: no indexing in the loop
+    with vector.make("nethack", num_envs=num_envs, **kwargs) as venv:
+        venv.async_reset(seed=0)
+        env_ids = venv.recv()[5]
+        pool = venv.batch_envs != num_envs
+
+        def step(t: int) -> int:
+            nonlocal env_ids
+            venv.send(table[t % TABLE_ROWS, env_ids] if pool else rows[t % TABLE_ROWS])
+            env_ids = venv.recv()[5]
+            return len(env_ids)
+        return timed(step, seconds)
+
+
+def peer_loop(kind: str, num_envs: int, seconds: float) -> float:
+    table = action_table(num_envs)
+    if kind.startswith("sb3"):
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        venv = (DummyVecEnv if kind == "sb3-dummy" else SubprocVecEnv)([make_plugin_env] * num_envs)
+        venv.seed(0)
+        venv.reset()
+    else:
+        import gymnasium
+
+        cls = gymnasium.vector.SyncVectorEnv if kind == "gym-sync" else gymnasium.vector.AsyncVectorEnv
+        venv = cls([make_plugin_env] * num_envs)
+        venv.reset(seed=0)
+
+    def step(t: int) -> int:
+        venv.step(table[t % TABLE_ROWS])
+        return num_envs
+    try:
+        return timed(step, seconds)
+    finally:
+        venv.close()
+
+
+def run(seconds: float, n: int, repeats: int) -> list[tuple[str, float]]:
+    rows: list[tuple[str, float]] = []
+
+    def add(name: str, value: float) -> None:
+        rows.append((name, value))
+        print(f"{name:66s} {value:>10,.0f}", flush=True)
+
+    # Alternate the pair whose ratio is the flattening overhead; medians damp the other jobs' noise.
+    for envs in (1, n):
+        raw, serial = [], []
+        for _ in range(repeats):
+            raw.append(raw_loop(envs, seconds))
+            serial.append(pufferbox_loop(envs, seconds))
+        add(f"raw nle, plugin env, {envs} env{'s' * (envs > 1)} in a loop (median of {repeats})", statistics.median(raw))
+        add(f"pufferbox serial, {envs} env{'s' * (envs > 1)} (median of {repeats})", statistics.median(serial))
+    add(f"{n} raw envs split over 2 processes, no IPC (the two-core ceiling at this load)",
+        raw_parallel(n, seconds))
+    add(f"pufferbox multiprocessing, {n} envs / 2 workers",
+        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2))
+    add(f"pufferbox multiprocessing, {2 * n} envs / 2 workers",
+        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=2))
+    add(f"pufferbox pool, {2 * n} envs / 4 workers, batch {n}",
+        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=4, batch_size=n))
+    add(f"Gymnasium SyncVectorEnv, {n} envs", peer_loop("gym-sync", n, seconds))
+    add(f"Gymnasium AsyncVectorEnv, {n} envs", peer_loop("gym-async", n, seconds))
+    add(f"SB3 DummyVecEnv, {n} envs", peer_loop("sb3-dummy", n, seconds))
+    add(f"SB3 SubprocVecEnv, {n} envs", peer_loop("sb3-subproc", n, seconds))
+    for name, value in pufferlib_peer("nethack", seconds, n).items():
+        add(name, value)
+    return rows
+
+
+def markdown(rows: list[tuple[str, float]], command: str, load_before: tuple, load_after: tuple) -> str:
+    base = rows[0][1]
+    lines = ["### nethack", "",
+             f"Load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f}, "
+             f"after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. Reproduce: `{command}`", "",
+             "| configuration | steps/s | vs raw 1 env |", "|---|---:|---:|"]
+    lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for name, value in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="timing per configuration")
+    parser.add_argument("--num-envs", type=int, default=8, help="envs per vectorized configuration")
+    parser.add_argument("--repeats", type=int, default=3, help="alternations of the raw/serial pair")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    if args.seconds <= 0 or args.num_envs < 2 or args.num_envs % 2 or args.repeats < 1:
+        parser.error("--seconds must be positive, --num-envs an even number >= 2, --repeats >= 1")
+    load_before = os.getloadavg()
+    start = time.perf_counter()
+    rows = run(args.seconds, args.num_envs, args.repeats)
+    text = markdown(rows, " ".join([".venv/bin/python", *sys.argv]), load_before, os.getloadavg())
+    print(f"\n{text}(took {time.perf_counter() - start:.0f} s)")
+    if args.write:
+        replace_block(BLOCK, text)
+
+
+if __name__ == "__main__":
+    main()
