@@ -32,7 +32,7 @@ class PodTask:
     pod: int
     hyperparams: dict
     parent: int | None = None
-    parent_checkpoint: str | None = None
+    parent_checkpoint: bytes | None = None  # the file's bytes: pods may run on nodes without the run dir
     parent_steps: int = 0
     generation: int = 0
     seed: int = 0
@@ -58,6 +58,8 @@ def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Ra
         return PodTask(pod=pod, hyperparams=perturb(base_hyperparams, rng) if pod else dict(base_hyperparams),
                        seed=seed)
     parent: Entry = rng.choice(top[: max(1, math.ceil(len(top) / 2))])
+    with open(parent.checkpoint, "rb") as f:
+        weights = f.read()
     return PodTask(pod=pod, hyperparams=perturb(parent.hyperparams, rng), parent=parent.id,
-                   parent_checkpoint=parent.checkpoint, parent_steps=parent.steps,
+                   parent_checkpoint=weights, parent_steps=parent.steps,
                    generation=parent.generation + 1, seed=seed)

@@ -61,7 +61,7 @@ class Entry:
     hyperparams: dict = field(default_factory=dict)
     parent: int | None = None
     generation: int = 0
-    checkpoint: str | None = None
+    checkpoint: str | bytes | None = None  # a file path, or the checkpoint's bytes to store
     id: int | None = None
     on_board: bool = True
     created: float = 0.0
@@ -95,10 +95,13 @@ class Leaderboard:
         tournament's total steps never disagree with the board after a crash."""
         entry.created = entry.created or time.time()
         stored_ckpt = None
-        if entry.checkpoint:
+        if entry.checkpoint is not None:
             stored_ckpt = self.checkpoint_dir / f"pod{entry.pod}-{int(entry.created * 1e6)}.pt"
             tmp = stored_ckpt.with_suffix(".tmp")
-            shutil.copyfile(entry.checkpoint, tmp)
+            if isinstance(entry.checkpoint, bytes):
+                tmp.write_bytes(entry.checkpoint)
+            else:
+                shutil.copyfile(entry.checkpoint, tmp)
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(tmp, stored_ckpt)
@@ -112,6 +115,7 @@ class Leaderboard:
                  entry.episodes, entry.steps, json.dumps(entry.hyperparams, sort_keys=True),
                  str(stored_ckpt) if stored_ckpt else None, entry.created))
             entry.id = cur.lastrowid
+            entry.checkpoint = str(stored_ckpt) if stored_ckpt else None
             board = self.db.execute(
                 "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC").fetchall()
             dropped = board[self.capacity:]

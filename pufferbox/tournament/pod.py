@@ -24,7 +24,7 @@ class SliceResult:
     """What a pod reports after one slice."""
 
     task: PodTask
-    checkpoint: str
+    checkpoint: bytes  # the checkpoint file's bytes, shipped through Ray's object store
     steps: int  # steps trained in this slice
     lineage_steps: int  # steps trained by the agent's whole lineage
     score: float
@@ -79,7 +79,9 @@ class Pod:
         trainer.tc.update(config["train"])
         t1 = time.perf_counter()
         if task.parent_checkpoint:
-            state = load_checkpoint(task.parent_checkpoint, map_location=trainer.device)
+            parent_file = self.dir / "parent.pt"
+            parent_file.write_bytes(task.parent_checkpoint)
+            state = load_checkpoint(parent_file, map_location=trainer.device)
             trainer.agent.load_state_dict(state["model"])
             trainer.optimizer.load_state_dict(state["optimizer"])
         else:  # a new lineage: fresh weights from the task's seed, fresh optimizer moments
@@ -97,8 +99,10 @@ class Pod:
         checkpoint = trainer.save_checkpoint(str(self.dir / f"task-{task.pod}"))
         t3 = time.perf_counter()
         evaluation = evaluate(self.env, checkpoint, episodes=eval_episodes, seed=task.seed + 1)
+        weights = Path(checkpoint).read_bytes()
         t4 = time.perf_counter()
-        return SliceResult(task=task, checkpoint=checkpoint, steps=trained, lineage_steps=task.parent_steps + trained,
+        task.parent_checkpoint = None  # do not send the parent's weights back
+        return SliceResult(task=task, checkpoint=weights, steps=trained, lineage_steps=task.parent_steps + trained,
                            score=evaluation["mean_return"], score_std=evaluation["std_return"],
                            episodes=evaluation["episodes"], setup_time=t1 - t0, load_time=t2 - t1,
                            train_time=t3 - t2, eval_time=t4 - t3, node=os.uname().nodename,
