@@ -46,7 +46,10 @@ means, grouped by part of the run (episode-weighted).
 - **Breakout**: `pufferbox train breakout --total-steps 50000 --run-dir runs/breakout-50k`:
   50,176 steps in 347 s (145 steps/s, NatureCNN, 8 envs). Clipped episode return: 0.95 over the
   first half (131 episodes), 1.81 over the second (118). Plot: `benchmarks/breakout-50k.png`.
-- **Procgen bigfish**: BIGFISH_ROW
+- **Procgen bigfish**: `pufferbox train procgen/bigfish --total-steps 100000 --run-dir runs/bigfish-100k`: 114,688 steps
+  (7 updates of 64 envs x 256 steps) in 1,364 s (84 steps/s: the IMPALA ResNet on 2 shared cores is the
+  cost; the env block alone does 26k steps/s above). Mean episode return per update: 0.54, 0.87, 0.74,
+  1.06, 0.85, 1.01, 0.96 (about 140 episodes each). Plot: `benchmarks/bigfish-100k.png`.
 """
 
 

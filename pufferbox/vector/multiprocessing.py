@@ -51,6 +51,7 @@ DONE, RESET, STEP, CLOSE, ERROR = 0, 1, 2, 3, 4
 SPIN_SECONDS = 5e-5       # busy-wait this long before blocking, when there are spare cores
 LIVENESS_PERIOD = 0.05    # how often a waiting main process checks that workers are alive
 PARENT_CHECK = 1.0        # how often an idle worker checks that its parent still exists
+YIELD = bool(int(os.environ.get("PB_YIELD", "1")))
 
 
 class WorkerError(RuntimeError):
@@ -78,6 +79,8 @@ def acquire(sem: Any, spin_s: float, timeout: float) -> bool:
         while time.perf_counter() < deadline:
             if sem.acquire(False):
                 return True
+            if YIELD:
+                os.sched_yield()
     return sem.acquire(True, timeout)
 
 
