@@ -186,6 +186,8 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
         lambda: raw_parallel(make_uneven, 2, s))
     add(w, "Gymnasium AsyncVectorEnv, 2 envs", lambda: gym_vector("async", make_uneven, 2, s))
     add(w, "SB3 SubprocVecEnv, 2 envs", lambda: sb3_vector("subproc", make_uneven, 2, s))
+    add(w, "Gymnasium AsyncVectorEnv, 4 envs", lambda: gym_vector("async", make_uneven, 4, s))
+    add(w, "SB3 SubprocVecEnv, 4 envs", lambda: sb3_vector("subproc", make_uneven, 4, s))
     add(w, "pufferbox multiprocessing, 2 envs / 2 workers (sync)",
         lambda: pb(uneven, s, backend="multiprocessing", num_envs=2, num_workers=2))
     add(w, "pufferbox pool, 4 envs / 4 workers, batch 2",

@@ -146,6 +146,7 @@ class GymnasiumEmulator(gymnasium.Env):
 
     # -- Gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)  # seeds self.np_random, as Gymnasium's checker expects of any Env
         obs, info = self.env.reset(seed=seed, options=options)
         self.write_observation(obs)
         self.needs_reset = False

@@ -3,7 +3,7 @@
 Each check raises :class:`ConformanceError` with a precise message (step, env, field)
 on the first violation; :func:`check_env_spec` runs them all and collects the results.
 
-* ``api``: Gymnasium ``check_env`` or PettingZoo ``parallel_api_test`` on the raw env.
+* ``api``: Gymnasium ``check_env`` or PettingZoo ``parallel_api_test`` on the raw and the flattened env.
 * ``spaces``: every observation of a seeded random rollout lies in the declared space.
 * ``determinism``: two raw envs reset with one seed and fed one action sequence agree.
 * ``flattening``: the raw env and the flattened env in lock step agree once the flat
@@ -83,26 +83,29 @@ def seeded_sampler(space: gymnasium.Space, seed: int) -> gymnasium.Space:
 
 # -- api --------------------------------------------------------------------------------
 def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
-    env = spec.make_raw(**cfg.kwargs)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")  # style warnings and banners are not contract violations
-            if is_multiagent(env):
-                from pettingzoo.test import parallel_api_test
+    """The ecosystem's own checker on the raw env, then on the flattened (emulated) env."""
+    for kind, make in (("raw", spec.make_raw), ("flattened", spec.make_emulated)):
+        env = make(**cfg.kwargs)
+        multi = is_multiagent(env)
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")  # style warnings and banners are not contract violations
+                if multi:
+                    from pettingzoo.test import parallel_api_test
 
-                parallel_api_test(env, num_cycles=min(cfg.steps, 100))
-            else:
-                from gymnasium.utils.env_checker import check_env
+                    parallel_api_test(env, num_cycles=min(cfg.steps, 100))
+                else:
+                    from gymnasium.utils.env_checker import check_env
 
-                check_env(env, skip_render_check=True)
-    except ConformanceError:
-        raise
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        fail(f"{'parallel_api_test' if is_multiagent(env) else 'gymnasium check_env'} failed: "
-             f"{type(exc).__name__}: {first}")
-    finally:
-        env.close()
+                    check_env(env, skip_render_check=True)
+        except ConformanceError:
+            raise
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            fail(f"{'parallel_api_test' if multi else 'gymnasium check_env'} failed on the {kind} env: "
+                 f"{type(exc).__name__}: {first}")
+        finally:
+            env.close()
 
 
 # -- raw rollouts -----------------------------------------------------------------------

@@ -5,11 +5,12 @@ shared-memory segment (observations, rewards, terminals, truncations, masks, act
 The main process signals a worker by writing a command into its flag in shared memory
 and posting the worker's semaphore; the worker writes ``DONE`` (or ``ERROR``) when its
 rows are ready and posts one semaphore shared by all workers. Both sides spin for
-``spin_s`` before blocking on the semaphore. Spinning only pays when every spinner has
-its own core: with ``num_workers + 1`` processes on fewer cores a spinning process steals
-the core of the one it waits for (emulated CartPole on 2 cores: ~7k steps/s spinning,
-several times more blocking), so ``spin_s`` defaults to 0 there. Pipes carry only
-seeds, non-empty infos and errors.
+``spin_s`` (calling ``os.sched_yield`` between checks) before blocking on the semaphore:
+on this project's 2-core VMs waking a blocked process costs ~100 µs, which a short spin
+avoids, while yielding lets the process being waited for have the core (a plain spin
+with 3 processes on 2 cores ran emulated CartPole at ~7k steps/s instead of ~140k).
+With more workers than cores (a pool keeping every core busy) ``spin_s`` defaults to 0.
+Pipes carry only seeds, non-empty infos and errors.
 
 With ``batch_size < num_envs`` the backend is an EnvPool-style pool: ``recv()`` returns
 the first workers to finish (``env_ids`` says which envs); ``zero_copy=True`` instead
@@ -48,10 +49,9 @@ __all__ = ["MultiprocessingVectorEnv", "WorkerError"]
 
 # Flag values: the main process writes RESET/STEP/CLOSE, the worker answers DONE/ERROR.
 DONE, RESET, STEP, CLOSE, ERROR = 0, 1, 2, 3, 4
-SPIN_SECONDS = 5e-5       # busy-wait this long before blocking, when there are spare cores
+SPIN_SECONDS = 5e-4       # spin (yielding) this long before blocking, when workers fit the cores
 LIVENESS_PERIOD = 0.05    # how often a waiting main process checks that workers are alive
 PARENT_CHECK = 1.0        # how often an idle worker checks that its parent still exists
-YIELD = bool(int(os.environ.get("PB_YIELD", "1")))
 
 
 class WorkerError(RuntimeError):
@@ -66,8 +66,8 @@ def usable_cores() -> int:
 
 
 def default_spin(num_workers: int) -> float:
-    """Spin only when the workers and the main process each have a core of their own."""
-    return SPIN_SECONDS if num_workers + 1 <= usable_cores() else 0.0
+    """Spin only when every worker has a core: a pool with more workers than cores keeps them busy."""
+    return SPIN_SECONDS if num_workers <= usable_cores() else 0.0
 
 
 def acquire(sem: Any, spin_s: float, timeout: float) -> bool:
@@ -79,8 +79,7 @@ def acquire(sem: Any, spin_s: float, timeout: float) -> bool:
         while time.perf_counter() < deadline:
             if sem.acquire(False):
                 return True
-            if YIELD:
-                os.sched_yield()
+            os.sched_yield()  # a runnable process on this core (the one we wait for) goes first
     return sem.acquire(True, timeout)
 
 
@@ -202,8 +201,8 @@ class MultiprocessingVectorEnv(VectorEnv):
         zero_copy: pools return views of an aligned contiguous group of workers instead of
             copies of the first workers to finish.
         start_method: ``fork`` (default), ``forkserver`` or ``spawn``.
-        spin_s: seconds each side busy-waits before blocking on a semaphore (default:
-            50 µs when ``num_workers + 1`` fits the usable cores, else 0).
+        spin_s: seconds each side spins (yielding) before blocking on a semaphore (default:
+            0.5 ms when ``num_workers`` fits the usable cores, else 0).
     """
 
     backend = "multiprocessing"
