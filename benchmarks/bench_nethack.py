@@ -148,6 +148,8 @@ def run(seconds: float, n: int, repeats: int) -> list[tuple[str, float]]:
         raw_parallel(n, seconds))
     add(f"pufferbox multiprocessing, {n} envs / 2 workers",
         pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2))
+    add(f"pufferbox multiprocessing, {n} envs / 2 workers, spin_s=0 (always block)",
+        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2, spin_s=0.0))
     add(f"pufferbox multiprocessing, {2 * n} envs / 2 workers",
         pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=2))
     add(f"pufferbox pool, {2 * n} envs / 4 workers, batch {n}",

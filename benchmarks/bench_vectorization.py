@@ -170,6 +170,8 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
     add(w, "pufferbox serial, emulated, 8 envs", lambda: pb("cartpole", s, num_envs=8, native=False))
     add(w, "pufferbox multiprocessing, emulated, 16 envs / 2 workers",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False))
+    add(w, "pufferbox multiprocessing, emulated, 16 envs / 2 workers, spin_s=0 (always block)",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False, spin_s=0.0))
     add(w, "pufferbox multiprocessing, emulated, 16 envs / 1 worker",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, native=False))
     add(w, "pufferbox multiprocessing, emulated, 32 envs / 2 workers",

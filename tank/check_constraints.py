@@ -32,6 +32,15 @@ from packaging.version import InvalidVersion, Version
 LOCAL_PREFIX = "pufferbox"
 
 
+def parse_requirement(text: str, where: str, problems: list[str]) -> Requirement | None:
+    """``text`` as a requirement, or ``None`` after adding why it cannot be parsed to ``problems``."""
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        problems.append(f"{where}: cannot parse {text!r} ({exc})")
+        return None
+
+
 def read_pins(constraints: Path) -> tuple[dict[str, Version], list[str]]:
     """``{canonical name: pinned version}`` from a constraints file, and its malformed lines."""
     pins: dict[str, Version] = {}
@@ -41,10 +50,8 @@ def read_pins(constraints: Path) -> tuple[dict[str, Version], list[str]]:
         if not line:
             continue
         where = f"{constraints}:{number}"
-        try:
-            req = Requirement(line)
-        except InvalidRequirement as exc:
-            problems.append(f"{where}: cannot parse {line!r} ({exc})")
+        req = parse_requirement(line, where, problems)
+        if req is None:
             continue
         specs = list(req.specifier)
         if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
@@ -76,10 +83,8 @@ def check(root: Path, constraints: Path) -> list[str]:
     pins, problems = read_pins(constraints)
     for pyproject in pyprojects(root):
         for where, text in declared_requirements(pyproject):
-            try:
-                req = Requirement(text)
-            except InvalidRequirement as exc:
-                problems.append(f"{where}: cannot parse {text!r} ({exc})")
+            req = parse_requirement(text, where, problems)
+            if req is None:
                 continue
             name = canonicalize_name(req.name)
             if name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + "-"):

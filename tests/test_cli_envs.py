@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from pufferbox import EnvSpec, __version__, hookimpl
 from pufferbox.cli import cli, load_commands
-from pufferbox.registry import Registry, get_registry
+from pufferbox.registry import Registry
 
 _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).parent / "plugins" / "plugin_dists.py")
 plugin_dists = importlib.util.module_from_spec(_helper)
@@ -24,13 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIRST_PARTY = {"cartpole", "squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
 load_commands()
 
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    monkeypatch.delenv("PUFFERBOX_PLUGINS", raising=False)
-    get_registry.cache_clear()
-    yield
-    get_registry.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 
 
 def invoke(*args: str):

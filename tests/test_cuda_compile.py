@@ -1,6 +1,7 @@
 """Every kernel source compiles with nvcc for sm_80 and sm_90 (CPU machines included)."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,9 @@ def kernel_texts():
                                 ("tag-continuous-knearest", TAG_CONTINUOUS, {"k_nearest": 4, "num_runners": 40}),
                                 ("cartpole", CARTPOLE, {})]:
         ref = impl.reference_class()(num_envs=4, **kwargs)
-        yield label, assemble(impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n', ref.constants())
+        # Quoted includes resolve from the source's own folder first, as in the runtime.
+        yield label, assemble(impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n', ref.constants(),
+                              search=(Path(impl.source).parent,))
 
 
 @needs_nvcc

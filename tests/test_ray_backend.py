@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import numpy as np
 import psutil
@@ -15,18 +14,6 @@ from pufferbox.vector.testenvs import env_spec_for
 from test_multiprocessing import assert_same, trajectories  # tests/ is on sys.path (rootdir-relative imports)
 
 ray = pytest.importorskip("ray")
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """One local Ray for the module (it takes seconds to start)."""
-    from pufferbox.vector.ray import ensure_ray
-
-    os.environ.pop("RAY_ADDRESS", None)
-    ensure_ray(num_cpus=2)
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(f"/tmp/pbray-{os.getpid()}", ignore_errors=True)
 
 
 @pytest.mark.slow

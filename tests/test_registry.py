@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pufferbox import EnvSpec, hookimpl
-from pufferbox.registry import Registry, RegistryError, UnknownEnvError, get_registry
+from pufferbox.registry import Registry, RegistryError, UnknownEnvError
 
 _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).parent / "plugins" / "plugin_dists.py")
 plugin_dists = importlib.util.module_from_spec(_helper)
@@ -17,13 +17,7 @@ _helper.loader.exec_module(plugin_dists)
 
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
 
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch):
-    monkeypatch.delenv("PUFFERBOX_PLUGINS", raising=False)
-    get_registry.cache_clear()
-    yield
-    get_registry.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 
 
 def test_first_party_plugins_register_cartpole_and_ocean():

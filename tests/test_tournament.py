@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -24,17 +23,6 @@ ray = pytest.importorskip("ray", reason="the tournament runs on Ray (pip install
 
 SLICE = 4096  # two cartpole updates with the plugin's defaults (64 envs x 32 steps)
 PUFFERBOX = [sys.executable, "-m", "pufferbox"]
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    from pufferbox.vector.ray import ensure_ray
-
-    os.environ.pop("RAY_ADDRESS", None)
-    ensure_ray(num_cpus=2)
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(f"/tmp/pbray-{os.getpid()}", ignore_errors=True)
 
 
 def assert_board_consistent(run_dir: Path) -> list:
@@ -85,18 +73,18 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
     from pufferbox.tournament.orchestrator import run_tournament
 
     killed = []
+    long_slice = 32 * SLICE  # several seconds of training: the kill lands mid-slice
 
     def kill_first_pod(event: dict) -> None:
         if event["event"] == "slice_started" and not killed:
             killed.append(event["actor"])
-            # Kill once the slice is under way (the actor has started and is training).
-            threading.Timer(2.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
+            threading.Timer(3.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
 
-    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "k", total_steps=4 * SLICE,
-                            slice_steps=SLICE * 4, eval_episodes=2, on_event=kill_first_pod)
+    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "k", total_steps=2 * long_slice,
+                            slice_steps=long_slice, eval_episodes=2, on_event=kill_first_pod)
     assert killed
     assert result.lost_slices == 1
-    assert result.total_steps >= 4 * SLICE
+    assert result.slices == 2 and result.total_steps >= 2 * long_slice
     assert_board_consistent(tmp_path / "k")
 
 

@@ -109,9 +109,9 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
         config = resolve_config(spec.defaults, overrides=list(overrides or []))
         # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
         config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
-        if slice_steps is None:
-            budget = total_steps if total_steps is not None else 1_000_000
-            slice_steps = max(config["train"]["num_steps"] * config["vec"]["num_envs"], budget // (pods * 8))
+        if slice_steps is None:  # about four slices per pod: short enough to exploit, long enough to learn
+            update = config["train"]["num_steps"] * config["vec"]["num_envs"]
+            slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
         cpus_per_pod = cpus_per_pod if cpus_per_pod is not None else 1.0
         settings = {"env": env, "pods": pods, "total_steps": total_steps, "hours": hours, "slice_steps": slice_steps,
                     "eval_episodes": eval_episodes, "capacity": capacity, "cpus_per_pod": cpus_per_pod, "seed": seed}

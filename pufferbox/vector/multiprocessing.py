@@ -9,7 +9,8 @@ rows are ready and posts one semaphore shared by all workers. Both sides spin fo
 on this project's 2-core VMs waking a blocked process costs ~100 µs, which a short spin
 avoids, while yielding lets the process being waited for have the core (a plain spin
 with 3 processes on 2 cores ran emulated CartPole at ~7k steps/s instead of ~140k).
-With more workers than cores (a pool keeping every core busy) ``spin_s`` defaults to 0.
+A :class:`Waiter` stops spinning while its recent waits outlast the spin. With more workers
+than cores (a pool keeping every core busy) ``spin_s`` defaults to 0.
 Pipes carry only seeds, non-empty infos and errors.
 
 With ``batch_size < num_envs`` the backend is an EnvPool-style pool: ``recv()`` returns
@@ -70,17 +71,39 @@ def default_spin(num_workers: int) -> float:
     return SPIN_SECONDS if num_workers <= usable_cores() else 0.0
 
 
-def acquire(sem: Any, spin_s: float, timeout: float) -> bool:
-    """Take one token from ``sem``: spin ``spin_s`` first, then block up to ``timeout``."""
-    if sem.acquire(False):
-        return True
-    if spin_s > 0:
-        deadline = time.perf_counter() + spin_s
-        while time.perf_counter() < deadline:
-            if sem.acquire(False):
-                return True
-            os.sched_yield()  # a runnable process on this core (the one we wait for) goes first
-    return sem.acquire(True, timeout)
+class Waiter:
+    """Takes semaphore tokens, spinning first only while recent waits were shorter than the spin.
+
+    A spin saves the wake-up of a blocked process but holds a core. When recent waits ran
+    longer than ``spin_s`` (slow steps, an idle trainer, other jobs on the cores) a spin
+    would only time out, so the waiter blocks at once; waits get short again and it spins again.
+
+    Example:
+        >>> import multiprocessing as mp
+        >>> sem = mp.Semaphore(1)
+        >>> Waiter(spin_s=1e-4).acquire(sem, timeout=0.1)
+        True
+    """
+
+    def __init__(self, spin_s: float):
+        self.spin_s = spin_s
+        self.recent_wait = 0.0  # moving average of seconds per wait
+
+    def acquire(self, sem: Any, timeout: float) -> bool:
+        if sem.acquire(False):
+            self.recent_wait *= 0.75
+            return True
+        start = time.perf_counter()
+        got = False
+        if self.spin_s > 0 and self.recent_wait < self.spin_s:
+            deadline = start + self.spin_s
+            while not got and time.perf_counter() < deadline:
+                os.sched_yield()  # a runnable process on this core (maybe the one we wait for) goes first
+                got = sem.acquire(False)
+        if not got:
+            got = sem.acquire(True, timeout)
+        self.recent_wait = 0.75 * self.recent_wait + 0.25 * (time.perf_counter() - start)
+        return got
 
 
 def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int, row_start: int,
@@ -105,10 +128,11 @@ def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int,
     except BaseException:
         conn.send(("error", f"{first_env}-{first_env + num_envs - 1} (while building)", traceback.format_exc()))
         broken, spans, steps = True, [], []
+    waiter = Waiter(spin_s)
     try:
         while True:
             # One token per command; the timeout only lets an idle worker notice it was orphaned.
-            if not acquire(wake, spin_s, PARENT_CHECK):
+            if not waiter.acquire(wake, PARENT_CHECK):
                 if os.getppid() != parent_pid:
                     return  # orphaned: the main process died without closing us
                 continue
@@ -154,10 +178,10 @@ def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int,
 
 
 def collect(out: list[dict], block_infos: list[dict], first_env: int) -> None:
+    # Blocks hand over fresh dicts every step, so they are relabelled in place (see serial.py).
     for info in block_infos:
-        info = dict(info)
         info["env_id"] = first_env + info.pop("env", 0)
-        out.append(info)
+    out.extend(block_infos)
 
 
 class Resources:
@@ -251,6 +275,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.spin_s = default_spin(num_workers) if spin_s is None else float(spin_s)
         if self.spin_s < 0:
             raise VectorConfigError(f"spin_s must be >= 0 seconds, got {spin_s}")
+        self.waiter = Waiter(self.spin_s)
         self.wakes = [ctx.Semaphore(0) for _ in range(num_workers)]
         self.resources.wakes = self.wakes
         self.done = ctx.Semaphore(0)
@@ -354,7 +379,7 @@ class MultiprocessingVectorEnv(VectorEnv):
                 continue
             # Every answer posts one token and only this wait takes them, so none is lost; tokens
             # of answers already seen by polling cost one spurious pass each, never a stall.
-            acquire(self.done, self.spin_s, LIVENESS_PERIOD)
+            self.waiter.acquire(self.done, LIVENESS_PERIOD)
             self.poll()  # before check_alive: a worker that answered and then died still answered
             now = time.perf_counter()
             if now - self.last_alive_check > LIVENESS_PERIOD:

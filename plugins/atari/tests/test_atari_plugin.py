@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import gymnasium
 import numpy as np
 import pytest
@@ -16,20 +10,10 @@ from gymnasium.utils.env_checker import check_env
 
 import pufferbox.vector
 from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 from pufferbox.registry import get_registry
 from pufferbox_atari.plugin import GAMES, MULTIPLAYER_ONLY, make_atari
 from pufferbox_atari.policy import NatureCNN
-
-VENV_BIN = Path(sys.executable).parent
-TRAIN_AVAILABLE = importlib.util.find_spec("pufferbox.cli.train") is not None
-
-
-def pufferbox_cli(*args: str, hide: tuple[str, ...] = (), cwd: Path | None = None, timeout: int = 120):
-    """Run the CLI in a fresh interpreter in which the modules ``hide`` cannot be imported."""
-    code = ("import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
-            "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n")
-    return subprocess.run([sys.executable, "-c", code, ",".join(hide), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
 
 
 def test_every_single_player_rom_is_registered_under_its_name_and_short_name():
@@ -79,7 +63,6 @@ def test_gymnasium_conformance_of_the_binding():
     env.close()
 
 
-
 def test_pufferbox_conformance_suite_passes():
     assert_conforms(get_registry().get("breakout"), steps=100)
 
@@ -115,34 +98,20 @@ def test_nature_cnn_on_a_batch_from_the_vector_env():
 
 
 def test_envs_lists_atari_as_unavailable_without_ale_py_and_making_one_says_how_to_install():
-    listing = pufferbox_cli("envs", "--json", hide=("ale_py",))
-    assert listing.returncode == 0, listing.stderr
-    rows = {row["name"]: row for row in json.loads(listing.stdout)}
-    assert rows["atari/breakout"]["status"] == "unavailable"
+    rows, error = assert_unavailable_without(["atari/breakout"], hide=["ale_py"], made="breakout")
     assert "ale-py==0.12.1" in rows["atari/breakout"]["reason"]
     assert "pip install -c tank/constraints.txt 'ale-py==0.12.1'" in rows["atari/breakout"]["reason"]
     assert rows["cartpole"]["status"] == "ok" if "cartpole" in rows else True
-    made = pufferbox_cli("info", "breakout", hide=("ale_py",))
-    assert made.returncode == 2
-    lines = made.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: env 'atari/breakout' is unavailable: missing ale-py")
-    assert "Traceback" not in made.stderr
+    assert error.startswith("Error: env 'atari/breakout' is unavailable: missing ale-py")
 
 
 def test_info_shows_spaces_and_pinned_versions():
-    result = pufferbox_cli("info", "breakout", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = info_json("breakout")
     assert data["observation_space"] == "Box(0, 255, (4, 84, 84), uint8)"
     assert data["action_space"] == "Discrete(4)"
     assert data["requires"]["ale-py==0.12.1"] == "0.12.1"
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(not TRAIN_AVAILABLE, reason="`pufferbox train` is not in this checkout yet", strict=True)
 def test_smoke_training_runs_on_cpu(tmp_path):
-    result = subprocess.run([str(VENV_BIN / "pufferbox"), "train", "breakout", "--total-steps", "2048",
-                             "--num-envs", "2", "--run-dir", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert any((tmp_path / "run").iterdir())
+    smoke_train("breakout", tmp_path / "run", total_steps=2048, num_envs=2)

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -17,21 +12,11 @@ from gymnasium.utils.env_checker import check_env
 
 import pufferbox.vector
 from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 from pufferbox.emulation import emulate
 from pufferbox.registry import get_registry
 from pufferbox_nethack.plugin import TASKS, make_nethack
 from pufferbox_nethack.policy import NetHackEncoder
-
-VENV_BIN = Path(sys.executable).parent
-TRAIN_AVAILABLE = importlib.util.find_spec("pufferbox.cli.train") is not None
-
-
-def pufferbox_cli(*args: str, hide: tuple[str, ...] = (), timeout: int = 120) -> subprocess.CompletedProcess:
-    """Run the CLI in a fresh interpreter in which the modules ``hide`` cannot be imported."""
-    code = ("import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
-            "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n")
-    return subprocess.run([sys.executable, "-c", code, ",".join(hide), *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 class RecordObservation(gymnasium.Wrapper):
@@ -62,7 +47,6 @@ def test_gymnasium_conformance_of_the_binding():
     env = make_nethack("score")
     check_env(env, skip_render_check=True)
     env.close()
-
 
 
 def test_pufferbox_conformance_suite_passes():
@@ -110,33 +94,20 @@ def test_encoder_on_a_batch_from_the_vector_env():
 
 
 def test_envs_lists_nethack_as_unavailable_without_nle_and_making_one_says_how_to_install():
-    listing = pufferbox_cli("envs", "--json", hide=("nle",))
-    assert listing.returncode == 0, listing.stderr
-    rows = {row["name"]: row for row in json.loads(listing.stdout)}
+    rows, error = assert_unavailable_without(["nethack", "nethack/challenge"], hide=["nle"])
     for name in ("nethack", "nethack/challenge"):
-        assert rows[name]["status"] == "unavailable"
         assert "pip install -c tank/constraints.txt 'nle==1.3.0'" in rows[name]["reason"]
-    made = pufferbox_cli("info", "nethack", hide=("nle",))
-    assert made.returncode == 2
-    assert made.stderr.strip().splitlines() == [
-        "Error: env 'nethack' is unavailable: missing nle==1.3.0: run "
-        "`pip install -c tank/constraints.txt 'nle==1.3.0'` (or `make setup`)"]
+    assert error == ("Error: env 'nethack' is unavailable: missing nle==1.3.0: run "
+                     "`pip install -c tank/constraints.txt 'nle==1.3.0'` (or `make setup`)")
 
 
 def test_info_shows_spaces_and_pinned_versions():
-    result = pufferbox_cli("info", "nethack", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = info_json("nethack")
     assert [f["path"] for f in data["observation_fields"]] == ["blstats", "glyphs", "message"]
     assert data["action_space"] == "Discrete(23)"
     assert data["requires"] == {"nle==1.3.0": "1.3.0"}
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(not TRAIN_AVAILABLE, reason="`pufferbox train` is not in this checkout yet", strict=True)
 def test_smoke_training_runs_on_cpu(tmp_path):
-    result = subprocess.run([str(VENV_BIN / "pufferbox"), "train", "nethack", "--total-steps", "2048",
-                             "--num-envs", "2", "--run-dir", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert any((tmp_path / "run").iterdir())
+    smoke_train("nethack", tmp_path / "run", total_steps=2048, num_envs=2)

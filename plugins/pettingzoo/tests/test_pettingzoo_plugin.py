@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,22 +10,13 @@ from pettingzoo.test import parallel_api_test
 
 import pufferbox.vector
 from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, run_cli, smoke_train
 from pufferbox.registry import get_registry
 from pufferbox.spaces import SpaceError
 from pufferbox_pettingzoo.plugin import BUTTERFLY, MPE_ALIKE, MPE_PADDED, make_mpe
 from pufferbox_pettingzoo.uniform import PadObservations
 
-VENV_BIN = Path(sys.executable).parent
-TRAIN_AVAILABLE = importlib.util.find_spec("pufferbox.cli.train") is not None
 MPE_NAMES = [f"mpe/{name}" for name in {**MPE_ALIKE, **MPE_PADDED}]
-
-
-def pufferbox_cli(*args: str, hide: tuple[str, ...] = (), timeout: int = 120) -> subprocess.CompletedProcess:
-    """Run the CLI in a fresh interpreter in which the modules ``hide`` cannot be imported."""
-    code = ("import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
-            "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n")
-    return subprocess.run([sys.executable, "-c", code, ",".join(hide), *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.mark.parametrize("name", MPE_NAMES + ["knights_archers_zombies", "cooperative_pong"])
@@ -97,35 +84,22 @@ def test_butterfly_binding_sets_a_headless_video_driver(monkeypatch):
 
 
 def test_envs_lists_them_as_unavailable_without_their_packages_and_says_how_to_install():
-    listing = pufferbox_cli("envs", "--json", hide=("pymunk", "mpe2"))
-    assert listing.returncode == 0, listing.stderr
-    rows = {row["name"]: row for row in json.loads(listing.stdout)}
-    assert rows["pistonball"]["status"] == "unavailable"
+    rows, error = assert_unavailable_without(["pistonball", "mpe/simple_spread"], hide=["pymunk", "mpe2"],
+                                             made="mpe/simple_spread", made_hide=["mpe2"])
     assert "'pymunk==7.3.1'" in rows["pistonball"]["reason"]
-    assert rows["mpe/simple_spread"]["status"] == "unavailable"
     assert "pip install -c tank/constraints.txt 'mpe2==1.1.1'" in rows["mpe/simple_spread"]["reason"]
-    made = pufferbox_cli("info", "mpe/simple_spread", hide=("mpe2",))
-    assert made.returncode == 2
-    assert made.stderr.strip().splitlines() == [
-        "Error: env 'mpe/simple_spread' is unavailable: missing mpe2==1.1.1: run "
-        "`pip install -c tank/constraints.txt 'mpe2==1.1.1'` (or `make setup`)"]
+    assert error == ("Error: env 'mpe/simple_spread' is unavailable: missing mpe2==1.1.1: run "
+                     "`pip install -c tank/constraints.txt 'mpe2==1.1.1'` (or `make setup`)")
 
 
 def test_info_shows_agents_spaces_and_pinned_versions():
-    result = pufferbox_cli("info", "knights_archers_zombies", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = info_json("knights_archers_zombies")
     assert data["agents_per_env"] == 4 and data["action_space"] == "Discrete(6)"
     assert data["requires"]["pettingzoo[butterfly]==1.27.0"] == "1.27.0"
     assert data["requires"]["pymunk==7.3.1"] == "7.3.1"
-    assert set(BUTTERFLY) <= {row["name"] for row in json.loads(pufferbox_cli("envs", "--json").stdout)}
+    assert set(BUTTERFLY) <= {row["name"] for row in json.loads(run_cli("envs", "--json").stdout)}
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(not TRAIN_AVAILABLE, reason="`pufferbox train` is not in this checkout yet", strict=True)
 def test_smoke_training_runs_on_cpu(tmp_path):
-    result = subprocess.run([str(VENV_BIN / "pufferbox"), "train", "mpe/simple_spread", "--total-steps", "4096",
-                             "--num-envs", "2", "--run-dir", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert any((tmp_path / "run").iterdir())
+    smoke_train("mpe/simple_spread", tmp_path / "run", total_steps=4096, num_envs=2)

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -15,20 +9,10 @@ from gymnasium.utils.env_checker import check_env
 
 import pufferbox.vector
 from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 from pufferbox.registry import get_registry
 from pufferbox_procgen.envs import GAMES, ProcgenBlock, ProcgenEnv
 from pufferbox_procgen.policy import ImpalaResNet
-
-VENV_BIN = Path(sys.executable).parent
-TRAIN_AVAILABLE = importlib.util.find_spec("pufferbox.cli.train") is not None
-
-
-def pufferbox_cli(*args: str, hide: tuple[str, ...] = (), timeout: int = 120) -> subprocess.CompletedProcess:
-    """Run the CLI in a fresh interpreter in which the modules ``hide`` cannot be imported."""
-    code = ("import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
-            "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n")
-    return subprocess.run([sys.executable, "-c", code, ",".join(hide), *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_all_sixteen_games_are_registered_with_a_native_block():
@@ -95,31 +79,18 @@ def test_impala_resnet_on_a_batch_from_the_native_block():
 
 
 def test_envs_lists_procgen_as_unavailable_without_it_and_making_one_says_how_to_install():
-    listing = pufferbox_cli("envs", "--json", hide=("procgen",))
-    assert listing.returncode == 0, listing.stderr
-    rows = {row["name"]: row for row in json.loads(listing.stdout)}
-    assert rows["procgen/bigfish"]["status"] == "unavailable"
+    rows, error = assert_unavailable_without(["procgen/bigfish"], hide=["procgen"])
     assert "pip install -c tank/constraints.txt 'procgen-mirror==0.10.7'" in rows["procgen/bigfish"]["reason"]
-    made = pufferbox_cli("info", "procgen/bigfish", hide=("procgen",))
-    assert made.returncode == 2
-    lines = made.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: env 'procgen/bigfish' is unavailable: missing procgen-mirror")
+    assert error.startswith("Error: env 'procgen/bigfish' is unavailable: missing procgen-mirror")
 
 
 def test_info_shows_spaces_and_pinned_versions():
-    result = pufferbox_cli("info", "procgen/bigfish", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = info_json("procgen/bigfish")
     assert data["native_batched"] is True
     assert data["observation_space"] == "Box(0, 255, (64, 64, 3), uint8)" and data["action_space"] == "Discrete(15)"
     assert data["requires"] == {"procgen-mirror==0.10.7": "0.10.7", "gym3==0.3.3": "0.3.3"}
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(not TRAIN_AVAILABLE, reason="`pufferbox train` is not in this checkout yet", strict=True)
 def test_smoke_training_runs_on_cpu(tmp_path):
-    result = subprocess.run([str(VENV_BIN / "pufferbox"), "train", "procgen/bigfish", "--total-steps", "2048",
-                             "--num-envs", "4", "--run-dir", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert any((tmp_path / "run").iterdir())
+    smoke_train("procgen/bigfish", tmp_path / "run", total_steps=2048, num_envs=4)

@@ -24,6 +24,7 @@ from pettingzoo import ParallelEnv
 
 from pufferbox.cuda.reference import BatchedReference
 from pufferbox.cuda.rng import env_keys, f32, hash32
+from pufferbox_warp.tag_common import catches, leave_and_count, nearest_agents, other_agents, report_done
 
 SOURCE = Path(__file__).parent / "kernels" / "tag.cu"
 MOVES = np.array([[0, 0], [0, 1], [0, -1], [-1, 0], [1, 0]], dtype=np.int32)  # stay, up, down, left, right
@@ -86,29 +87,18 @@ class TagReference(BatchedReference):
         pos, alive = self.xy(), a["in_game"] != 0
         same = (pos[:, :, None, :] == pos[:, None, :, :]).all(-1)  # [env, agent, other]
         is_tagger = np.arange(self.num_agents) < t
-        caught = (same & (alive & ~is_tagger)[:, None, :]).sum(-1)
-        hit = (same & (alive & is_tagger)[:, None, :]).any(-1) & alive & ~is_tagger
+        caught, hit = catches(same, alive, is_tagger)
         a["tagged"][:] = hit
         rewards = np.where(is_tagger, self.tag_reward * caught.astype(np.float32),
                            np.where(hit, self.tag_penalty, f32(0.0)))
         a["rewards"][:] = np.where(alive, rewards, a["rewards"])
 
     def tag_count(self) -> None:
-        a = self.arrays
-        stays = (a["in_game"] != 0) & (a["tagged"] == 0)
-        a["in_game"][:] = stays
-        a["terminals"][:] = ~stays
-        a["truncations"][:] = 0
-        a["steps"][:, 0] += 1
-        remaining = stays[:, self.num_taggers:].sum(-1)
-        a["done"][:, 0] = np.where(remaining == 0, 1, np.where(a["steps"][:, 0] >= self.episode_length, 2, 0))
+        leave_and_count(self.arrays, self.num_taggers, self.episode_length)
 
     def tag_observe(self) -> None:
         a = self.arrays
-        d = a["done"][:, :1]
-        a["masks"][:] = np.where(d != 0, 1, a["masks"])
-        a["terminals"][:] = np.where(d == 1, 1, a["terminals"])
-        a["truncations"][:] = (d == 2) & (a["terminals"] == 0)
+        report_done(a)
         pos, n, g = self.xy(), self.num_agents, f32(self.grid)
         obs = self.view("observations")
         obs[:, :, 0:2] = pos.astype(np.float32) / g
@@ -116,12 +106,9 @@ class TagReference(BatchedReference):
         obs[:, :, 3] = (a["steps"].astype(np.float32) / f32(self.episode_length))
         delta = (pos[:, None, :, :] - pos[:, :, None, :])  # [env, agent, other, 2]: other - self
         if self.k_nearest:
-            dist = (delta * delta).sum(-1)
-            dist[:, np.arange(n), np.arange(n)] = np.iinfo(np.int32).max  # never pick yourself
-            others = np.argsort(dist, axis=-1, kind="stable")[:, :, : self.k_nearest]
+            others = nearest_agents((delta * delta).sum(-1), self.k_nearest)
         else:
-            others = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.int64)
-            others = np.broadcast_to(others, (self.num_envs, n, n - 1))
+            others = other_agents(self.num_envs, n)
         e_idx, a_idx = np.arange(self.num_envs)[:, None, None], np.arange(n)[None, :, None]
         feats = np.empty((self.num_envs, n, self.observed, 4), np.float32)
         feats[..., 0:2] = delta[e_idx, a_idx, others].astype(np.float32) / g

@@ -30,6 +30,7 @@ import numpy as np
 from pufferbox.cuda.reference import BatchedReference
 from pufferbox.cuda.rng import cos_poly, env_keys, f32, sin_poly, uniform
 from pufferbox_warp.tag import TagEnv
+from pufferbox_warp.tag_common import catches, leave_and_count, nearest_agents, other_agents, report_done
 
 SOURCE = Path(__file__).parent / "kernels" / "tag_continuous.cu"
 OWN_FEATURES, OTHER_FEATURES = 7, 6
@@ -145,29 +146,18 @@ class TagContinuousReference(BatchedReference):
         a, k = self.arrays, self.k
         alive, tagger = a["in_game"] != 0, self.is_tagger()
         near = self.dist2() <= k["TAG_RADIUS2"]
-        caught = (near & (alive & ~tagger)[:, None, :]).sum(-1)
-        hit = (near & (alive & tagger)[:, None, :]).any(-1) & alive & ~tagger
+        caught, hit = catches(near, alive, tagger)
         a["tagged"][:] = hit
         bonus = np.where(tagger, k["TAG_REWARD"] * caught.astype(np.float32), np.where(hit, k["TAG_PENALTY"], f32(0.0)))
         changed = alive & (tagger | hit)
         a["rewards"][:] = np.where(changed, a["rewards"] + bonus.astype(np.float32), a["rewards"])
 
     def ctag_count(self) -> None:
-        a = self.arrays
-        stays = (a["in_game"] != 0) & (a["tagged"] == 0)
-        a["in_game"][:] = stays
-        a["terminals"][:] = ~stays
-        a["truncations"][:] = 0
-        a["steps"][:, 0] += 1
-        remaining = stays[:, self.num_taggers:].sum(-1)
-        a["done"][:, 0] = np.where(remaining == 0, 1, np.where(a["steps"][:, 0] >= self.episode_length, 2, 0))
+        leave_and_count(self.arrays, self.num_taggers, self.episode_length)
 
     def ctag_observe(self) -> None:
         a, k, n = self.arrays, self.k, self.num_agents
-        d = a["done"][:, :1]
-        a["masks"][:] = np.where(d != 0, 1, a["masks"])
-        a["terminals"][:] = np.where(d == 1, 1, a["terminals"])
-        a["truncations"][:] = (d == 2) & (a["terminals"] == 0)
+        report_done(a)
         pos, h, speed = self.xy(), self.xy("heading"), a["speed"]
         obs = self.view("observations")
         obs[:, :, 0:2] = pos / k["WORLD"]
@@ -176,12 +166,9 @@ class TagContinuousReference(BatchedReference):
         obs[:, :, 5] = self.is_tagger()
         obs[:, :, 6] = a["steps"].astype(np.float32) / k["EPISODE_LENGTH_F"]
         if self.k_nearest:
-            dist = self.dist2()
-            dist[:, np.arange(n), np.arange(n)] = np.inf  # never pick yourself
-            others = np.argsort(dist, axis=-1, kind="stable")[:, :, : self.k_nearest]
+            others = nearest_agents(self.dist2(), self.k_nearest)
         else:
-            others = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.int64)
-            others = np.broadcast_to(others, (self.num_envs, n, n - 1))
+            others = other_agents(self.num_envs, n)
         e_idx, a_idx = np.arange(self.num_envs)[:, None, None], np.arange(n)[None, :, None]
         feats = np.empty((self.num_envs, n, self.observed, OTHER_FEATURES), np.float32)
         feats[..., 0:2] = (pos[e_idx, others] - pos[e_idx, a_idx]) / k["WORLD"]

@@ -6,6 +6,7 @@
 // in_game] of every other agent (K_NEAREST == 0) or of the K_NEAREST nearest ones.
 // One block row per env, one thread per agent; kernel boundaries are the phase barriers.
 #include "pufferbox_common.cuh"
+#include "tag_common.cuh"
 
 #define TAG_ARGS                                                                               \
     float* observations, const int* actions, float* rewards, unsigned char* terminals,           \
@@ -52,20 +53,7 @@ PB_KERNEL void tag_tag(TAG_ARGS) {
 PB_KERNEL void tag_count(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
-    const int base = e * NUM_AGENTS, i = base + a;
-    const int stays = in_game[i] && !tagged[i];
-    in_game[i] = stays;
-    terminals[i] = (unsigned char)!stays;
-    truncations[i] = 0;
-    if (a == 0) {
-        // Reads in_game/tagged of other agents while they update in_game: either value gives
-        // the same `in_game && !tagged`, so the count does not depend on thread order.
-        int remaining = 0;
-        for (int j = NUM_TAGGERS; j < NUM_AGENTS; ++j) remaining += in_game[base + j] && !tagged[base + j];
-        const int t = steps[e] + 1;
-        steps[e] = t;
-        done[e] = remaining == 0 ? 1 : (t >= EPISODE_LENGTH ? 2 : 0);
-    }
+    tag_leave_and_count(e, a, in_game, tagged, terminals, truncations, steps, done);
 }
 
 PB_HD void tag_write_other(float* row, int j, int x, int y, const int* pos, const int* in_game, int base) {
@@ -79,10 +67,7 @@ PB_KERNEL void tag_observe(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     const int base = e * NUM_AGENTS, i = base + a;
-    const int d = done[e];
-    if (d) masks[i] = 1;
-    if (d == 1) terminals[i] = 1;
-    truncations[i] = (unsigned char)(d == 2 && !terminals[i]);
+    tag_report_done(done[e], i, masks, terminals, truncations);
     float* row = observations + (long long)i * OBS_DIM;
     const int x = pos[2 * i], y = pos[2 * i + 1];
     row[0] = (float)x / GRID_F;
@@ -97,19 +82,13 @@ PB_KERNEL void tag_observe(TAG_ARGS) {
         ++slot;
     }
 #else
-    // Insertion into a sorted top-K by (squared distance, index): ties keep the lower index.
     int best_j[K_NEAREST];
     int best_d[K_NEAREST];
     int filled = 0;
     for (int j = 0; j < NUM_AGENTS; ++j) {
         if (j == a) continue;
         const int dx = pos[2 * (base + j)] - x, dy = pos[2 * (base + j) + 1] - y;
-        const int dist = dx * dx + dy * dy;
-        if (filled == K_NEAREST && dist >= best_d[K_NEAREST - 1]) continue;
-        int p = filled < K_NEAREST ? filled : K_NEAREST - 1;
-        while (p > 0 && best_d[p - 1] > dist) { best_d[p] = best_d[p - 1]; best_j[p] = best_j[p - 1]; --p; }
-        best_d[p] = dist; best_j[p] = j;
-        if (filled < K_NEAREST) ++filled;
+        tag_keep_nearest(j, dx * dx + dy * dy, best_j, best_d, &filled);
     }
     for (int s = 0; s < K_NEAREST; ++s) tag_write_other(row + 4 + 4 * s, best_j[s], x, y, pos, in_game, base);
 #endif

@@ -12,6 +12,7 @@
 // is_tagger, in_game] of every other agent (K_NEAREST == 0) or of the K_NEAREST nearest ones.
 // One block row per env, one thread per agent; kernel boundaries are the phase barriers.
 #include "pufferbox_common.cuh"
+#include "tag_common.cuh"
 
 #define CTAG_ARGS                                                                              \
     float* observations, const int* actions, float* rewards, unsigned char* terminals,           \
@@ -87,20 +88,7 @@ PB_KERNEL void ctag_tag(CTAG_ARGS) {
 PB_KERNEL void ctag_count(CTAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
-    const int base = e * NUM_AGENTS, i = base + a;
-    const int stays = in_game[i] && !tagged[i];
-    in_game[i] = stays;
-    terminals[i] = (unsigned char)!stays;
-    truncations[i] = 0;
-    if (a == 0) {
-        // Other threads may already have updated in_game: `in_game && !tagged` is the same
-        // either way, so the count does not depend on thread order.
-        int remaining = 0;
-        for (int j = NUM_TAGGERS; j < NUM_AGENTS; ++j) remaining += in_game[base + j] && !tagged[base + j];
-        const int t = steps[e] + 1;
-        steps[e] = t;
-        done[e] = remaining == 0 ? 1 : (t >= EPISODE_LENGTH ? 2 : 0);
-    }
+    tag_leave_and_count(e, a, in_game, tagged, terminals, truncations, steps, done);
 }
 
 PB_HD void ctag_write_other(float* row, int i, int j, int base, const float* pos, const float* heading,
@@ -118,10 +106,7 @@ PB_KERNEL void ctag_observe(CTAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     const int base = e * NUM_AGENTS, i = base + a;
-    const int d = done[e];
-    if (d) masks[i] = 1;
-    if (d == 1) terminals[i] = 1;
-    truncations[i] = (unsigned char)(d == 2 && !terminals[i]);
+    tag_report_done(done[e], i, masks, terminals, truncations);
     float* row = observations + (long long)i * OBS_DIM;
     row[0] = pos[2 * i] / WORLD;
     row[1] = pos[2 * i + 1] / WORLD;
@@ -138,18 +123,11 @@ PB_KERNEL void ctag_observe(CTAG_ARGS) {
         ++slot;
     }
 #else
-    // Insertion into a sorted top-K by (squared distance, index): ties keep the lower index.
     int best_j[K_NEAREST];
     float best_d[K_NEAREST];
     int filled = 0;
     for (int j = 0; j < NUM_AGENTS; ++j) {
-        if (j == a) continue;
-        const float dist = ctag_dist2(pos, i, base + j);
-        if (filled == K_NEAREST && dist >= best_d[K_NEAREST - 1]) continue;
-        int p = filled < K_NEAREST ? filled : K_NEAREST - 1;
-        while (p > 0 && best_d[p - 1] > dist) { best_d[p] = best_d[p - 1]; best_j[p] = best_j[p - 1]; --p; }
-        best_d[p] = dist; best_j[p] = j;
-        if (filled < K_NEAREST) ++filled;
+        if (j != a) tag_keep_nearest(j, ctag_dist2(pos, i, base + j), best_j, best_d, &filled);
     }
     for (int s = 0; s < K_NEAREST; ++s) ctag_write_other(row + 7 + 6 * s, i, best_j[s], base, pos, heading, speed, in_game);
 #endif
