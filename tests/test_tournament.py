@@ -88,6 +88,17 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
     assert_board_consistent(tmp_path / "k")
 
 
+def test_pods_can_vectorize_on_ray(local_ray, tmp_path):
+    from pufferbox.tournament.orchestrator import run_tournament
+
+    events = []
+    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "r", total_steps=2 * SLICE, slice_steps=SLICE,
+                            eval_episodes=2, overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
+                            on_event=events.append)
+    done = [e for e in events if e["event"] == "slice_done"]
+    assert result.slices == 2 and {e["backend"] for e in done} == {"ray"}
+
+
 def process_tree_kill(proc: subprocess.Popen) -> None:
     family = psutil.Process(proc.pid).children(recursive=True)
     os.killpg(proc.pid, signal.SIGKILL)

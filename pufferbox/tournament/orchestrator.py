@@ -207,7 +207,7 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
                 emit("slice_done", pod=task.pod, slot=slot, score=round(result.score, 3), rank=rank,
                      steps=progress["steps"], train_time=round(result.train_time, 3),
                      eval_time=round(result.eval_time, 3), setup_time=round(result.setup_time + result.load_time, 3),
-                     node=result.node)
+                     node=result.node, backend=result.backend)
     finally:
         for slot in list(slots):
             release(slot)

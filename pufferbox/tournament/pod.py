@@ -35,6 +35,7 @@ class SliceResult:
     train_time: float
     eval_time: float
     node: str = ""
+    backend: str = ""  # the vector backend the pod's trainer used (``ray`` spreads envs over the cluster)
     metrics: dict = field(default_factory=dict)
 
     @property
@@ -106,6 +107,7 @@ class Pod:
                            score=evaluation["mean_return"], score_std=evaluation["std_return"],
                            episodes=evaluation["episodes"], setup_time=t1 - t0, load_time=t2 - t1,
                            train_time=t3 - t2, eval_time=t4 - t3, node=os.uname().nodename,
+                           backend=trainer.venv.backend,
                            metrics=metrics[-1] if metrics else {})
 
     def close(self) -> None:
