@@ -18,6 +18,16 @@ Spaces are checked on the first reset and the first step only; an error names th
 Episode statistics (``episode_return``, ``episode_length``) arrive in the info of the
 step that ended an episode; other infos are forwarded only on that step, since per-step
 infos would cost an IPC message per step.
+
+Zero-copy observations (single-agent): a raw env whose outermost object has a method
+``pufferbox_bind_observation_buffers(views)`` (:data:`BIND_OBSERVATION_BUFFERS`) is handed,
+on every :meth:`GymnasiumEmulator.set_buffers`, ``views``: ``{leaf path: array}``, one
+writable C-contiguous array per observation leaf (shape and dtype of the leaf) into the
+emulator's row. An env that writes a leaf in place there and returns that very array
+(``obs[key] is views[(key,)]``) skips the copy; any other value is copied as usual, so
+binding some leaves, none, or stopping later is always correct. The views change when the
+backend re-points the emulator, hence one call per ``set_buffers``. Example: the NetHack
+plugin re-points nle's observation buffers (``pufferbox_nethack.plugin``).
 """
 
 from __future__ import annotations
@@ -30,7 +40,9 @@ import numpy as np
 from pufferbox.buffers import Buffers
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 
-__all__ = ["APIUsageError", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
+__all__ = ["APIUsageError", "BIND_OBSERVATION_BUFFERS", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
+
+BIND_OBSERVATION_BUFFERS = "pufferbox_bind_observation_buffers"
 
 
 class APIUsageError(RuntimeError):
@@ -86,23 +98,34 @@ class GymnasiumEmulator(gymnasium.Env):
                             for leaf, view in zip(self.obs_spec.leaves, self.obs_views)]
         self.obs_depth = max(len(path) for path, _ in self.obs_targets)
         self.obs_keyed = [(path[0] if path else None, target) for path, target in self.obs_targets]
+        # Looked up on the outermost env only: the layer that offers it vouches that what it
+        # returns is what it bound (an inner env's arrays may be transformed on the way out).
+        bind = getattr(self.env, BIND_OBSERVATION_BUFFERS, None)
+        if bind is not None:
+            bind(dict(self.obs_targets))
         self.action_offset = int(self.act_spec.space.start) if isinstance(self.act_spec.space, gymnasium.spaces.Discrete) else None
 
     def write_observation(self, obs: Any) -> None:
         if not self.obs_checked:
             self.obs_spec.check(obs)
             self.obs_checked = True
+        # ``value is target``: a bound env (BIND_OBSERVATION_BUFFERS) already wrote it in place.
         if self.obs_depth == 1:
             for key, target in self.obs_keyed:
-                target[...] = obs[key]
+                value = obs[key]
+                if value is not target:
+                    target[...] = value
         elif self.obs_depth == 0:
-            self.obs_keyed[0][1][...] = obs
+            target = self.obs_keyed[0][1]
+            if obs is not target:
+                target[...] = obs
         else:
             for path, target in self.obs_targets:
                 value = obs
                 for key in path:
                     value = value[key]
-                target[...] = value
+                if value is not target:
+                    target[...] = value
 
     def vec_reset(self, seed: int | None = None) -> list[dict]:
         obs, info = seeded_reset(self.env, seed)

@@ -7,6 +7,10 @@ one byte row and :class:`pufferbox_nethack.policy.NetHackEncoder` unflattens it 
 ``pufferbox eval --render`` prints); the terminal arrays are requested from NLE for that
 only and are not part of the observation.
 
+Under pufferbox's emulator nle writes ``keys`` straight into the backend's observation row
+(:meth:`NetHackObservation.pufferbox_bind_observation_buffers`), so stepping copies no
+observation; the raw env alone behaves like plain nle (arrays reused across steps).
+
 nle is imported inside :func:`make_nethack` only: without it the envs are listed as
 unavailable with the install command instead of breaking the plugin.
 
@@ -18,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any, Mapping, SupportsFloat
 
 import gymnasium
 import numpy as np
@@ -67,6 +71,46 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
         if self.ansi:
             self.last = {k: obs[k] for k in TTY_KEYS}
         return {k: obs[k] for k in self.keys}
+
+    def pufferbox_bind_observation_buffers(self, views: Mapping[tuple, np.ndarray]) -> tuple[str, ...]:
+        """Make nle write the agent-visible ``keys`` into ``views`` (pufferbox's row) in place.
+
+        ``views`` maps a leaf path (``("glyphs",)``) to a C-contiguous array in the row;
+        :class:`pufferbox.emulation.GymnasiumEmulator` calls this on every ``set_buffers``
+        and then skips copying any leaf whose value *is* its view. nle's C core writes
+        every step into the arrays given to ``_pynethack.set_buffers``; we swap those for
+        the views (nle's internal keys, ``program_state``, ``internal``, the terminal, keep
+        their own arrays) and rebuild the tuple nle returns from ``step``/``reset``. The
+        current observation is carried over, so binding mid-episode changes nothing the
+        agent or nle's reward sees. Returns the keys now written in place (none when nle
+        copies its observations anyway, or when a view does not fit: those are copied).
+
+        Example:
+            >>> from pufferbox.emulation import emulate          # doctest: +SKIP
+            >>> row = emulate(make_nethack("score")).obs_targets  # doctest: +SKIP
+        """
+        nle_env = self.env.unwrapped
+        core = getattr(nle_env, "nethack", None)
+        old_buffers = getattr(core, "_obs_buffers", None)
+        if old_buffers is None or getattr(core, "_pynethack", None) is None or getattr(core, "_copy", True):
+            return ()
+        buffers, bound = dict(old_buffers), []
+        for key in self.keys:
+            view, old = views.get((key,)), old_buffers.get(key)
+            if (view is None or old is None or view.shape != old.shape or view.dtype != old.dtype
+                    or not view.flags.c_contiguous or not view.flags.writeable):
+                continue
+            if view is not old:
+                view[...] = old
+            buffers[key] = view
+            bound.append(key)
+        core._pynethack.set_buffers(**buffers)  # checks dtype, shape and strides, keeps raw pointers
+        old_obs = core._obs
+        core._obs_buffers = buffers  # also keeps the views (and the row they point into) alive
+        core._obs = tuple(buffers.values())  # nle's step/reset return this tuple
+        if nle_env.last_observation is old_obs:  # nle's reward compares against it next step
+            nle_env.last_observation = core._obs
+        return tuple(bound)
 
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
         if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])

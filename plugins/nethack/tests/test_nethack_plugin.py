@@ -111,3 +111,78 @@ def test_info_shows_spaces_and_pinned_versions():
 @pytest.mark.slow
 def test_smoke_training_runs_on_cpu(tmp_path):
     smoke_train("nethack", tmp_path / "run", total_steps=2048, num_envs=2)
+
+
+def test_nle_writes_the_observation_into_the_backend_row_in_place():
+    """Against an unbound twin in lock step: same rows and rewards, and the emulator copies nothing."""
+    from pufferbox.buffers import Buffers
+
+    emulated = emulate(make_nethack("score", max_episode_steps=40), name="nethack")
+    twin = make_nethack("score", max_episode_steps=40)
+    rows = Buffers.allocate(emulated.obs_spec, emulated.act_spec, 3)
+    emulated.set_buffers(rows.slice(1, 2))  # an inner row, as a backend hands it
+    core = emulated.env.unwrapped.nethack
+    for key, target in emulated.obs_keyed:
+        assert core._obs_buffers[key] is target and np.shares_memory(target, rows.observations[1])
+        # nle writes through its C pointer; the emulator's own copy (target[...] = value) would now raise
+        target.flags.writeable = False
+    emulated.vec_reset(seed=3)
+    expected, _ = twin.reset(seed=3)
+    rng, episodes = np.random.default_rng(1), 0
+    for t in range(120):
+        tree = emulated.obs_spec.unflatten(rows.observations)
+        for key in ("glyphs", "blstats", "message"):
+            np.testing.assert_array_equal(tree[key][1], expected[key], err_msg=f"step {t}: {key}")
+        assert not rows.observations[[0, 2]].any()  # the neighbours' rows stay untouched
+        action = int(rng.integers(23))
+        infos = emulated.vec_step(np.array([action]))
+        expected, reward, terminated, truncated, _ = twin.step(action)
+        assert (rows.rewards[1], rows.terminals[1], rows.truncations[1]) == (reward, terminated, truncated)
+        if terminated or truncated:
+            assert infos and "episode_return" in infos[0]
+            expected, _ = twin.reset()
+            episodes += 1
+    assert episodes >= 2  # the auto-resets wrote in place too
+    emulated.close()
+    twin.close()
+
+
+def test_rebinding_mid_episode_keeps_the_game_and_the_reward():
+    """A backend re-pointing the emulator mid-episode: the new row holds the current screen, nle goes on."""
+    from pufferbox.buffers import Buffers
+
+    emulated = emulate(make_nethack("score"), name="nethack")
+    twin = make_nethack("score")
+    emulated.vec_reset(seed=5)
+    expected, _ = twin.reset(seed=5)
+    actions = np.random.default_rng(2).integers(23, size=60).tolist()
+    for t, action in enumerate(actions):
+        if t == 30:
+            old = emulated.buffers.observations.copy()
+            emulated.set_buffers(Buffers.allocate(emulated.obs_spec, emulated.act_spec, 1))
+            np.testing.assert_array_equal(emulated.buffers.observations, old)
+        emulated.vec_step(np.array([action]))
+        expected, reward, terminated, truncated, _ = twin.step(action)
+        tree = emulated.obs_spec.unflatten(emulated.buffers.observations)
+        for key in ("glyphs", "blstats", "message"):
+            np.testing.assert_array_equal(tree[key][0], expected[key], err_msg=f"step {t}: {key}")
+        assert emulated.buffers.rewards[0] == reward
+        assert not (terminated or truncated)
+    emulated.close()
+    twin.close()
+
+
+def test_the_multiprocessing_backend_rows_are_written_by_nle_and_match_serial():
+    actions = np.random.default_rng(3).integers(23, size=(40, 2))
+    results = []
+    for backend in ("serial", "multiprocessing"):
+        kwargs = {"num_workers": 2} if backend == "multiprocessing" else {}
+        with pufferbox.vector.make("nethack", backend=backend, num_envs=2, **kwargs) as venv:
+            obs, _ = venv.reset(seed=0)
+            run = [obs.copy()]
+            for row in actions:
+                obs, rewards, *_ = venv.step(row)
+                run.append(np.concatenate([obs, rewards.view(np.uint8).reshape(2, -1)], axis=1).copy())
+            results.append(run)
+    for t, (a, b) in enumerate(zip(*results)):
+        np.testing.assert_array_equal(a, b, err_msg=f"step {t}")
