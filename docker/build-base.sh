@@ -3,11 +3,11 @@
 # filesystem and `podman import` it. Used by ci/container-test.sh, where no registry can be
 # reached; with a registry, just use the Dockerfile's default CUDA base.
 #   usage: docker/build-base.sh [IMAGE]      (default localhost/pufferbox-base:bookworm)
-#   MIRROR  Debian mirror (default http://deb.debian.org/debian)
+#   MIRROR  Debian mirror URL (default: debootstrap's own default mirror)
 # Idempotent: an existing image of that name is kept (remove it to rebuild).
 set -euo pipefail
 IMAGE=${1:-localhost/pufferbox-base:bookworm}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+MIRROR=${MIRROR:-}
 
 if podman image exists "$IMAGE"; then
   echo "base image $IMAGE already present"
@@ -17,15 +17,9 @@ command -v debootstrap >/dev/null || { echo "Error: debootstrap not found; insta
 rootfs=$(mktemp -d /var/tmp/pufferbox-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
 echo "debootstrapping bookworm into $rootfs"
-debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$rootfs.log" 2>&1 \
+debootstrap --variant=minbase bookworm "$rootfs" ${MIRROR:+"$MIRROR"} >"$rootfs.log" 2>&1 \
   || { tail -20 "$rootfs.log" >&2; echo "Error: debootstrap failed (log: $rootfs.log)." >&2; exit 1; }
 rm -f "$rootfs.log"
-# The security and updates suites, as on the official debian:bookworm image.
-cat >"$rootfs/etc/apt/sources.list" <<SOURCES
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
-SOURCES
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 tar -C "$rootfs" -c . | podman import \
   --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \

@@ -101,7 +101,7 @@ def check_torch_cuda() -> Check:
         return Check("torch cuda", True, f"torch {torch.__version__}, CUDA {torch.version.cuda}")
     kind = "CPU build" if not torch.version.cuda else f"CUDA {torch.version.cuda} build, no device"
     return Check("torch cuda", False, f"torch {torch.__version__} ({kind})",
-                 "install a CUDA torch (pip install torch --index-url https://download.pytorch.org/whl/cu126)")
+                 "install a CUDA build of the pinned torch (the tank image on a CUDA base has one)")
 
 
 def check_shm(path: str = "/dev/shm") -> Check:
