@@ -14,18 +14,17 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium
 import numpy as np
+from results import write_section
 
 from pufferbox.bench import bench
 from pufferbox.registry import get_registry
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Environment plugins"
 NOTE = ("Notes: this run shared the 2 cores with a `pufferbox train procgen/bigfish` run and other engineers' jobs. The PettingZoo raw loops draw each agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), which is why they trail. Procgen's native block copies frames into the shared buffers and tracks episode statistics, the bare gym3 row does neither.")
 # Training runs of the issue's acceptance list, on the same 2-core machine (plots next to this file).
@@ -206,16 +205,6 @@ def render(results: dict[str, list[tuple[str, float]]], command: str, load_befor
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: text + "\n", current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + text + "\n"
-    RESULTS.write_text(current)
-
-
 def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -248,7 +237,7 @@ def main() -> None:
     text = render(results, command, load_before, load())
     print(text)
     if not args.no_write and not args.only:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -26,7 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import machine_summary, write_section
+
 ROOT = Path(__file__).resolve().parent.parent
+SECTION = "## Tournament vs single run"
 PUFFERBOX = [sys.executable, "-m", "pufferbox"]
 SOLVED = 475.0
 
@@ -70,10 +72,7 @@ def fmt(value, spec=",") -> str:
 
 
 def write_results(rows: list[dict], args: argparse.Namespace) -> None:
-    load = os.getloadavg()
-    lines = ["## Tournament vs single run", "",
-             f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-             f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the end.", "",
+    lines = [SECTION, "", f"Machine: {machine_summary()} (at the end).", "",
              f"Reproduce: `.venv/bin/python benchmarks/bench_tournament.py --total-steps {args.total_steps} "
              f"--pods {args.pods} --seeds {' '.join(map(str, args.seeds))}`", "",
              f"Both arms get {args.total_steps:,} env steps in total. Single run: steps until the mean of its last "
@@ -93,16 +92,7 @@ def write_results(rows: list[dict], args: argparse.Namespace) -> None:
               "start-up), and the issue's target (no later than the single run) is not met here. The "
               "overhead is mostly actor start-up and per-slice evaluation; it shrinks as slices grow "
               "(--slice-steps), e.g. for hour-long NetHack slices on a cluster."]
-    section = "\n".join(lines) + "\n"
-    path = ROOT / "benchmarks" / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = text.find("## Tournament vs single run")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    write_section(SECTION, "\n".join(lines))
 
 
 def main() -> None:

@@ -14,16 +14,15 @@ Writes its table into benchmarks/RESULTS.md (section "Training with an async poo
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
-from pathlib import Path
+
+from results import machine_summary, write_section
 
 from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
-ROOT = Path(__file__).resolve().parent.parent
+SECTION = "## Training with an async pool"
 
 CONFIGS = [
     ("serial, 4 envs (sync)", {"backend": "serial", "num_envs": 4, "num_workers": 0, "batch_size": 0}),
@@ -62,24 +61,13 @@ def main() -> None:
         rows.append((name, sps))
         print(f"{name}: {sps:,.0f} training steps/s", flush=True)
     base = rows[1][1]
-    load = os.getloadavg()
-    lines = ["## Training with an async pool", "",
-             f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load average {load[0]:.2f} at the end.", "",
+    lines = [SECTION, "", f"Machine: {machine_summary()} (at the end).", "",
              f"Reproduce: `.venv/bin/python benchmarks/bench_train_pool.py --steps {args.steps} --hidden {args.hidden}`",
              "", "PPO training steps/s (rollout + update) on an env whose steps busy-wait an exponential time "
              "(mean 1 ms, std = mean); the two-core simulation limit is about 2,000 steps/s.", "",
              "| vector configuration | training steps/s | vs sync multiprocessing |", "|---|---:|---:|"]
     lines += [f"| {name} | {sps:,.0f} | {sps / base:.2f}x |" for name, sps in rows]
-    section = "\n".join(lines) + "\n"
-    path = ROOT / "benchmarks" / "RESULTS.md"
-    text = path.read_text()
-    start = text.find("## Training with an async pool")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    write_section(SECTION, "\n".join(lines))
 
 
 if __name__ == "__main__":

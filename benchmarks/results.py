@@ -1,0 +1,32 @@
+"""Writing benchmark tables into benchmarks/RESULTS.md, one ``## `` section per script.
+
+Example:
+    >>> write_section("## My comparison", "## My comparison\\n\\n| a | b |\\n")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def machine_summary() -> str:
+    """Platform, Python, CPU count and load average: what every table states next to its numbers."""
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {load}"
+
+
+def write_section(title: str, text: str) -> None:
+    """Replace the section headed ``title`` (up to the next ``## ``) with ``text``, or append it."""
+    current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"^{re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    text = text.rstrip("\n") + "\n"
+    if pattern.search(current):
+        current = pattern.sub(lambda _: text + "\n", current).rstrip("\n") + "\n"
+    else:
+        current = current.rstrip("\n") + "\n\n" + text
+    RESULTS.write_text(current)
