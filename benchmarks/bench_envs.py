@@ -15,7 +15,6 @@ import argparse
 import os
 import platform
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium

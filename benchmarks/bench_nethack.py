@@ -5,7 +5,10 @@ several times), so every configuration plays the *same games*: env ``i`` is seed
 ``i`` the way the plugin seeds nle, and at step ``t`` takes ``ACTIONS[t % 1024, i]``
 from one table. The flattening overhead is then pufferbox serial against the plugin's raw
 env (``glyphs``, ``blstats``, ``message``) stepped in a plain loop, with the same number
-of envs; those two rows are timed alternately ``--repeats`` times and the medians kept.
+of envs; nle writes those leaves straight into pufferbox's rows (the plugin's
+``pufferbox_bind_observation_buffers``), and a third row, the plugin env with that hook
+hidden, shows what the copies cost. The three are timed alternately ``--repeats`` times
+and the medians kept.
 Peers: Gymnasium SyncVectorEnv/AsyncVectorEnv, SB3 DummyVecEnv/SubprocVecEnv, PufferLib
 3.0 when its venv exists (``benchmarks/pufferlib_peer.py``; skipped with a note
 otherwise). ``--write`` replaces the ``### nethack`` table in the "Vectorization
@@ -42,6 +45,13 @@ def make_plugin_env() -> Any:
     from pufferbox_nethack.plugin import make_nethack
 
     return make_nethack("score")
+
+
+def make_copying_env(**kwargs: Any) -> Any:
+    """The plugin env with its zero-copy hook hidden: the emulator copies the three leaves each step."""
+    env = make_plugin_env()
+    env.pufferbox_bind_observation_buffers = None  # the emulator binds only when this is callable
+    return env
 
 
 def timed(step: Callable[[int], int], seconds: float) -> float:
@@ -87,12 +97,14 @@ def raw_parallel(num_envs: int, seconds: float) -> float:
         return sum(pool.starmap(raw_loop, [(half, seconds, 0), (half, seconds, half)]))
 
 
-def pufferbox_loop(num_envs: int, seconds: float, **kwargs: Any) -> float:
+def pufferbox_loop(num_envs: int, seconds: float, copying: bool = False, **kwargs: Any) -> float:
     import pufferbox.vector as vector
+    from pufferbox import EnvSpec
 
     table = action_table(num_envs)
     rows = [np.ascontiguousarray(row) for row in table]  # sync batches: no indexing in the loop
-    with vector.make("nethack", num_envs=num_envs, **kwargs) as venv:
+    env = EnvSpec(name="nethack-copying", binding=make_copying_env) if copying else "nethack"
+    with vector.make(env, num_envs=num_envs, **kwargs) as venv:
         venv.async_reset(seed=0)
         env_ids = venv.recv()[5]
         pool = venv.batch_envs != num_envs
@@ -136,14 +148,18 @@ def run(seconds: float, n: int, repeats: int) -> list[tuple[str, float]]:
         rows.append((name, value))
         print(f"{name:66s} {value:>10,.0f}", flush=True)
 
-    # Alternate the pair whose ratio is the flattening overhead; medians damp the other jobs' noise.
+    # Alternate the rows whose ratios are the flattening overhead; medians damp the other jobs' noise.
     for envs in (1, n):
-        raw, serial = [], []
+        raw, serial, copying = [], [], []
         for _ in range(repeats):
             raw.append(raw_loop(envs, seconds))
             serial.append(pufferbox_loop(envs, seconds))
-        add(f"raw nle, plugin env, {envs} env{'s' * (envs > 1)} in a loop (median of {repeats})", statistics.median(raw))
-        add(f"pufferbox serial, {envs} env{'s' * (envs > 1)} (median of {repeats})", statistics.median(serial))
+            copying.append(pufferbox_loop(envs, seconds, copying=True))
+        plural = "s" * (envs > 1)
+        add(f"raw nle, plugin env, {envs} env{plural} in a loop (median of {repeats})", statistics.median(raw))
+        add(f"pufferbox serial, {envs} env{plural}, nle writes the rows (median of {repeats})", statistics.median(serial))
+        add(f"pufferbox serial, {envs} env{plural}, leaves copied (hook hidden; median of {repeats})",
+            statistics.median(copying))
     add(f"{n} raw envs split over 2 processes, no IPC (the two-core ceiling at this load)",
         raw_parallel(n, seconds))
     add(f"pufferbox multiprocessing, {n} envs / 2 workers",

@@ -16,6 +16,7 @@ on the first violation; :func:`check_env_spec` runs them all and collects the re
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
 import warnings
@@ -113,16 +114,17 @@ def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any])
     """``(obs, reward, terminated, truncated)`` per step (reset steps have reward None)."""
     out: list[tuple] = []
     multi = is_multiagent(env)
+    # Deep copies: envs such as nle reuse their observation arrays from step to step.
     obs, _ = env.reset(seed=seed)
-    out.append((obs, None, None, None))
+    out.append((copy.deepcopy(obs), None, None, None))
     for t in range(steps):
         act = actions(env, t)
         obs, reward, terminated, truncated, _ = env.step(act)
-        out.append((obs, reward, terminated, truncated))
+        out.append((copy.deepcopy(obs), reward, terminated, truncated))
         done = (not env.agents) if multi else (terminated or truncated)
         if done:
             obs, _ = env.reset()
-            out.append((obs, None, None, None))
+            out.append((copy.deepcopy(obs), None, None, None))
     return out
 
 

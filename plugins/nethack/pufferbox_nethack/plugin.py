@@ -80,17 +80,21 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
         and then skips copying any leaf whose value *is* its view. nle's C core writes
         every step into the arrays given to ``_pynethack.set_buffers``; we swap those for
         the views (nle's internal keys, ``program_state``, ``internal``, the terminal, keep
-        their own arrays) and rebuild the tuple nle returns from ``step``/``reset``. The
-        current observation is carried over, so binding mid-episode changes nothing the
-        agent or nle's reward sees. Returns the keys now written in place (none when nle
-        copies its observations anyway, or when a view does not fit: those are copied).
+        their own arrays) and rebuild the tuple nle's ``step``/``reset`` return.
+
+        nle accepts new buffers only before its first reset (backends assign rows before
+        that). Later calls change nothing: nle keeps writing the arrays bound before (kept
+        alive here) and the emulator copies from them. Returns the keys now written in
+        place: none after the first reset, when nle copies its observations anyway, or for
+        a view that does not fit.
 
         Example:
-            >>> from pufferbox.emulation import emulate          # doctest: +SKIP
-            >>> row = emulate(make_nethack("score")).obs_targets  # doctest: +SKIP
+            >>> from pufferbox.emulation import emulate                      # doctest: +SKIP
+            >>> env = emulate(make_nethack("score"))  # binds its own 1-row buffer  # doctest: +SKIP
+            >>> env.env.pufferbox_bind_observation_buffers(dict(env.obs_targets))  # doctest: +SKIP
+            ('glyphs', 'blstats', 'message')
         """
-        nle_env = self.env.unwrapped
-        core = getattr(nle_env, "nethack", None)
+        core = getattr(self.env.unwrapped, "nethack", None)
         old_buffers = getattr(core, "_obs_buffers", None)
         if old_buffers is None or getattr(core, "_pynethack", None) is None or getattr(core, "_copy", True):
             return ()
@@ -100,16 +104,16 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
             if (view is None or old is None or view.shape != old.shape or view.dtype != old.dtype
                     or not view.flags.c_contiguous or not view.flags.writeable):
                 continue
-            if view is not old:
-                view[...] = old
             buffers[key] = view
             bound.append(key)
-        core._pynethack.set_buffers(**buffers)  # checks dtype, shape and strides, keeps raw pointers
-        old_obs = core._obs
+        try:
+            core._pynethack.set_buffers(**buffers)  # checks dtype, shape and strides; keeps raw pointers
+        except RuntimeError as exc:
+            if "after reset" not in str(exc):
+                raise
+            return ()
         core._obs_buffers = buffers  # also keeps the views (and the row they point into) alive
-        core._obs = tuple(buffers.values())  # nle's step/reset return this tuple
-        if nle_env.last_observation is old_obs:  # nle's reward compares against it next step
-            nle_env.last_observation = core._obs
+        core._obs = tuple(buffers.values())  # what nle's step/reset return
         return tuple(bound)
 
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
