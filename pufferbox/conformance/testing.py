@@ -63,7 +63,8 @@ def assert_unavailable_without(names: Sequence[str], hide: Sequence[str], made: 
     assert listing.returncode == 0, listing.stderr
     rows = {row["name"]: row for row in json.loads(listing.stdout)}
     for name in names:
-        assert rows[name]["status"] == "unavailable", (name, rows[name])
+        status = rows[name]["status"]
+        assert status == "unavailable", f"{name} is listed {status!r}, expected 'unavailable': {rows[name]}"
         assert "pip install" in rows[name]["reason"], (name, rows[name]["reason"])
     result = run_cli("info", made or names[0], hide=hide if made_hide is None else made_hide)
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
