@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 from typing import Any, Callable
 
 import gymnasium
 import numpy as np
-from results import write_section
+from results import timed, write_section
 
 from pufferbox.bench import bench
 from pufferbox.registry import get_registry
@@ -50,14 +49,6 @@ means, grouped by part of the run (episode-weighted).
   1.06, 0.85, 1.01, 0.96 (about 140 episodes each). Plot: `benchmarks/bigfish-100k.png`.
 """
 
-
-def timed(step: Callable[[], int], seconds: float) -> float:
-    """Calls ``step`` (returning agent steps done) for ``seconds`` after one warm-up call; steps/s."""
-    step()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        steps += step()
-    return steps / (time.perf_counter() - start)
 
 
 def raw_gymnasium(name: str, seconds: float) -> float:

@@ -20,12 +20,12 @@ import platform
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
 import gymnasium
 import numpy as np
+from results import timed
 
 from pufferbox.bench import bench
 from pufferbox.vector.testenvs import UnevenStepEnv, env_spec_for
@@ -49,14 +49,6 @@ def pufferlib_peer(workload: str, seconds: float, num_envs: int) -> dict[str, fl
         return {}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
-
-def timed(step: Callable[[], int], seconds: float) -> float:
-    """Calls ``step`` (returning env steps done) for ``seconds``; returns steps/s."""
-    step()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        steps += step()
-    return steps / (time.perf_counter() - start)
 
 
 def raw_single(make: Callable[[], gymnasium.Env], seconds: float) -> float:
@@ -82,10 +74,8 @@ def raw_parallel(make: Callable[[], gymnasium.Env], processes: int, seconds: flo
         return sum(pool.starmap(raw_single, [(make, seconds)] * processes))
 
 
-def gym_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: float) -> float:
-    cls = gymnasium.vector.SyncVectorEnv if kind == "sync" else gymnasium.vector.AsyncVectorEnv
-    venv = cls([make] * n)
-    venv.reset(seed=0)
+def step_vector(venv, n: int, seconds: float) -> float:
+    """Steps/s of a Gymnasium or SB3 vector env of ``n`` CartPole-like envs under fixed random actions."""
     actions = np.random.default_rng(0).integers(0, 2, (16, n))
     i = [0]
 
@@ -97,6 +87,13 @@ def gym_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: fl
         return timed(step, seconds)
     finally:
         venv.close()
+
+
+def gym_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: float) -> float:
+    cls = gymnasium.vector.SyncVectorEnv if kind == "sync" else gymnasium.vector.AsyncVectorEnv
+    venv = cls([make] * n)
+    venv.reset(seed=0)
+    return step_vector(venv, n, seconds)
 
 
 def sb3_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: float) -> float:
@@ -104,17 +101,7 @@ def sb3_vector(kind: str, make: Callable[[], gymnasium.Env], n: int, seconds: fl
 
     venv = (DummyVecEnv if kind == "dummy" else SubprocVecEnv)([make] * n)
     venv.reset()
-    actions = np.random.default_rng(0).integers(0, 2, (16, n))
-    i = [0]
-
-    def step() -> int:
-        i[0] += 1
-        venv.step(actions[i[0] % 16])
-        return n
-    try:
-        return timed(step, seconds)
-    finally:
-        venv.close()
+    return step_vector(venv, n, seconds)
 
 
 def make_cartpole() -> gymnasium.Env:

@@ -1,4 +1,5 @@
-"""Writing benchmark tables into benchmarks/RESULTS.md, one ``## `` section per script.
+"""Shared by the benchmark scripts: timing a step function, and writing tables into RESULTS.md
+(one ``## `` section per script).
 
 Example:
     >>> write_section("## My comparison", "## My comparison\\n\\n| a | b |\\n")  # doctest: +SKIP
@@ -9,7 +10,9 @@ from __future__ import annotations
 import os
 import platform
 import re
+import time
 from pathlib import Path
+from typing import Callable
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -30,3 +33,12 @@ def write_section(title: str, text: str) -> None:
     else:
         current = current.rstrip("\n") + "\n\n" + text
     RESULTS.write_text(current)
+
+
+def timed(step: Callable[[], int], seconds: float) -> float:
+    """Calls ``step`` (returning the steps it did) for ``seconds`` after one warm-up call; steps/s."""
+    step()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += step()
+    return steps / (time.perf_counter() - start)
