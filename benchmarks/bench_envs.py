@@ -158,6 +158,15 @@ def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]
             ("pufferbox multiprocessing, 8 envs / 2 workers",
              lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2)),
         ]
+    # NetHack's vector envs default to the native block (nle cores stepped directly): label
+    # those rows, and time the emulated gym env too.
+    out["nethack"][3:] = [
+        ("pufferbox serial, native nle block, 8 envs", lambda: puffer("nethack", s, backend="serial", num_envs=8)),
+        ("pufferbox serial, emulated gym env, 8 envs",
+         lambda: puffer("nethack", s, backend="serial", num_envs=8, native=False)),
+        ("pufferbox multiprocessing, native nle block, 8 envs / 2 workers",
+         lambda: puffer("nethack", s, backend="multiprocessing", num_envs=8, num_workers=2)),
+    ]
     out["procgen/bigfish"] = [
         ("raw: pufferbox's one-env Gymnasium adapter, single env loop", lambda: raw_gymnasium("procgen/bigfish", s)),
         ("Gymnasium SyncVectorEnv over the adapter, 8 envs",

@@ -2,13 +2,15 @@
 
 Workloads: gymnasium CartPole (per-step overhead), an env whose step time varies widely
 (exponential, mean 1 ms: a pool must win), and the native batched CartPole on one core
-(NetHack is ``benchmarks/bench_nethack.py``). PufferLib runs in its own venv
+(its C kernel, its numpy reference kernel, PufferLib's C CartPole; ``--workloads native``
+runs just that section). NetHack is ``benchmarks/bench_nethack.py``. PufferLib runs in its own venv
 (``$PUFFERLIB_VENV``, default ``/tmp/pufferlib-venv``) through ``pufferlib_peer.py``;
 without that venv its rows are skipped with a printed note. ``--write`` replaces this
 script's tables in the "Vectorization backends" section of benchmarks/RESULTS.md (with
 the load average and the exact command), leaving the section's prose alone.
 
     .venv/bin/python benchmarks/bench_vectorization.py --seconds 2 --write
+    .venv/bin/python benchmarks/bench_vectorization.py --workloads native --seconds 2
 """
 
 from __future__ import annotations
@@ -116,18 +118,20 @@ def pb(env, seconds: float, **kwargs) -> float:
     return bench(env, seconds=seconds, **kwargs)["sps"]
 
 
-def native_direct(num_envs: int, seconds: float) -> float:
-    """The numpy CartPole block's own vec_step in a loop: no backend, one core."""
+def native_direct(num_envs: int, seconds: float, kernel: str = "c", wrapper: bool = True) -> float:
+    """The CartPole block's own vec_step in a loop (no backend, one core); ``wrapper=False`` times
+    the compiled kernel's step() alone (no Python checks, no EpisodeInfos): what bounds the block."""
     from pufferbox_classic.native import CartPoleNative
 
-    block = CartPoleNative(num_envs)
+    block = CartPoleNative(num_envs, kernel=kernel)
     block.vec_reset(seed=0)
     actions = [np.random.default_rng(i).integers(0, 2, num_envs) for i in range(16)]
+    step_fn = block.vec_step if wrapper else block.kernel.step
     t = [0]
 
     def step() -> int:
         t[0] += 1
-        block.vec_step(actions[t[0] % 16])
+        step_fn(actions[t[0] % 16])
         return num_envs
     return timed(step, seconds)
 
@@ -163,7 +167,12 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, native=False))
     add(w, "pufferbox multiprocessing, emulated, 32 envs / 2 workers",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=2, native=False))
-    add(w, "pufferbox serial, native numpy block, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
+    # main_envs: the main process steps its share while 1 worker steps the rest (2 processes, 2 cores).
+    add(w, "pufferbox multiprocessing, emulated, 16 envs: main process 8 + 1 worker 8",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, main_envs=8, native=False))
+    add(w, "pufferbox multiprocessing, emulated, 32 envs: main process 16 + 1 worker 16",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=1, main_envs=16, native=False))
+    add(w, "pufferbox serial, native block (C kernel), 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
     add(w, "pufferbox multiprocessing, native, 8192 envs / 2 workers",
         lambda: pb("cartpole", s, backend="multiprocessing", num_envs=8192, num_workers=2))
     peers(w, 8)
@@ -187,12 +196,18 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
         lambda: pb(uneven, s, backend="multiprocessing", num_envs=8, num_workers=8, batch_size=2))
     peers(w, 2)
 
-    w = "native"  # one core: the block's own loop, then through the serial backend
-    add(w, "pufferbox numpy CartPole block, 4096 envs, direct", lambda: native_direct(4096, s))
-    add(w, "pufferbox numpy CartPole block, 16384 envs, direct", lambda: native_direct(16384, s))
-    add(w, "pufferbox serial backend, native, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
-    add(w, "pufferbox serial backend, native, 16384 envs", lambda: pb("cartpole", s, num_envs=16384))
+    w = "native"  # one core; PufferLib's C CartPole first, so "vs first row" is the ratio to it
     peers(w, 4096)
+    add(w, "pufferbox CartPole block, C kernel, 4096 envs, direct", lambda: native_direct(4096, s))
+    add(w, "pufferbox CartPole block, C kernel, 16384 envs, direct", lambda: native_direct(16384, s))
+    add(w, "pufferbox C kernel's step() alone (no wrapper, no infos), 4096 envs",
+        lambda: native_direct(4096, s, wrapper=False))
+    add(w, "pufferbox CartPole block, numpy reference kernel, 4096 envs, direct",
+        lambda: native_direct(4096, s, kernel="numpy"))
+    add(w, "pufferbox CartPole block, numpy reference kernel, 16384 envs, direct",
+        lambda: native_direct(16384, s, kernel="numpy"))
+    add(w, "pufferbox serial backend, native C kernel, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
+    add(w, "pufferbox serial backend, native C kernel, 16384 envs", lambda: pb("cartpole", s, num_envs=16384))
     return rows
 
 

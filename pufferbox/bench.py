@@ -33,7 +33,8 @@ def random_actions(venv: vector.VectorEnv, seed: int = 0) -> list[np.ndarray]:
 
 def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int | None = None,
           batch_size: int | None = None, seconds: float = 3.0, native: bool = True,
-          zero_copy: bool = False, warmup_s: float = 0.2, **backend_kwargs: Any) -> dict[str, Any]:
+          zero_copy: bool = False, warmup_s: float = 0.2, main_envs: int = 0,
+          **backend_kwargs: Any) -> dict[str, Any]:
     """Steps/s (agent steps) of ``env`` on one backend configuration."""
     if seconds <= 0:
         raise VectorConfigError(f"--seconds must be positive, got {seconds}")
@@ -42,6 +43,10 @@ def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int
         kwargs.update(num_workers=num_workers, zero_copy=zero_copy)
     elif num_workers not in (None, 1):
         raise VectorConfigError("the serial backend has one worker; drop --num-workers or pick another backend")
+    if main_envs:
+        if backend != "multiprocessing":
+            raise VectorConfigError(f"--main-envs needs --backend multiprocessing (got {backend})")
+        kwargs["main_envs"] = main_envs
     with vector.make(env, backend=backend, num_envs=num_envs, batch_size=batch_size, native=native, **kwargs) as venv:
         actions = random_actions(venv)
         venv.async_reset(seed=0)
@@ -60,7 +65,8 @@ def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int
         return {
             "env": venv.env_name, "backend": backend, "num_envs": num_envs,
             "num_workers": getattr(venv, "num_workers", 1), "batch_size": venv.batch_envs,
-            "zero_copy": bool(getattr(venv, "zero_copy", False)), "native": venv.factory.native,
+            "zero_copy": bool(getattr(venv, "zero_copy", False)), "main_envs": getattr(venv, "main_envs", 0),
+            "native": venv.factory.native,
             "agents_per_env": venv.agents_per_env, "sps": steps * venv.batch_size / elapsed,
             "env_sps": steps * venv.batch_envs / elapsed, "seconds": elapsed,
             "cpu_count": os.cpu_count(),
@@ -68,7 +74,11 @@ def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int
 
 
 def candidate_configs(cpus: int | None = None, max_envs: int = 256, native: bool = False) -> list[dict[str, Any]]:
-    """Configurations worth timing on ``cpus`` cores: serial sizes, worker counts, pools."""
+    """Configurations worth timing on ``cpus`` cores: serial sizes, worker counts, pools, main envs.
+
+    Main-process envs (``main_envs``) are tried with ``cpus - 1`` workers and an equal share in
+    the main process: one process per core and no idle waiter, which pays most on few cores.
+    """
     cpus = cpus or os.cpu_count() or 1
     sizes = [n for n in (1, 8, 32, 128, 512, 2048, 8192) if n <= max_envs]
     configs = [dict(backend="serial", num_envs=n) for n in sizes]
@@ -80,6 +90,12 @@ def candidate_configs(cpus: int | None = None, max_envs: int = 256, native: bool
             configs.append(dict(backend="multiprocessing", num_envs=n, num_workers=workers))
             if workers >= 2 and workers % 2 == 0:
                 configs.append(dict(backend="multiprocessing", num_envs=n, num_workers=workers, batch_size=n // 2))
+    if cpus >= 2:
+        for per_process in (1, 4, 16) if not native else (64, 512):
+            n = cpus * per_process
+            if n <= max_envs:
+                configs.append(dict(backend="multiprocessing", num_envs=n, num_workers=cpus - 1,
+                                    main_envs=per_process))
     return configs
 
 
@@ -89,6 +105,8 @@ def command_line(env: str, config: dict[str, Any]) -> str:
         parts.append(f"--num-workers {config['num_workers']}")
     if config.get("batch_size") not in (None, config["num_envs"]):
         parts.append(f"--batch-size {config['batch_size']}")
+    if config.get("main_envs"):
+        parts.append(f"--main-envs {config['main_envs']}")
     return " ".join(parts)
 
 

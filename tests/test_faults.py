@@ -58,6 +58,33 @@ def test_env_exception_names_env_worker_and_traceback() -> None:
     assert venv.closed and not live_children() and not segment_exists(name)
 
 
+@pytest.mark.parametrize("failing_env,where", [(1, "env 1 in the main process"), (3, "env 3 in worker 0")])
+def test_main_envs_errors_name_the_env_and_its_process(failing_env: int, where: str) -> None:
+    venv = vector.make(env_spec_for("faulty", fail_at=3, fail_env_seed=failing_env), backend="multiprocessing",
+                       num_envs=4, num_workers=1, main_envs=2)
+    name = venv.resources.shared.name
+    error, _ = run_until_error(venv, 1.0)
+    message = str(error)
+    assert where in message and "ValueError: deliberate failure at step 3" in message
+    assert "Traceback (most recent call last)" in message and "testenvs.py" in message
+    assert venv.closed and not live_children() and not segment_exists(name)
+
+
+def test_main_envs_close_reaps_workers_and_frees_shared_memory() -> None:
+    venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2, native=False)
+    name = venv.resources.shared.name
+    venv.reset(seed=0)
+    venv.send(np.zeros(4, dtype=np.int64))  # close with the worker's step in flight
+    venv.close()
+    assert not live_children() and not segment_exists(name)
+    venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2, native=False)
+    name = venv.resources.shared.name
+    venv.reset(seed=0)
+    del venv  # never closed: garbage collection frees it
+    gc.collect()
+    assert not live_children() and not segment_exists(name)
+
+
 def test_env_that_cannot_be_built_fails_clearly() -> None:
     bad = env_spec_for("faulty", fail_at=1)
     bad.kwargs["unknown_kwarg"] = 1

@@ -1,4 +1,4 @@
-"""The multiprocessing backend gives exactly the serial backend's rows, with and without a pool."""
+"""The multiprocessing backend gives exactly the serial backend's rows, with and without a pool or main envs."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ CONFIGS = {
     "full": dict(num_workers=2),
     "pool": dict(num_workers=4, batch_size=4),
     "pool-zero-copy": dict(num_workers=4, batch_size=2, zero_copy=True),
+    "main-envs": dict(num_workers=2, main_envs=2),  # main 0-1, workers 2-4 and 5-7
+    "main-envs-one-worker": dict(num_workers=1, main_envs=5),
 }
 
 
@@ -93,6 +95,21 @@ def test_zero_copy_returns_views_of_one_contiguous_group() -> None:
         assert seen == {0, 4}
 
 
+def test_main_envs_step_in_the_main_process_into_one_contiguous_batch() -> None:
+    with vector.make("cartpole", backend="multiprocessing", num_envs=6, num_workers=1, main_envs=2,
+                     native=False) as venv:
+        assert len(venv.main_blocks) == 2 and [list(e) for e in venv.worker_envs] == [[2, 3, 4, 5]]
+        venv.async_reset(seed=0)
+        obs, *_, env_ids, _ = venv.recv()
+        assert obs.shape == (6, 4) and np.shares_memory(obs, venv.buffers.observations)
+        assert env_ids.tolist() == list(range(6))
+        before = obs.copy()
+        venv.send(np.zeros(6, dtype=np.int64))
+        # The main process's rows are written inside send(), before any recv().
+        assert not np.array_equal(venv.buffers.observations[:2], before[:2])
+        venv.recv()
+
+
 def test_step_and_reset_match_gymnasium_layout() -> None:
     with vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2, native=False) as venv:
         obs, info = venv.reset(seed=1)
@@ -107,6 +124,12 @@ def test_step_and_reset_match_gymnasium_layout() -> None:
     (dict(num_envs=12, num_workers=3, batch_size=6), r"batch_size \(6\) must be a multiple of envs per worker \(4"),
     (dict(num_envs=4, num_workers=2, envs_per_worker=2), "unsupported options: envs_per_worker"),
     (dict(num_envs=4, num_workers=2, start_method="teleport"), "start_method 'teleport'"),
+    (dict(num_envs=4, num_workers=1, main_envs=4), r"main_envs \(4\) must be in 0..num_envs-1 .*--backend serial"),
+    (dict(num_envs=4, num_workers=1, main_envs=-1), r"main_envs \(-1\) must be in 0..num_envs-1"),
+    (dict(num_envs=8, num_workers=2, main_envs=2, batch_size=4),
+     r"main_envs needs batch_size == num_envs .*drop --batch-size or --main-envs"),
+    (dict(num_envs=8, num_workers=2, main_envs=3),
+     r"num_envs - main_envs \(8 - 3\) must be a multiple of num_workers \(2\)"),
 ])
 def test_bad_configs_fail_clearly(kwargs: dict, message: str) -> None:
     before = len(psutil.Process().children(recursive=True))
@@ -134,3 +157,29 @@ def test_spawn_start_method_matches_serial() -> None:
                      start_method="spawn") as venv:
         got = trajectories(venv, 15, 2)
     assert_same(expected, got)
+
+
+def test_bench_cli_and_autotune_take_main_envs() -> None:
+    from click.testing import CliRunner
+
+    from pufferbox.bench import autotune, candidate_configs, command_line
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    args = ["bench", "cartpole", "--backend", "multiprocessing", "--num-envs", "4", "--num-workers", "1",
+            "--main-envs", "2", "--no-native", "--seconds", "0.1"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and "main_envs=2" in result.output, result.output
+    result = CliRunner().invoke(cli, [*args, "--batch-size", "2"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "main_envs needs batch_size == num_envs" in result.output
+    result = CliRunner().invoke(cli, ["bench", "cartpole", "--main-envs", "2", "--num-envs", "4"])
+    assert result.exit_code == 2 and "--main-envs needs --backend multiprocessing" in result.output
+
+    mains = [c for c in candidate_configs(cpus=4, max_envs=64) if c.get("main_envs")]
+    assert mains and all(c["num_workers"] == 3 and (c["num_envs"] - c["main_envs"]) % 3 == 0 for c in mains)
+    assert not [c for c in candidate_configs(cpus=1) if c.get("main_envs")], "one core: nothing to overlap"
+    results = autotune("cartpole", seconds=0.1, native=False,
+                       configs=[dict(backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2)])
+    assert results[0]["command"] == command_line("cartpole", results[0]) == (
+        "pufferbox bench cartpole --backend multiprocessing --num-envs 4 --num-workers 1 --main-envs 2")

@@ -18,6 +18,7 @@ from pufferbox.cli import cli
 @click.option("--num-envs", type=int, help="Number of envs.")
 @click.option("--num-workers", type=int, help="Worker processes (pool backends).")
 @click.option("--batch-size", type=int, help="Envs per batch (async pool when < num-envs).")
+@click.option("--main-envs", type=int, help="Envs the main process steps itself (multiprocessing).")
 @click.option("--total-steps", type=int, help="Stop after this many agent steps.")
 @click.option("--seed", type=int, help="Random seed.")
 @click.option("--device", help="cpu, cuda, cuda:N or auto.")
@@ -25,8 +26,8 @@ from pufferbox.cli import cli
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run goes (default runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
-def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, total_steps, seed, device,
-          compile_, run_dir, resume, no_tensorboard):
+def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
+          device, compile_, run_dir, resume, no_tensorboard):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -37,8 +38,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
-             "vec.batch_size": batch_size, "train.total_steps": total_steps, "train.seed": seed,
-             "train.device": device, "train.compile": compile_}
+             "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
+             "train.seed": seed, "train.device": device, "train.compile": compile_}
     if resume is None:
         from pufferbox.registry import get_registry
 

@@ -64,6 +64,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "num_envs": 8,
         "num_workers": 0,  # 0: the backend decides
         "batch_size": 0,  # envs per recv(); 0: all of them (no pool)
+        "main_envs": 0,  # multiprocessing: envs the main process steps itself while the workers step
         "native": True,  # use the plugin's batched implementation when it has one
         "device": "gpu",  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
     },

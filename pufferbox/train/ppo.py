@@ -52,6 +52,7 @@ from pufferbox.train.config import ConfigError
 from pufferbox.train.device_rollout import DeviceRollout
 from pufferbox.train.optim import Adam
 from pufferbox.train.policies import build_agent
+from pufferbox.vector.native import EpisodeInfos
 
 __all__ = ["Trainer", "TrainResult", "Rollout"]
 
@@ -216,6 +217,8 @@ class Trainer:
             backend_kwargs["num_workers"] = vc["num_workers"]
         if vc["batch_size"]:
             backend_kwargs["batch_size"] = vc["batch_size"]
+        if vc.get("main_envs"):  # absent from configs saved before the option existed
+            backend_kwargs["main_envs"] = vc["main_envs"]
         # The cuda backend's recv() returns tensors on its device: rollout, sampling and update stay there.
         self.on_device = vc["backend"] == "cuda"
         if self.on_device:
@@ -318,9 +321,12 @@ class Trainer:
             ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
             starts = np.logical_or(terminals, truncations) | self.first[rows]
             self.first[rows] = False
-            for info in infos:
-                if "episode_return" in info:
-                    self.new_episodes.append((float(info["episode_return"]), float(info["episode_length"])))
+            if isinstance(infos, EpisodeInfos):  # a native block's episodes as arrays: no dicts built
+                self.new_episodes += zip(*(stat.tolist() for stat in infos.episode_stats()))
+            else:
+                for info in infos:
+                    if "episode_return" in info:
+                        self.new_episodes.append((float(info["episode_return"]), float(info["episode_length"])))
             ro.np_obs[seg, ptr] = obs
             ro.np_starts[seg, ptr] = starts
             ro.np_masks[seg, ptr] = masks

@@ -6,7 +6,9 @@ The unit a backend steps is an *env block*: an object simulating ``num_envs`` en
 * ``set_buffers(buffers)``: write into these rows from now on,
 * ``vec_reset(seed) -> list[dict]`` and ``vec_step(actions) -> list[dict]``: fill the rows,
   auto-resetting finished episodes (``SAME_STEP``); the dicts are infos of episodes that
-  ended, each with ``"env"``, the block-local env index, when the block holds several envs,
+  ended, each with ``"env"``, the block-local env index, when the block holds several envs
+  (a native block may return an :class:`~pufferbox.vector.native.EpisodeInfos` instead: a
+  sequence of such dicts kept as arrays, which backends pass on without building dicts),
 * ``close()``.
 
 An emulated Gymnasium/PettingZoo env is a block of one env; a native batched env
@@ -15,6 +17,7 @@ An emulated Gymnasium/PettingZoo env is a block of one env; a native batched env
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +28,7 @@ from gymnasium.vector import AutoresetMode
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.vector.native import EpisodeInfos
 
 __all__ = ["EnvFactory", "VectorEnv", "VectorConfigError", "batch_space", "infos_to_dict"]
 
@@ -66,9 +70,16 @@ def batch_space(space: gymnasium.Space, n: int) -> gymnasium.Space:
     return gymnasium.vector.utils.batch_space(space, n)
 
 
-def infos_to_dict(infos: list[dict], num_envs: int) -> dict:
+def infos_to_dict(infos: Sequence[dict], num_envs: int) -> dict:
     """Gymnasium's vector info layout (``key`` array + ``_key`` mask per env) from info dicts."""
     out: dict[str, Any] = {}
+    if isinstance(infos, EpisodeInfos) and infos.key == "env_id":  # arrays in, arrays out: no dicts
+        for key, values in (("episode_return", infos.returns), ("episode_length", infos.lengths)):
+            out[key] = np.zeros(num_envs, dtype=values.dtype)
+            out[key][infos.envs] = values
+            out["_" + key] = np.zeros(num_envs, dtype=bool)
+            out["_" + key][infos.envs] = True
+        return out
     for info in infos:
         env_id = info["env_id"]
         for key, value in info.items():

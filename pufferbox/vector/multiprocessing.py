@@ -17,6 +17,24 @@ With ``batch_size < num_envs`` the backend is an EnvPool-style pool: ``recv()`` 
 the first workers to finish (``env_ids`` says which envs); ``zero_copy=True`` instead
 waits for an aligned contiguous group of workers and returns views of its rows.
 
+``main_envs=K`` lets the main process step envs ``0..K-1`` itself (rows first in the same
+segment, so a batch is still one contiguous array): ``send()`` posts the workers' commands,
+steps its own envs, and ``recv()`` then waits only for what is left of the workers' steps.
+With ``num_workers=1`` that is two processes on two cores and no idle waiter, and a worker's
+wake-up (~100 µs here) overlaps the main process's stepping instead of adding to each step.
+Spinning: ``spin_s`` defaults to 0.5 ms when the workers plus the main process fit the cores
+(else 0), for both sides. The main process's wait is only the imbalance between its share and
+the workers'. A worker's wait between commands is the main process's remaining stepping plus
+the caller's work (policy inference); when that outlasts the spin, the :class:`Waiter` stops
+spinning, so the spin costs nothing while a trainer computes. A short worker spin (0.1 ms,
+about one wake-up) was tried and is worse: a blocked wait includes the ~100 µs wake-up, so
+the recent waits stayed above the spin and the worker kept blocking (18% of its waits under
+load, against 0-5% with 0.5 ms, for NetHack 1 + 1 env). It needs
+``batch_size == num_envs`` (a pool's point is that the trainer never waits for stepping,
+and the main process's envs step inside ``send()``); the full batch is returned as views,
+as with ``zero_copy``. An error in a main-process env closes the vector env and raises
+:class:`WorkerError` naming the env and "the main process", like a worker's.
+
 Start method: ``fork`` by default on Linux (fastest start, ~ms per worker). Forking a
 process that already runs threads (a torch thread pool, a Ray client) can deadlock in the
 child; build the vector env before such threads start, or pass ``start_method="forkserver"``
@@ -27,6 +45,8 @@ Example:
     >>> venv = pufferbox.vector.make("cartpole", backend="multiprocessing", num_envs=8,
     ...                              num_workers=2, batch_size=4)           # doctest: +SKIP
     >>> venv.async_reset(seed=0); obs, *_ , env_ids, masks = venv.recv()   # doctest: +SKIP
+    >>> venv = pufferbox.vector.make("nethack", backend="multiprocessing", num_envs=4,
+    ...                              num_workers=1, main_envs=2)            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -38,12 +58,14 @@ import sys
 import time
 import traceback
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+from pufferbox.vector.native import concat_infos, join_infos, relabel_infos
 from pufferbox.vector.shm import SharedArrays
 
 __all__ = ["MultiprocessingVectorEnv", "WorkerError"]
@@ -56,7 +78,10 @@ PARENT_CHECK = 1.0        # how often an idle worker checks that its parent stil
 
 
 class WorkerError(RuntimeError):
-    """An env raised inside a worker, or a worker died; the message names env, worker and cause."""
+    """An env raised (in a worker or, with ``main_envs``, the main process), or a worker died.
+
+    The message names the env, the process and the cause, with the env's traceback.
+    """
 
 
 def usable_cores() -> int:
@@ -151,12 +176,12 @@ def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int,
                     seed = conn.recv()
                     for block, (_, _, block_env) in zip(blocks, spans):
                         current_env = first_env + block_env
-                        collect(infos, block.vec_reset(None if seed is None else seed + current_env), current_env)
+                        infos = collect(infos, block.vec_reset(None if seed is None else seed + current_env), current_env)
                 else:
                     for block, block_actions, current_env in steps:
                         block_infos = block.vec_step(block_actions)
                         if block_infos:
-                            collect(infos, block_infos, current_env)
+                            infos = collect(infos, block_infos, current_env)
             except BaseException:
                 env = current_env if len(blocks) == num_envs else f"{first_env}-{first_env + num_envs - 1}"
                 conn.send(("error", env, traceback.format_exc()))
@@ -177,21 +202,25 @@ def worker_main(worker: int, factory: EnvFactory, first_env: int, num_envs: int,
         shared.destroy()
 
 
-def collect(out: list[dict], block_infos: list[dict], first_env: int) -> None:
-    # Blocks hand over fresh dicts every step, so they are relabelled in place (see serial.py).
-    for info in block_infos:
-        info["env_id"] = first_env + info.pop("env", 0)
-    out.extend(block_infos)
+def last_line(tb: str) -> str:
+    """The ``ValueError: ...`` line of a formatted traceback."""
+    return tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+
+
+def collect(out: Sequence[dict], block_infos: Sequence[dict], first_env: int) -> Sequence[dict]:
+    """``out`` and the relabelled ``block_infos``; a native block's EpisodeInfos stays arrays (see serial.py)."""
+    return join_infos(out, relabel_infos(block_infos, first_env))
 
 
 class Resources:
-    """What must be freed even if the env is never closed: processes, pipes, the segment."""
+    """What must be freed even if the env is never closed: processes, pipes, the segment, main envs."""
 
     def __init__(self) -> None:
         self.processes: list[Any] = []
         self.conns: list[Any] = []
         self.shared: SharedArrays | None = None
         self.wakes: list[Any] = []
+        self.blocks: list[Any] = []  # the main process's own env blocks (``main_envs``)
 
     def release(self) -> None:
         flags = self.shared.arrays.get("flags") if self.shared else None
@@ -200,6 +229,12 @@ class Resources:
             flags[:] = CLOSE
             for wake in self.wakes:
                 wake.release()
+        blocks, self.blocks = self.blocks, []
+        for block in blocks:  # while the workers close theirs
+            try:
+                block.close()
+            except Exception:
+                pass  # closing must go on: the workers and the segment are freed below
         deadline = time.monotonic() + 1.0
         for proc in self.processes:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -219,36 +254,51 @@ class MultiprocessingVectorEnv(VectorEnv):
 
     Args:
         factory: builds each worker's env blocks.
-        num_envs: total envs (a multiple of ``num_workers``).
-        num_workers: processes (default: ``min(cpu_count, num_envs)`` rounded to a divisor).
+        num_envs: total envs (``num_envs - main_envs`` a multiple of ``num_workers``).
+        num_workers: processes (default: ``min(cpu_count, num_envs)`` rounded to a divisor; with
+            ``main_envs``, at most ``cpu_count - 1``, the main process taking a core).
         batch_size: envs per ``recv()`` (a multiple of ``num_envs / num_workers``).
         zero_copy: pools return views of an aligned contiguous group of workers instead of
             copies of the first workers to finish.
         start_method: ``fork`` (default), ``forkserver`` or ``spawn``.
         spin_s: seconds each side spins (yielding) before blocking on a semaphore (default:
-            0.5 ms when ``num_workers`` fits the usable cores, else 0).
+            0.5 ms when the stepping processes, the main one included with ``main_envs``, fit
+            the usable cores, else 0).
+        main_envs: envs ``0..main_envs-1`` step in the main process inside ``send()``, while the
+            workers step theirs (needs ``batch_size == num_envs``; see the module docstring).
     """
 
     backend = "multiprocessing"
 
     def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
                  batch_size: int | None = None, zero_copy: bool = False, start_method: str | None = None,
-                 spin_s: float | None = None, **unused: Any):
+                 spin_s: float | None = None, main_envs: int = 0, **unused: Any):
         if unused:
             raise VectorConfigError(f"multiprocessing backend got unsupported options: {', '.join(sorted(unused))}")
         if num_envs < 1:
             raise VectorConfigError(f"num_envs must be >= 1, got {num_envs}")
+        if not 0 <= main_envs < num_envs:
+            raise VectorConfigError(f"main_envs ({main_envs}) must be in 0..num_envs-1 ({num_envs - 1}): workers need "
+                                    f"envs too; to step every env in this process use --backend serial")
+        if main_envs and batch_size not in (None, num_envs):
+            raise VectorConfigError(f"main_envs needs batch_size == num_envs (got {batch_size} of {num_envs}): the "
+                                    f"main process steps its envs inside send(), which a pool would wait on; "
+                                    f"drop --batch-size or --main-envs")
+        worker_envs = num_envs - main_envs
         if num_workers is None:
-            num_workers = max(w for w in range(1, min(os.cpu_count() or 1, num_envs) + 1) if num_envs % w == 0)
-        if num_workers < 1 or num_envs % num_workers:
-            raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of num_workers ({num_workers})")
+            cores = (os.cpu_count() or 1) - (1 if main_envs else 0)  # the main process steps envs on a core too
+            num_workers = max(w for w in range(1, max(1, min(cores, worker_envs)) + 1) if worker_envs % w == 0)
+        if num_workers < 1 or worker_envs % num_workers:
+            what = f"num_envs - main_envs ({num_envs} - {main_envs})" if main_envs else f"num_envs ({num_envs})"
+            raise VectorConfigError(f"{what} must be a multiple of num_workers ({num_workers})")
         self.setup_layout(factory, num_envs, batch_size)
         self.num_workers = num_workers
-        self.envs_per_worker = num_envs // num_workers
-        if self.batch_envs % self.envs_per_worker:
+        self.main_envs = main_envs
+        self.envs_per_worker = worker_envs // num_workers
+        if self.batch_envs % self.envs_per_worker and not main_envs:
             raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
                                     f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})")
-        self.workers_per_batch = self.batch_envs // self.envs_per_worker
+        self.workers_per_batch = num_workers if main_envs else self.batch_envs // self.envs_per_worker
         # num_envs % batch_size == 0 makes num_workers a multiple of workers_per_batch: groups always tile.
         self.zero_copy = zero_copy or self.workers_per_batch == num_workers
         methods = mp.get_all_start_methods()
@@ -256,12 +306,18 @@ class MultiprocessingVectorEnv(VectorEnv):
         if start_method not in methods:
             raise VectorConfigError(f"start_method {start_method!r} is not available here; choose one of {methods}")
 
+        self.spin_s = default_spin(num_workers + (1 if main_envs else 0)) if spin_s is None else float(spin_s)
+        if self.spin_s < 0:
+            raise VectorConfigError(f"spin_s must be >= 0 seconds, got {spin_s}")
+
         rows = self.agents_per_env * self.envs_per_worker
         self.rows_per_worker = rows
+        self.main_rows = main_envs * self.agents_per_env  # the main process's rows come first
         layout = dict(Buffers.layout(self.obs_spec, self.act_spec, self.num_agents))
         layout["flags"] = ((num_workers,), np.dtype(np.int32))
         layout["has_info"] = ((num_workers,), np.dtype(np.int32))
         layout["closing"] = ((1,), np.dtype(np.int32))
+        self.closed = False
         self.resources = Resources()
         self.finalizer = weakref.finalize(self, self.resources.release)
         shared = SharedArrays.create(layout)
@@ -272,18 +328,17 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.flags, self.has_info = arrays["flags"], arrays["has_info"]
         self.flags[:] = DONE
         ctx = mp.get_context(start_method)
-        self.spin_s = default_spin(num_workers) if spin_s is None else float(spin_s)
-        if self.spin_s < 0:
-            raise VectorConfigError(f"spin_s must be >= 0 seconds, got {spin_s}")
         self.waiter = Waiter(self.spin_s)
         self.wakes = [ctx.Semaphore(0) for _ in range(num_workers)]
         self.resources.wakes = self.wakes
         self.done = ctx.Semaphore(0)
         self.pipes = []
+        first_envs = [main_envs + w * self.envs_per_worker for w in range(num_workers)]
+        first_rows = [self.main_rows + w * rows for w in range(num_workers)]
         for w in range(num_workers):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=worker_main, name=f"pufferbox-worker-{w}", daemon=True, args=(
-                w, factory, w * self.envs_per_worker, self.envs_per_worker, w * rows, (w + 1) * rows,
+                w, factory, first_envs[w], self.envs_per_worker, first_rows[w], first_rows[w] + rows,
                 shared.name, layout, child, os.getpid(), self.wakes[w], self.done, self.spin_s))
             proc.start()
             child.close()
@@ -292,15 +347,27 @@ class MultiprocessingVectorEnv(VectorEnv):
             self.pipes.append(parent)
         self.processes = self.resources.processes
         self.pids = [proc.pid for proc in self.processes]
-        self.worker_rows = [np.arange(w * rows, (w + 1) * rows) for w in range(num_workers)]
-        self.worker_envs = [np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
-                            for w in range(num_workers)]
+        self.worker_rows = [np.arange(first, first + rows) for first in first_rows]
+        self.worker_envs = [np.arange(first, first + self.envs_per_worker) for first in first_envs]
         self.in_flight: list[int] = []   # workers given a command, not yet collected
         self.ready: list[tuple[int, list[dict]]] = []  # finished, not yet returned, in finishing order
         self.batch_workers: list[int] = []
         self.steps_per_worker = np.zeros(num_workers, dtype=np.int64)
         self.last_alive_check = time.perf_counter()
-        self.closed = False
+        # Built after the fork, so the workers inherit none of their state (nle's, say).
+        self.main_blocks: list[Any] = []
+        self.main_steps: list[tuple[Any, np.ndarray, int]] = []
+        self.main_infos: Sequence[dict] = []
+        if main_envs:
+            try:
+                self.main_blocks = self.resources.blocks = factory.blocks(main_envs)
+                spans = assign_blocks(self.main_blocks, self.buffers.slice(0, self.main_rows))
+            except BaseException:
+                self.close()
+                raise
+            # (block, its action rows, first env), as in the workers: the step loop slices nothing.
+            self.main_steps = [(block, self.buffers.actions[start:stop], first_env)
+                               for block, (start, stop, first_env) in zip(self.main_blocks, spans)]
 
     # -- signalling -------------------------------------------------------------------
     def command(self, workers: list[int], command: int) -> None:
@@ -316,6 +383,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         for pipe in self.pipes:
             pipe.send(seed)
         self.command(list(range(self.num_workers)), RESET)
+        self.run_main_envs(lambda block, first_env: block.vec_reset(None if seed is None else seed + first_env))
 
     def send(self, actions: np.ndarray) -> None:
         self.require_open()
@@ -326,22 +394,51 @@ class MultiprocessingVectorEnv(VectorEnv):
         if len(self.batch_workers) == self.num_workers and self.batch_workers == sorted(self.batch_workers):
             if actions is not self.buffers.actions:
                 self.buffers.actions[:] = actions
-        else:
+        else:  # a pool (never with main envs): batch rows go back to their workers' rows
             for i, w in enumerate(self.batch_workers):
                 self.buffers.actions[w * rows:(w + 1) * rows] = actions[i * rows:(i + 1) * rows]
         self.steps_per_worker[self.batch_workers] += 1
         self.command(self.batch_workers, STEP)
         self.batch_workers = []
+        if self.main_steps:  # while the workers step theirs
+            self.run_main_envs(None)
+
+    def run_main_envs(self, reset: Any) -> None:
+        """Step (``reset=None``) or reset the main process's envs; an env error closes and raises."""
+        infos: Sequence[dict] = []
+        first_env = 0
+        try:
+            if reset is None:
+                for block, block_actions, first_env in self.main_steps:
+                    block_infos = block.vec_step(block_actions)
+                    if block_infos:
+                        infos = collect(infos, block_infos, first_env)
+            else:
+                for block, _, first_env in self.main_steps:
+                    infos = collect(infos, reset(block, first_env), first_env)
+        except Exception:  # KeyboardInterrupt and the like propagate as they are
+            env = first_env if len(self.main_blocks) == self.main_envs else f"0-{self.main_envs - 1}"
+            tb = traceback.format_exc()
+            self.close()
+            raise WorkerError(f"{self.env_name}: env {env} in the main process (pid {os.getpid()}) raised "
+                              f"{last_line(tb)}; the vector env is closed. Traceback:\n{tb}") from None
+        self.main_infos = infos
 
     def recv(self):
         self.require_open()
         batch = self.wait_group() if self.zero_copy else self.wait_first()
         self.batch_workers = [w for w, _ in batch]
-        infos = [info for _, worker_infos in batch for info in worker_infos]
+        infos = concat_infos(worker_infos for _, worker_infos in batch)
+        if self.main_steps:  # main envs come first, as in serial
+            infos, self.main_infos = concat_infos((self.main_infos, infos)), []
         b = self.buffers
         if self.zero_copy:
-            start, stop = self.batch_workers[0] * self.rows_per_worker, (self.batch_workers[-1] + 1) * self.rows_per_worker
-            env_ids = np.arange(self.batch_workers[0] * self.envs_per_worker, (self.batch_workers[-1] + 1) * self.envs_per_worker)
+            first, last = self.batch_workers[0], self.batch_workers[-1]
+            # With main envs every batch is the whole buffer, the main process's rows included.
+            start = 0 if self.main_envs else first * self.rows_per_worker
+            stop = self.main_rows + (last + 1) * self.rows_per_worker
+            env_ids = np.arange(0 if self.main_envs else first * self.envs_per_worker,
+                                self.main_envs + (last + 1) * self.envs_per_worker)
             return (b.observations[start:stop], b.rewards[start:stop], b.terminals[start:stop],
                     b.truncations[start:stop], infos, env_ids, b.masks[start:stop])
         rows = np.concatenate([self.worker_rows[w] for w in self.batch_workers])
@@ -428,16 +525,16 @@ class MultiprocessingVectorEnv(VectorEnv):
                 code = proc.exitcode
                 how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exited with status {code}"
                 self.close()
-                raise WorkerError(f"{self.env_name}: worker {w} (pid {proc.pid}, envs {w * self.envs_per_worker}-"
-                                  f"{(w + 1) * self.envs_per_worker - 1}) {how}; the vector env is closed. "
+                envs = self.worker_envs[w]
+                raise WorkerError(f"{self.env_name}: worker {w} (pid {proc.pid}, envs {envs[0]}-{envs[-1]}) "
+                                  f"{how}; the vector env is closed. "
                                   f"Check the env for crashes or memory use (dmesg shows OOM kills)")
 
     def raise_worker_error(self, w: int) -> None:
         _, env, tb = self.pipes[w].recv()
-        last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
         self.close()
         raise WorkerError(f"{self.env_name}: env {env} in worker {w} (pid {self.pids[w]}) raised "
-                          f"{last}; the vector env is closed. Worker traceback:\n{tb}")
+                          f"{last_line(tb)}; the vector env is closed. Worker traceback:\n{tb}")
 
     # -- lifetime ---------------------------------------------------------------------
     def require_open(self) -> None:

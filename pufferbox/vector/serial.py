@@ -6,12 +6,14 @@ for envs that step in microseconds (no IPC at all).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+from pufferbox.vector.native import join_infos, relabel_infos
 
 
 class SerialVectorEnv(VectorEnv):
@@ -41,15 +43,13 @@ class SerialVectorEnv(VectorEnv):
                       for block, (start, stop, first_env) in zip(self.blocks, self.spans)]
         self.env_ids = np.arange(num_envs)
         self.action_shape = (self.batch_size, *self.act_spec.shape)
-        self.infos: list[dict] = []
+        self.infos: Sequence[dict] = []
         self.closed = False
 
-    def collect(self, block_infos: list[dict], first_env: int) -> None:
-        # Blocks hand over fresh dicts every step (emulators and native blocks alike), so they are
-        # relabelled in place: a native block ends hundreds of episodes per step, copies add up.
-        for info in block_infos:
-            info["env_id"] = first_env + info.pop("env", 0)
-        self.infos.extend(block_infos)
+    def collect(self, block_infos: Sequence[dict], first_env: int) -> None:
+        # Emulators' fresh dicts are relabelled in place; a native block's EpisodeInfos (hundreds of
+        # episodes per step) is relabelled as arrays, building no dicts.
+        self.infos = join_infos(self.infos, relabel_infos(block_infos, first_env))
 
     def async_reset(self, seed: int | None = 0) -> None:
         self.infos = []

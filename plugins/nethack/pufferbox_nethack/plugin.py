@@ -11,6 +11,14 @@ Under pufferbox's emulator nle writes ``keys`` straight into the backend's obser
 (:meth:`NetHackObservation.pufferbox_bind_observation_buffers`), so stepping copies no
 observation; the raw env alone behaves like plain nle (arrays reused across steps).
 
+Vector envs of every task but ``challenge`` default to the native block of
+:mod:`pufferbox_nethack.native` (the nle cores stepped without the gym env's Python, bit for
+bit with it); ``native=False`` steps the gym env through the emulator instead.
+
+Seeding: ``reset(seed=s)`` seeds NetHack's two RNGs, and the following unseeded resets
+seed them from children of ``SeedSequence(s)``, so a seed fixes every later game as well,
+as in Gymnasium (nle alone draws fresh entropy for every game after the seeded one).
+
 nle is imported inside :func:`make_nethack` only: without it the envs are listed as
 unavailable with the install command instead of breaking the plugin.
 
@@ -39,6 +47,9 @@ TASKS = {
     "eat": "NetHackEat-v0",
     "scout": "NetHackScout-v0",
 }
+# Tasks with a native block (pufferbox_nethack.native). Not challenge: its games cannot be
+# seeded, so nothing could show the block equal to the gym env there.
+NATIVE_TASKS = ("score", "staircase", "oracle", "gold", "eat", "scout")
 OBSERVATION_KEYS = ("glyphs", "blstats", "message")
 TTY_KEYS = ("tty_chars", "tty_colors", "tty_cursor")
 
@@ -61,6 +72,7 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
         self.metadata = {**env.metadata, "render_modes": ["ansi"]}
         self.ansi = render_mode == "ansi"
         self.seedable = seedable
+        self.episode_seeds: np.random.SeedSequence | None = None  # set by a seeded reset
         self.last: dict | None = None
 
     @property
@@ -119,10 +131,20 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
         if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])
             kwargs.pop("options", None)
-        if kwargs.get("seed") is not None and self.seedable:
-            # nle ignores reset(seed=...) for the game itself: its two RNGs are set by seed().
-            core, disp = np.random.SeedSequence(kwargs["seed"]).generate_state(2, np.uint64).tolist()
-            self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
+        if self.seedable:
+            # nle ignores reset(seed=...) for the game itself: its two RNGs are set by seed(), and
+            # only for the next game (later ones draw fresh entropy). As Gymnasium's envs do, a seed
+            # fixes the games after it too: unseeded resets take the next child of its SeedSequence.
+            if kwargs.get("seed") is not None:
+                self.episode_seeds = np.random.SeedSequence(kwargs["seed"])
+                state = self.episode_seeds.generate_state(2, np.uint64)
+            elif self.episode_seeds is not None:
+                state = self.episode_seeds.spawn(1)[0].generate_state(2, np.uint64)
+            else:
+                state = None
+            if state is not None:
+                core, disp = state.tolist()
+                self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
         obs, info = self.env.reset(**kwargs)
         return self.select(obs), info
 
@@ -156,6 +178,13 @@ def make_nethack(task: str = "score", observation_keys: tuple[str, ...] = OBSERV
     return NetHackObservation(env, keys, render_mode, seedable=task != "challenge")
 
 
+def make_native(num_envs: int, **kwargs: Any) -> Any:
+    """The ``native=`` entry: a :class:`pufferbox_nethack.native.NetHackNative` block (nle imported on use)."""
+    from pufferbox_nethack.native import NetHackNative
+
+    return NetHackNative(num_envs, **kwargs)
+
+
 @hookimpl
 def register_envs(register):
     for task, gym_id in TASKS.items():
@@ -163,6 +192,7 @@ def register_envs(register):
             name="nethack" if task == "score" else f"nethack/{task}",
             binding=make_nethack,
             kwargs={"task": task},
+            native=make_native if task in NATIVE_TASKS else None,
             aliases=("nethack/score",) if task == "score" else (),
             requires=REQUIRES,
             policy="pufferbox_nethack.policy:NetHackEncoder",

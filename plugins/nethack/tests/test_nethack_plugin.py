@@ -142,8 +142,8 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
         assert (rows.rewards[1], rows.terminals[1], rows.truncations[1]) == (np.float32(reward), terminated, truncated)
         if terminated or truncated:
             assert infos and "episode_return" in infos[0]
-            # The auto-reset wrote the next game's first screen in place (turn 1; unseeded games
-            # differ between twins, even in their first message, so re-sync both with one seed).
+            # The auto-reset wrote the next game's first screen in place (turn 1; the twin has not
+            # reset into that game, so re-sync both with one seed).
             tree = emulated.obs_spec.unflatten(rows.observations)
             assert tree["blstats"][1][nethack.NLE_BL_TIME] == 1
             episodes += 1
