@@ -51,3 +51,22 @@ def test_persists_across_reopen(tmp_path):
     assert (entry.pod, entry.score, entry.hyperparams, entry.generation) == (1, 2.5, {"lr": 0.01}, 0)
     assert again.get_state("total_steps") == 1000
     assert again.as_dicts()[0]["rank"] == 1
+
+
+def test_history_records_eval_steps_and_old_boards_gain_the_column(tmp_path):
+    import sqlite3
+
+    old = tmp_path / "old"
+    old.mkdir()
+    with sqlite3.connect(old / "leaderboard.sqlite") as conn:  # a board written before eval_steps existed
+        conn.execute("CREATE TABLE best_history (wall_time REAL NOT NULL, total_steps INTEGER NOT NULL,"
+                     " best_score REAL NOT NULL)")
+        conn.execute("INSERT INTO best_history VALUES (1.0, 100, 5.0)")
+    board = Leaderboard(old)
+    board.insert(Entry(pod=0, score=9.0, score_std=0.0, episodes=1, steps=10), total_steps=200, wall_time=2.0,
+                 eval_steps=30)
+    assert board.history_rows() == [
+        {"wall_time": 1.0, "total_steps": 100, "best_score": 5.0, "eval_steps": 0},
+        {"wall_time": 2.0, "total_steps": 200, "best_score": 9.0, "eval_steps": 30}]
+    assert board.history() == [(1.0, 100, 5.0), (2.0, 200, 9.0)]
+    board.close()

@@ -81,7 +81,8 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
             threading.Timer(3.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
 
     result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "k", total_steps=2 * long_slice,
-                            slice_steps=long_slice, eval_episodes=2, on_event=kill_first_pod)
+                            slice_steps=long_slice, first_slice_steps=long_slice, eval_episodes=2,
+                            on_event=kill_first_pod)
     assert killed
     assert result.lost_slices == 1
     assert result.slices == 2 and result.total_steps >= 2 * long_slice
@@ -93,10 +94,77 @@ def test_pods_can_vectorize_on_ray(local_ray, tmp_path):
 
     events = []
     result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "r", total_steps=2 * SLICE, slice_steps=SLICE,
-                            eval_episodes=2, overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
+                            first_slice_steps=SLICE, eval_episodes=2,
+                            overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
                             on_event=events.append)
     done = [e for e in events if e["event"] == "slice_done"]
     assert result.slices == 2 and {e["backend"] for e in done} == {"ray"}
+
+
+def test_slice_schedule_and_halving(local_ray, tmp_path):
+    """Slices start short and double with the generation; with halving, generation g never has more
+    than ceil(pods / 2**g) slices in flight, and the first `pods` slices found separate lineages."""
+    import math
+
+    from pufferbox.tournament.generator import slice_length
+    from pufferbox.tournament.orchestrator import run_tournament
+
+    events, running = [], {}
+    peak: dict[int, int] = {}
+
+    def on_event(event: dict) -> None:
+        events.append(event)
+        if event["event"] == "slice_started":
+            running[event["slot"]] = event["generation"]
+            for g in set(running.values()):
+                peak[g] = max(peak.get(g, 0), sum(1 for x in running.values() if x >= g))
+        elif event["event"] in ("slice_done", "slice_truncated", "slice_lost"):
+            running.pop(event["slot"], None)
+
+    result = run_tournament("cartpole", pods=4, run_dir=tmp_path / "h", total_steps=12 * SLICE, slice_steps=SLICE,
+                            first_slice_steps=SLICE // 4, halving=True, cpus_per_pod=0.5, eval_episodes=2,
+                            on_event=on_event)
+    started = [e for e in events if e["event"] == "slice_started"]
+    assert [e["parent"] for e in started[:4]] == [None] * 4, "four founding lineages"
+    assert all(e["parent"] is not None for e in started[4:])
+    assert all(e["steps"] == slice_length(e["generation"], SLICE // 4, SLICE) for e in started)
+    assert {e["steps"] for e in started} >= {SLICE // 4, SLICE}, "short first slices, longer later ones"
+    assert max(peak.values()) <= 4 and peak[0] > 1, "the founders ran side by side"
+    assert all(n <= max(1, math.ceil(4 / 2 ** g)) for g, n in peak.items() if g > 0), peak
+    assert result.total_steps >= 12 * SLICE
+    assert_board_consistent(tmp_path / "h")
+
+
+def test_lagging_pod_is_truncated_and_its_steps_counted(local_ray, tmp_path):
+    """A board whose best is far out of reach: every child trains a few updates, is judged behind
+    on its training returns, stops mid-slice without an evaluation, and its steps still count."""
+    from pufferbox.tournament.leaderboard import Entry
+    from pufferbox.tournament.orchestrator import run_tournament
+
+    run_dir, longest = tmp_path / "lag", 16 * SLICE
+    run_tournament("cartpole", pods=1, run_dir=run_dir, total_steps=SLICE, slice_steps=longest,
+                   first_slice_steps=SLICE, eval_episodes=2)
+    board = Leaderboard(run_dir)
+    trained = board.best()
+    board.insert(Entry(pod=99, score=10_000.0, score_std=0.0, episodes=10, steps=trained.steps, generation=6,
+                       hyperparams=trained.hyperparams, checkpoint=trained.checkpoint))  # untrained weights, top score
+    settings, before = board.get_state("settings"), board.get_state("progress")["steps"]
+    board.set_state("settings", {**settings, "total_steps": SLICE + 2 * longest})
+    board.close()
+
+    events = []
+    result = run_tournament("cartpole", run_dir=run_dir, resume=True, on_event=events.append)
+    truncated = [e for e in events if e["event"] == "slice_truncated"]
+    started = [e for e in events if e["event"] == "slice_started"]
+    assert truncated and result.truncated_slices == len(truncated)
+    assert all(e["steps"] == longest for e in started), "generation 7 trains the longest slice"
+    assert all(0 < e["slice_steps"] < longest for e in truncated), "stopped mid-slice"
+    done = [e for e in events if e["event"] == "slice_done"]
+    # Every step counts: the first run's, the truncated slices' and those of any slice that ran to its end.
+    assert result.total_steps == before + sum(e["slice_steps"] for e in truncated + done)
+    assert result.total_steps >= SLICE + 2 * longest, "the budget was spent"
+    assert len(Leaderboard(run_dir).entries(on_board_only=False)) == 2 + len(done), "truncated slices add no entry"
+    assert_board_consistent(run_dir)
 
 
 def process_tree_kill(proc: subprocess.Popen) -> None:
@@ -144,8 +212,10 @@ def test_driver_killed_and_resumed(tmp_path):
     assert summary["total_steps"] >= total
     after = {e.id: e.score for e in Leaderboard(run_dir, capacity=8).entries(on_board_only=False)}
     assert all(after[i] == s for i, s in before.items()), "entries written before the kill survived unchanged"
-    # At most the slices in flight (one per pod) were lost: every finished slice is on record.
-    assert len(after) * SLICE >= total
+    # At most the slices in flight (one per pod) were lost: every finished slice is on record,
+    # as an entry or (for a slice stopped because it lagged) in the truncated count.
+    truncated = Leaderboard(run_dir).get_state("progress")["truncated"]
+    assert (len(after) + truncated) * SLICE >= total
     assert_board_consistent(run_dir)
 
 

@@ -1,10 +1,27 @@
-"""The tournament's generator: seeds a new pod from the leaderboard.
+"""The tournament's generator: seeds a new pod from the leaderboard, and sizes its slice.
 
-Exploit, then explore (population-based training): copy a strong agent from the
-board's top half (weights and hyperparameters), then multiply each tunable
-hyperparameter by a factor drawn from ``PERTURB_FACTORS``. An empty board yields a
-fresh agent with the base hyperparameters, perturbed the same way so that the first
-pods differ.
+Exploit, then explore (population-based training): copy a strong agent from the board
+(:func:`pick_parent`: the most trained of the agents within noise of the best): weights,
+optimizer moments and hyperparameters; then half of the children change one knob within
+sane bounds (:data:`TUNABLE`) while the other half keep them. A fresh agent (the first
+``pods`` tasks, or an empty board) gets the base hyperparameters for pod 0 and, for the
+others, the base perturbed :data:`FRESH_SPREAD` times, so that the first population spans
+a few octaves of the knobs (rollout length, minibatches, learning rate, ...) that decide
+how much a PPO agent learns per env step. What was perturbed is recorded in the task's ``meta``
+(``{"perturbed": {key: [old, new]}}``), next to the lineage (parent entry, generation).
+
+Slices follow a successive-halving style schedule (:func:`slice_length`): the first
+generation trains a short slice so that exploit/explore starts early, and each later
+generation trains ``growth`` times longer, up to the tournament's slice length.
+
+Example:
+    >>> import random
+    >>> rng = random.Random(0)
+    >>> out = perturb({"train.learning_rate": 0.003, "train.num_steps": 32}, rng)
+    >>> sorted(out), 1e-5 <= out["train.learning_rate"] <= 0.05, out["train.num_steps"] in (16, 32, 64)
+    (['train.learning_rate', 'train.num_steps'], True, True)
+    >>> [slice_length(g, first=4096, longest=32768) for g in range(5)]
+    [4096, 8192, 16384, 32768, 32768]
 """
 
 from __future__ import annotations
@@ -12,22 +29,50 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
 
-# Config keys ("section.key") that pods perturb, and their clamps.
-TUNABLE: dict[str, tuple[float, float]] = {
-    "train.learning_rate": (1e-5, 1e-1),
-    "train.ent_coef": (0.0, 0.1),
-    "train.clip_coef": (0.05, 0.5),
-    "train.gae_lambda": (0.8, 0.999),
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable hyperparameter: its bounds and how a perturbation moves it.
+
+    ``scale``: multiply by 0.8 or 1.25 (continuous, e.g. a learning rate); ``horizon``: the
+    same on ``1 - value`` (GAE's lambda: perturb the horizon, not lambda); ``pow2``: halve,
+    keep or double (integers whose useful values span octaves, e.g. the rollout length);
+    ``step``: minus one, keep, plus one (small integers such as PPO epochs).
+    A zero ``scale`` knob (no entropy bonus) is moved to ``low_nonzero`` or kept at zero.
+    """
+
+    low: float
+    high: float
+    kind: Literal["scale", "horizon", "pow2", "step"] = "scale"
+    low_nonzero: float = 0.0
+
+
+# Config keys ("section.key") that pods perturb: the knobs that decide PPO's sample efficiency.
+# Bounds keep every perturbed run a sane PPO (no zero-length rollouts, no learning rate that
+# only diverges); the rollout length and minibatch count are re-read by the pod each slice.
+TUNABLE: dict[str, Knob] = {
+    "train.learning_rate": Knob(1e-5, 5e-2),
+    "train.ent_coef": Knob(0.0, 0.05, low_nonzero=1e-3),
+    "train.clip_coef": Knob(0.05, 0.5),
+    "train.gae_lambda": Knob(0.8, 0.999, kind="horizon"),
+    "train.num_steps": Knob(8, 512, kind="pow2"),
+    "train.num_minibatches": Knob(1, 32, kind="pow2"),
+    "train.update_epochs": Knob(1, 16, kind="step"),
 }
 PERTURB_FACTORS = (0.8, 1.25)
+FRESH_SPREAD = 2  # perturbations compounded for a fresh agent (a child gets one)
+NOISE_Z = 2.0  # scores closer than this many standard errors are ties
+MAX_CHILDREN = 3  # children an agent may have before a less-tried agent is preferred
+KEEP_PROB = 0.5  # chance that a child keeps its parent's hyperparameters unchanged
 
 
 @dataclass
 class PodTask:
-    """What a pod trains next: start weights (a checkpoint, or None) and hyperparameters."""
+    """What a pod trains next: start weights (a checkpoint, or None), hyperparameters, slice length."""
 
     pod: int
     hyperparams: dict
@@ -36,30 +81,109 @@ class PodTask:
     parent_steps: int = 0
     generation: int = 0
     seed: int = 0
+    steps: int = 0  # the slice length (0: the tournament's default)
     meta: dict = field(default_factory=dict)
 
 
-def perturb(hyperparams: dict, rng: random.Random) -> dict:
+def perturb_value(knob: Knob, value: float, rng: random.Random) -> float:
+    """``value`` moved once by ``knob``'s rule and clamped to its bounds."""
+    if knob.kind == "horizon":
+        moved = 1.0 - (1.0 - value) * rng.choice(PERTURB_FACTORS)
+    elif knob.kind == "pow2":
+        moved = value * rng.choice((0.5, 1, 2))
+    elif knob.kind == "step":
+        moved = value + rng.choice((-1, 0, 1))
+    elif value == 0:  # a multiplicative step cannot leave zero: switch the term on, or not
+        moved = rng.choice((0.0, knob.low_nonzero))
+    else:
+        moved = value * rng.choice(PERTURB_FACTORS)
+    moved = min(knob.high, max(knob.low, moved))
+    return int(round(moved)) if knob.kind in ("pow2", "step") else float(moved)
+
+
+def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None,
+            keys: list[str] | None = None) -> dict:
+    """A copy of ``hyperparams`` with every tunable numeric key (or only those in ``keys``)
+    perturbed (see :data:`TUNABLE`).
+
+    ``record``, if given, receives ``{key: [old, new]}`` for the keys whose value changed."""
     out = dict(hyperparams)
-    for key, (low, high) in TUNABLE.items():
-        if key in out and isinstance(out[key], (int, float)) and not isinstance(out[key], bool):
-            value = out[key] * rng.choice(PERTURB_FACTORS)
-            if key == "train.gae_lambda":  # perturb 1-lambda, the horizon, rather than lambda
-                value = 1.0 - (1.0 - out[key]) * rng.choice(PERTURB_FACTORS)
-            out[key] = float(min(high, max(low, value)))
+    for key, knob in TUNABLE.items():
+        if keys is not None and key not in keys:
+            continue
+        value = out.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = perturb_value(knob, value, rng)
+            if record is not None and out[key] != value:
+                record[key] = [value, out[key]]
     return out
 
 
-def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Random) -> PodTask:
-    """The next pod's task: a perturbed copy of a top-half agent, or a fresh perturbed agent."""
+def slice_length(generation: int, first: int, longest: int, growth: float = 2.0) -> int:
+    """Steps a slice of a ``generation``-deep agent trains: ``first * growth**generation``, capped."""
+    return int(min(longest, max(1, round(first * growth ** max(0, generation)))))
+
+
+def standard_error(entry: Entry) -> float:
+    return entry.score_std / math.sqrt(max(1, entry.episodes))
+
+
+def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) -> Entry:
+    """The agent to copy: among the entries whose score is within noise of the best (no more
+    than ``NOISE_Z`` times the two standard errors below it), the most trained one.
+
+    A best score is partly luck (the maximum of noisy evaluations); always copying the top
+    entry would keep re-branching from a lucky agent whose children rarely beat its score,
+    and the lineage would stop growing. Ties in score go to the agent that trained longer.
+    For the same reason an agent that already has ``MAX_CHILDREN`` children (``children``:
+    entry id -> count) is passed over for the best-scoring agent that has fewer, if any.
+
+    >>> a = Entry(pod=0, score=420.0, score_std=90.0, episodes=10, steps=80_000)
+    >>> b = Entry(pod=1, score=380.0, score_std=60.0, episodes=10, steps=110_000)
+    >>> c = Entry(pod=2, score=100.0, score_std=30.0, episodes=10, steps=140_000)
+    >>> pick_parent([a, b, c]).pod
+    1
+    >>> a.id, b.id, c.id = 1, 2, 3
+    >>> pick_parent([a, b, c], children={1: 3, 2: 3}).pod
+    2
+    """
+    best = entries[0]
+    near = [e for e in entries if e.score >= best.score - NOISE_Z * (standard_error(best) + standard_error(e))]
+    fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
+    if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
+        return fertile[0]
+    return max([e for e in near if e in fertile] or near, key=lambda e: (e.steps, e.score))
+
+
+def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Random,
+            fresh: bool = False) -> PodTask:
+    """The next pod's task: a (perturbed) copy of a strong agent or, with ``fresh`` or an empty
+    board, a new agent (the base hyperparameters for pod 0, widely perturbed ones otherwise)."""
     top = board.entries()
     seed = rng.randrange(2**31)
-    if not top:
-        return PodTask(pod=pod, hyperparams=perturb(base_hyperparams, rng) if pod else dict(base_hyperparams),
-                       seed=seed)
-    parent: Entry = rng.choice(top[: max(1, math.ceil(len(top) / 2))])
+    perturbed: dict = {}
+    if fresh or not top:
+        hyper = dict(base_hyperparams)
+        if pod:  # a fresh agent is perturbed several times: the first population spans a wider range
+            for _ in range(FRESH_SPREAD):
+                hyper = perturb(hyper, rng)
+            perturbed.update({k: [base_hyperparams[k], v] for k, v in hyper.items() if v != base_hyperparams[k]})
+        return PodTask(pod=pod, hyperparams=hyper, seed=seed, meta={"perturbed": perturbed})
+    children: dict[int, int] = {}
+    for entry in board.entries(on_board_only=False):
+        if entry.parent is not None:
+            children[entry.parent] = children.get(entry.parent, 0) + 1
+    parent = pick_parent(top, children)
     with open(parent.checkpoint, "rb") as f:
         weights = f.read()
-    return PodTask(pod=pod, hyperparams=perturb(parent.hyperparams, rng), parent=parent.id,
+    # As in PBT, where agents on top keep training with their own hyperparameters and only the
+    # copies made by the others explore: a good setting found early is not perturbed away while
+    # evaluated scores are too close to tell settings apart.
+    # A child that explores moves one knob: a lineage's good settings survive its children's
+    # exploration, and the lineage records which change each generation tried.
+    tunable = sorted(key for key in parent.hyperparams if key in TUNABLE)
+    keep = rng.random() < KEEP_PROB or not tunable
+    hyper = dict(parent.hyperparams) if keep else perturb(parent.hyperparams, rng, perturbed, [rng.choice(tunable)])
+    return PodTask(pod=pod, hyperparams=hyper, parent=parent.id,
                    parent_checkpoint=weights, parent_steps=parent.steps,
-                   generation=parent.generation + 1, seed=seed)
+                   generation=parent.generation + 1, seed=seed, meta={"perturbed": perturbed})

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE TABLE IF NOT EXISTS best_history (
     wall_time REAL NOT NULL,
     total_steps INTEGER NOT NULL,
-    best_score REAL NOT NULL
+    best_score REAL NOT NULL,
+    eval_steps INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS state (
     key TEXT PRIMARY KEY,
@@ -81,18 +82,23 @@ class Leaderboard:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
+        if "eval_steps" not in columns:  # a board written before evaluation steps were recorded
+            self.db.execute("ALTER TABLE best_history ADD COLUMN eval_steps INTEGER NOT NULL DEFAULT 0")
 
     def close(self) -> None:
         self.db.close()
 
     # -- writes -----------------------------------------------------------------------
     def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None,
-               state: dict | None = None) -> int | None:
+               state: dict | None = None, eval_steps: int = 0) -> int | None:
         """Store ``entry`` (copying its checkpoint in) and return its 1-based rank, or None if it
         did not make the board. Entries pushed off the board lose their checkpoint file.
 
-        ``state`` key/values are written in the same transaction, so counters such as the
-        tournament's total steps never disagree with the board after a crash."""
+        ``total_steps`` (training steps taken so far) and ``eval_steps`` (evaluation steps so far), if
+        given, are recorded in the best-score history. ``state`` key/values are written in the same
+        transaction, so counters such as the tournament's total steps never disagree with the board
+        after a crash."""
         entry.created = entry.created or time.time()
         stored_ckpt = None
         if entry.checkpoint is not None:
@@ -123,8 +129,9 @@ class Leaderboard:
                 self.db.execute("UPDATE entries SET on_board = 0 WHERE id = ?", (entry_id,))
             best = max(entry.score, previous_best.score if previous_best else float("-inf"))
             if total_steps is not None:
-                self.db.execute("INSERT INTO best_history VALUES (?, ?, ?)",
-                                (wall_time if wall_time is not None else time.time(), total_steps, best))
+                self.db.execute("INSERT INTO best_history VALUES (?, ?, ?, ?)",
+                                (wall_time if wall_time is not None else time.time(), total_steps, best,
+                                 int(eval_steps)))
             for key, value in (state or {}).items():
                 self.set_state(key, value)
             self.db.execute("COMMIT")
@@ -163,6 +170,12 @@ class Leaderboard:
         """``(wall_time, total_steps, best_score)`` after each insertion, oldest first."""
         return [tuple(r) for r in self.db.execute(
             "SELECT wall_time, total_steps, best_score FROM best_history ORDER BY rowid")]
+
+    def history_rows(self) -> list[dict]:
+        """The best-score history as dicts: ``wall_time``, ``total_steps``, ``best_score``, ``eval_steps``."""
+        cur = self.db.execute("SELECT wall_time, total_steps, best_score, eval_steps FROM best_history ORDER BY rowid")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur]
 
     def as_dicts(self) -> list[dict]:
         out = []

@@ -1,27 +1,36 @@
 """A pod: one full pufferbox training (its own backend and envs) run slice by slice.
 
-The orchestrator wraps :class:`Pod` as a Ray actor. Each slice starts from the weights
-(and optimizer moments) of the task's parent checkpoint, or from scratch, trains with
-the task's hyperparameters for a number of steps, writes a checkpoint and evaluates it
-(the updater's evaluation runs inside the pod, in parallel with other pods). Every
-phase is timed so the driver can report how much pod time went to anything but
-training.
+The orchestrator wraps :class:`Pod` as a threaded Ray actor (``max_concurrency=2``): one
+thread trains a slice while the driver calls :meth:`Pod.progress` (steps and training
+returns so far: the early signal) and, for a pod clearly behind the leaderboard,
+:meth:`Pod.truncate`, which ends the slice at the next update without an evaluation.
+
+Each slice starts from the weights (and optimizer moments) of the task's parent
+checkpoint, or from scratch, trains with the task's hyperparameters for the task's
+number of steps, writes a checkpoint and evaluates it (the updater's evaluation runs
+inside the pod, in parallel with other pods). Every phase is timed so the driver can
+report how much pod time went to anything but training.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import shutil
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pufferbox.tournament.generator import PodTask
+
+KEEP_TRAINERS = 3  # trainers (envs + rollout buffers) kept per pod, one per rollout length in use
 
 
 @dataclass
 class SliceResult:
-    """What a pod reports after one slice."""
+    """What a pod reports after one slice (a truncated slice has no checkpoint and no score)."""
 
     task: PodTask
     checkpoint: bytes  # the checkpoint file's bytes, shipped through Ray's object store
@@ -37,6 +46,9 @@ class SliceResult:
     node: str = ""
     backend: str = ""  # the vector backend the pod's trainer used (``ray`` spreads envs over the cluster)
     metrics: dict = field(default_factory=dict)
+    truncated: str = ""  # why the driver stopped the slice early ("" if it ran to the end)
+    eval_steps: int = 0  # env steps the evaluation took (about: episodes x mean length)
+    train_return: float | None = None  # mean return of the training episodes that ended in this slice
 
     @property
     def busy_time(self) -> float:
@@ -53,30 +65,65 @@ def apply_hyperparams(config: dict, hyperparams: dict) -> dict:
 
 
 class Pod:
-    """Trains slices of one env; keeps its trainer (envs, model) alive between slices."""
+    """Trains slices of one env; keeps its trainers (envs, model) alive between slices.
+
+    A trainer's rollout buffers are sized by its rollout length (``train.num_steps``), which
+    the generator perturbs, so the pod keeps one trainer per length in use (a few at most).
+    """
 
     def __init__(self, env: str, config: dict, run_dir: str, pod_slot: int):
         self.env = env
         self.config = config
         self.dir = Path(run_dir) / "pods" / f"slot-{pod_slot}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.trainer = None
+        self.trainers: OrderedDict[int, Any] = OrderedDict()  # num_steps -> Trainer, least recently used first
+        self.fresh_optimizer: dict[int, dict] = {}
+        self.current: int | None = None  # the pod id of the task in training
+        self.live: dict = {"pod": None, "steps": 0, "episodes": 0, "mean_return": None}
+        self.stop_reason = ""
+
+    # -- called by the driver while a slice trains (the actor's second thread) -------------
+    def progress(self) -> dict:
+        """Steps trained in the current slice and the mean return of its finished training episodes."""
+        return dict(self.live)
+
+    def truncate(self, pod: int, reason: str) -> bool:
+        """End task ``pod``'s slice after the update in progress; False if that slice is not running."""
+        if self.current != pod:
+            return False
+        self.stop_reason = reason
+        return True
+
+    # -- the slice ---------------------------------------------------------------------
+    def trainer_for(self, config: dict) -> Any:
+        from pufferbox.train.ppo import Trainer
+
+        num_steps = int(config["train"]["num_steps"])
+        if num_steps not in self.trainers:
+            if len(self.trainers) >= KEEP_TRAINERS:
+                evicted, old = self.trainers.popitem(last=False)
+                self.fresh_optimizer.pop(evicted, None)
+                old.close()
+            trainer = Trainer(self.env, config, run_dir=str(self.dir))
+            self.trainers[num_steps] = trainer
+            self.fresh_optimizer[num_steps] = copy.deepcopy(trainer.optimizer.state_dict())
+        self.trainers.move_to_end(num_steps)
+        return self.trainers[num_steps]
 
     def run_slice(self, task: PodTask, steps: int, eval_episodes: int) -> SliceResult:
         import torch
 
-        from pufferbox.train.evaluate import evaluate
-        from pufferbox.train.ppo import Trainer
         from pufferbox.train.checkpoint import load_checkpoint
+        from pufferbox.train.evaluate import evaluate
         from pufferbox.train.policies import build_agent
 
         t0 = time.perf_counter()
+        self.current, self.stop_reason = task.pod, ""
+        self.live = {"pod": task.pod, "steps": 0, "episodes": 0, "mean_return": None}
+        steps = task.steps or steps
         config = apply_hyperparams(self.config, task.hyperparams)
         config["train"]["seed"] = task.seed
-        if self.trainer is None:
-            self.trainer = Trainer(self.env, config, run_dir=str(self.dir))
-            self.fresh_optimizer = copy.deepcopy(self.trainer.optimizer.state_dict())
-        trainer = self.trainer
+        trainer = self.trainer_for(config)
         trainer.tc.update(config["train"])
         t1 = time.perf_counter()
         if task.parent_checkpoint:
@@ -89,27 +136,52 @@ class Pod:
             torch.manual_seed(task.seed)
             fresh = build_agent(trainer.obs_spec, trainer.act_spec, config["policy"], trainer.spec.load_policy())
             trainer.agent.load_state_dict(fresh.state_dict())
-            trainer.optimizer.load_state_dict(copy.deepcopy(self.fresh_optimizer))
+            trainer.optimizer.load_state_dict(copy.deepcopy(self.fresh_optimizer[trainer.num_steps]))
         for group in trainer.optimizer.param_groups:
             group["lr"] = config["train"]["learning_rate"]
-        trainer.reset_envs()
+        # Envs keep running across slices: resetting them would cut every episode at the slice
+        # boundary, so short slices would never train on late-episode states. Only the rollout
+        # (collected by the previous weights) and recurrent state start afresh; the actions still
+        # pending from the last slice move the envs one step that no rollout records.
+        unrecorded = trainer.num_rows if trainer.pending_actions is not None else 0
+        trainer.rollout.clear()
+        trainer.first[:] = True
+        trainer.state = trainer.agent.initial_state(trainer.num_rows)
         t2 = time.perf_counter()
-        before = trainer.global_step
-        metrics = trainer.train_steps(steps)
+        before, target = trainer.global_step - unrecorded, trainer.global_step + steps
+        metrics: dict = {}
+        episodes, return_sum = 0, 0.0
+        while trainer.global_step < target and not self.stop_reason:
+            metrics = trainer.train_update()
+            if metrics["episodes"]:
+                episodes += metrics["episodes"]
+                return_sum += metrics["episode_return"] * metrics["episodes"]
+            self.live = {"pod": task.pod, "steps": trainer.global_step - before, "episodes": episodes,
+                         "mean_return": return_sum / episodes if episodes else None}
         trained = trainer.global_step - before
+        train_return = return_sum / episodes if episodes else None
+        task.parent_checkpoint = None  # do not send the parent's weights back
+        common = dict(task=task, steps=trained, lineage_steps=task.parent_steps + trained,
+                      setup_time=t1 - t0, load_time=t2 - t1, node=os.uname().nodename, backend=trainer.venv.backend,
+                      metrics=metrics, train_return=train_return)
+        if self.stop_reason:  # a loser: no checkpoint, no evaluation, only its steps are reported
+            result = SliceResult(checkpoint=b"", score=float("nan"), score_std=float("nan"), episodes=0,
+                                 train_time=time.perf_counter() - t2, eval_time=0.0, truncated=self.stop_reason,
+                                 **common)
+            self.current = None
+            return result
         checkpoint = trainer.save_checkpoint(str(self.dir / f"task-{task.pod}"))
         t3 = time.perf_counter()
         evaluation = evaluate(self.env, checkpoint, episodes=eval_episodes, seed=task.seed + 1)
         weights = Path(checkpoint).read_bytes()
+        shutil.rmtree(self.dir / f"task-{task.pod}", ignore_errors=True)  # scratch: the board keeps its own copy
         t4 = time.perf_counter()
-        task.parent_checkpoint = None  # do not send the parent's weights back
-        return SliceResult(task=task, checkpoint=weights, steps=trained, lineage_steps=task.parent_steps + trained,
-                           score=evaluation["mean_return"], score_std=evaluation["std_return"],
-                           episodes=evaluation["episodes"], setup_time=t1 - t0, load_time=t2 - t1,
-                           train_time=t3 - t2, eval_time=t4 - t3, node=os.uname().nodename,
-                           backend=trainer.venv.backend,
-                           metrics=metrics[-1] if metrics else {})
+        self.current = None
+        return SliceResult(checkpoint=weights, score=evaluation["mean_return"], score_std=evaluation["std_return"],
+                           episodes=evaluation["episodes"], train_time=t3 - t2, eval_time=t4 - t3,
+                           eval_steps=int(round(evaluation["episodes"] * evaluation["mean_length"])), **common)
 
     def close(self) -> None:
-        if self.trainer is not None:
-            self.trainer.close()
+        for trainer in self.trainers.values():
+            trainer.close()
+        self.trainers.clear()

@@ -1,0 +1,114 @@
+"""The tournament's generator and updater rules without Ray: perturbation bounds, lineage
+records, the slice schedule, parent choice and the truncation rule."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pufferbox.tournament.generator import TUNABLE, perturb, pick_parent, propose, slice_length
+from pufferbox.tournament.leaderboard import Entry, Leaderboard
+from pufferbox.tournament.orchestrator import lagging
+
+BASE = {"train.learning_rate": 0.003, "train.ent_coef": 0.0, "train.clip_coef": 0.2, "train.gae_lambda": 0.8,
+        "train.num_steps": 32, "train.num_minibatches": 2, "train.update_epochs": 6}
+
+
+def test_perturbations_stay_in_bounds_and_keep_integer_knobs_integer():
+    rng = random.Random(7)
+    hyper, seen = dict(BASE), {key: set() for key in BASE}
+    for _ in range(400):  # a long random walk: it must hit the bounds and stay inside them
+        hyper = perturb(hyper, rng)
+        for key, value in hyper.items():
+            knob = TUNABLE[key]
+            assert knob.low <= value <= knob.high, (key, value)
+            seen[key].add(value)
+            if knob.kind in ("pow2", "step"):
+                assert isinstance(value, int), (key, value)
+    assert min(seen["train.num_steps"]) == 8 and max(seen["train.num_steps"]) == 512
+    assert min(seen["train.update_epochs"]) == 1 and max(seen["train.update_epochs"]) == 16
+    assert any(v > 0 for v in seen["train.ent_coef"]), "a zero entropy bonus can be switched on"
+    assert all(0.8 <= v <= 0.999 for v in seen["train.gae_lambda"])
+
+
+def test_perturb_records_changes_and_leaves_other_keys_alone():
+    record: dict = {}
+    out = perturb({**BASE, "train.gamma": 0.98}, random.Random(3), record, keys=["train.num_steps"])
+    assert out["train.gamma"] == 0.98
+    assert all(out[k] == BASE[k] for k in BASE if k != "train.num_steps")
+    assert out["train.num_steps"] in (16, 32, 64)
+    assert record == ({} if out["train.num_steps"] == 32 else {"train.num_steps": [32, out["train.num_steps"]]})
+
+
+def test_slice_schedule_starts_short_grows_and_caps():
+    assert [slice_length(g, first=4096, longest=50_000) for g in range(6)] == [4096, 8192, 16384, 32768, 50_000,
+                                                                                50_000]
+    assert [slice_length(g, first=4096, longest=50_000, growth=1.0) for g in range(3)] == [4096] * 3
+    assert slice_length(3, first=1000, longest=10**6, growth=1.5) == 3375
+
+
+def entry(score: float, std: float, steps: int, pod: int = 0) -> Entry:
+    return Entry(pod=pod, score=score, score_std=std, episodes=10, steps=steps)
+
+
+def test_parent_is_the_most_trained_agent_within_noise_of_the_best():
+    lucky = entry(420.0, 90.0, 80_000, pod=1)
+    deeper = entry(380.0, 60.0, 110_000, pod=2)  # within two standard errors of the best
+    collapsed = entry(100.0, 30.0, 140_000, pod=3)  # deeper still, but clearly worse
+    assert pick_parent([lucky, deeper, collapsed]) is deeper
+    sure = entry(500.0, 0.0, 60_000, pod=4)  # no spread: nothing below it ties
+    assert pick_parent([sure, deeper, collapsed]) is sure
+    for i, e in enumerate([lucky, deeper, collapsed, sure]):
+        e.id = i + 1
+    # Three children each and none of them near the top: the best agent with fewer children is next.
+    assert pick_parent([lucky, deeper, collapsed], children={1: 3, 2: 3}) is collapsed
+    assert pick_parent([lucky, deeper, collapsed], children={2: 3}) is lucky, "the deepest near-best is spent"
+    assert pick_parent([lucky, deeper], children={1: 3, 2: 3}) is deeper, "all spent: the rule without the cap"
+
+
+def test_propose_founds_fresh_lineages_then_copies_and_records_lineage(tmp_path):
+    board = Leaderboard(tmp_path, capacity=4)
+    rng = random.Random(0)
+    first = propose(board, BASE, pod=0, rng=rng)
+    assert first.parent is None and first.hyperparams == BASE and first.generation == 0
+    spread = [propose(board, BASE, pod=i, rng=rng) for i in range(1, 6)]
+    assert all(t.parent is None for t in spread)
+    assert any(t.hyperparams != BASE for t in spread), "fresh agents after the first are perturbed"
+    for task in spread:
+        assert task.meta["perturbed"] == {k: [BASE[k], v] for k, v in task.hyperparams.items() if v != BASE[k]}
+
+    ckpt = tmp_path / "w.pt"
+    ckpt.write_bytes(b"weights")
+    board.insert(Entry(pod=0, score=300.0, score_std=10.0, episodes=10, steps=9000, hyperparams=BASE, generation=2,
+                       checkpoint=str(ckpt)))
+    assert propose(board, BASE, pod=9, rng=rng, fresh=True).parent is None, "fresh is honoured on a full board"
+    children = [propose(board, BASE, pod=10 + i, rng=rng) for i in range(40)]
+    for child in children:
+        assert child.parent == 1 and child.generation == 3 and child.parent_steps == 9000
+        assert child.parent_checkpoint == b"weights"
+        changed = {k for k in BASE if child.hyperparams[k] != BASE[k]}
+        assert len(changed) <= 1, "a child explores one knob at a time"
+        assert set(child.meta["perturbed"]) == changed
+    kept = sum(child.hyperparams == BASE for child in children)
+    assert 0 < kept < len(children), "some children keep the parent's settings, others explore"
+    board.close()
+
+
+@pytest.mark.parametrize("live, best, expected", [
+    ({"episodes": 80, "mean_return": 30.0}, 200.0, True),  # clearly behind, on enough episodes
+    ({"episodes": 80, "mean_return": 120.0}, 200.0, False),  # behind, but within the margin
+    ({"episodes": 10, "mean_return": 5.0}, 200.0, False),  # too few finished episodes to judge
+    ({"episodes": 0, "mean_return": None}, 200.0, False),  # long episodes still running: never judged
+    ({"episodes": 80, "mean_return": -310.0}, -200.0, True),  # negative returns: the margin is on |best|
+    ({"episodes": 80, "mean_return": 30.0}, None, False),  # an empty board: nothing to be behind
+])
+def test_lagging_rule(live, best, expected):
+    assert lagging(live, best, below=0.5, min_episodes=64) is expected
+    assert lagging(live, best, below=0.0, min_episodes=64) is False, "0 disables truncation"
+
+
+def test_lagging_compares_agents_that_trained_as_long():
+    behind = {"episodes": 80, "mean_return": 30.0}
+    assert lagging(behind, 200.0, 0.5, 64, trained=8_000, best_trained=8_000)
+    assert not lagging(behind, 200.0, 0.5, 64, trained=7_999, best_trained=8_000), "a younger agent is not judged"
