@@ -71,7 +71,7 @@ def test_matches_serial(env: str, native: bool, config: str) -> None:
         expected = trajectories(serial, 40, n_actions)
     with vector.make(spec, backend="multiprocessing", num_envs=NUM_ENVS, native=native, **CONFIGS[config]) as venv:
         got = trajectories(venv, 40, n_actions)
-        assert (venv.steps_per_worker > 0).all(), "every worker of the pool must get work"
+        assert min(venv.step_counts()) > 0, f"every worker of the pool must get work: {venv.step_counts()}"
     assert_same(expected, got)
     dones = sum(bool(step[2].any() or step[3].any()) for t in expected.values() for step in t)
     assert dones > 0, "the comparison must cover auto-resets"

@@ -50,3 +50,27 @@ def test_ray_local_start_is_loopback_without_home_files(local_ray) -> None:
     assert not os.path.exists(os.path.join(home, ".ray", "auth_token"))
     with pytest.raises(VectorConfigError, match="no zero-copy"):
         vector.make("cartpole", backend="ray", num_envs=2, num_workers=2, zero_copy=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep", [False, True])
+def test_local_ray_session_files_removed_at_exit(tmp_path, keep: bool) -> None:
+    """A process that started a local Ray leaves no /tmp/pbray-<pid> behind (unless asked to keep logs)."""
+    import subprocess
+    import sys
+
+    script = ("import os, pufferbox.vector as v\n"
+              "with v.make('cartpole', backend='ray', num_envs=2, num_workers=1, native=False) as venv:\n"
+              "    venv.reset(seed=0)\n"
+              "print(os.getpid())\n")
+    env = {**os.environ, "PUFFERBOX_KEEP_RAY_LOGS": "1" if keep else "0"}
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    temp_dir = f"/tmp/pbray-{done.stdout.split()[-1]}"
+    try:
+        assert os.path.isdir(temp_dir) == keep, f"{temp_dir} exists: {os.path.isdir(temp_dir)}, expected {keep}"
+    finally:
+        import shutil
+
+        shutil.rmtree(temp_dir, ignore_errors=True)

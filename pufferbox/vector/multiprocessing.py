@@ -352,7 +352,14 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.in_flight: list[int] = []   # workers given a command, not yet collected
         self.ready: list[tuple[int, list[dict]]] = []  # finished, not yet returned, in finishing order
         self.batch_workers: list[int] = []
-        self.steps_per_worker = np.zeros(num_workers, dtype=np.int64)
+        self.pool_steps = np.zeros(num_workers, dtype=np.int64)  # batches per worker; see step_counts()
+        self.sync_steps = 0  # batches of every worker at once: one int, not an array update per step
+        # The synchronous case (every worker in every batch) is the hot path: precomputed so a
+        # round trip builds no index arrays and copies no rows.
+        self.all_workers = list(range(num_workers))
+        self.action_shape = (self.batch_size, *self.act_spec.shape)
+        b = self.buffers
+        self.full_batch = (b.observations, b.rewards, b.terminals, b.truncations, np.arange(num_envs), b.masks)
         self.last_alive_check = time.perf_counter()
         # Built after the fork, so the workers inherit none of their state (nle's, say).
         self.main_blocks: list[Any] = []
@@ -389,15 +396,17 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.require_open()
         if not self.batch_workers:
             raise RuntimeError(f"{self.env_name}: send() without a batch from recv() (call async_reset first)")
-        actions = self.check_actions(actions)
+        if type(actions) is not np.ndarray or actions.shape != self.action_shape:  # the common case skips a call
+            actions = self.check_actions(actions)
         rows = self.rows_per_worker
-        if len(self.batch_workers) == self.num_workers and self.batch_workers == sorted(self.batch_workers):
+        if self.batch_workers == self.all_workers:
             if actions is not self.buffers.actions:
                 self.buffers.actions[:] = actions
+            self.sync_steps += 1
         else:  # a pool (never with main envs): batch rows go back to their workers' rows
             for i, w in enumerate(self.batch_workers):
                 self.buffers.actions[w * rows:(w + 1) * rows] = actions[i * rows:(i + 1) * rows]
-        self.steps_per_worker[self.batch_workers] += 1
+            self.pool_steps[self.batch_workers] += 1
         self.command(self.batch_workers, STEP)
         self.batch_workers = []
         if self.main_steps:  # while the workers step theirs
@@ -431,6 +440,9 @@ class MultiprocessingVectorEnv(VectorEnv):
         infos = concat_infos(worker_infos for _, worker_infos in batch)
         if self.main_steps:  # main envs come first, as in serial
             infos, self.main_infos = concat_infos((self.main_infos, infos)), []
+        if self.batch_workers == self.all_workers:  # every env: views of the whole buffer
+            obs, rewards, terminals, truncations, env_ids, masks = self.full_batch
+            return obs, rewards, terminals, truncations, infos, env_ids, masks
         b = self.buffers
         if self.zero_copy:
             first, last = self.batch_workers[0], self.batch_workers[-1]
@@ -445,6 +457,10 @@ class MultiprocessingVectorEnv(VectorEnv):
         env_ids = np.concatenate([self.worker_envs[w] for w in self.batch_workers])
         return (b.observations[rows], b.rewards[rows], b.terminals[rows], b.truncations[rows], infos,
                 env_ids, b.masks[rows])
+
+    def step_counts(self) -> list[int]:
+        """Batches each worker has stepped (a pool's workers must all get work)."""
+        return (self.pool_steps + self.sync_steps).tolist()
 
     # -- waiting ----------------------------------------------------------------------
     def poll(self) -> bool:
@@ -495,6 +511,12 @@ class MultiprocessingVectorEnv(VectorEnv):
 
     def wait_group(self) -> list[tuple[int, list[dict]]]:
         n = self.workers_per_batch
+        if n == self.num_workers:  # synchronous: the one group is everyone
+            if len(self.ready) + len(self.in_flight) < n:
+                raise RuntimeError(f"{self.env_name}: recv() called twice without send()")
+            self.wait_until(lambda: not self.in_flight)
+            batch, self.ready = sorted(self.ready, key=lambda item: item[0]), []
+            return batch
 
         def complete_group() -> int | None:
             """The group whose last member finished first (fair: no group starves another)."""

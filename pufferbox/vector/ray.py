@@ -8,7 +8,7 @@ kept until it is returned, so no actor sits idle while others are polled.
 ``address`` (or ``RAY_ADDRESS``) joins an existing cluster; otherwise a local Ray starts
 bound to 127.0.0.1, without dashboard, with ``RAY_AUTH_MODE=disabled`` (nothing written to
 the home directory) and a short temp dir (``/tmp/pbray-<pid>``: Unix socket paths are
-limited to 107 bytes).
+limited to 107 bytes), deleted at exit (``PUFFERBOX_KEEP_RAY_LOGS=1`` keeps it).
 
 Example:
     >>> import pufferbox.vector
@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 from typing import Any
 
 import numpy as np
@@ -47,9 +49,20 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         ray.init(address=address, log_to_driver=False)
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        temp_dir = f"/tmp/pbray-{os.getpid()}"
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, _node_ip_address="127.0.0.1",
-                 _temp_dir=f"/tmp/pbray-{os.getpid()}", log_to_driver=False)
+                 _temp_dir=temp_dir, log_to_driver=False)
+        # Registered after ray.init, so it runs before Ray's own exit hook: stop the local Ray,
+        # then remove its session files (sockets, logs) unless asked to keep them for debugging.
+        atexit.register(shutdown_local_ray, ray, temp_dir)
     return ray
+
+
+def shutdown_local_ray(ray: Any, temp_dir: str) -> None:
+    """Stops the local Ray this process started and deletes ``temp_dir`` (kept with ``PUFFERBOX_KEEP_RAY_LOGS=1``)."""
+    ray.shutdown()
+    if os.environ.get("PUFFERBOX_KEEP_RAY_LOGS") != "1":
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 class EnvWorker:
