@@ -141,7 +141,8 @@ def test_garbage_collection_reaps_workers() -> None:
 @pytest.mark.slow
 def test_ctrl_c_reaps_workers_and_shared_memory() -> None:
     script = textwrap.dedent("""
-        import numpy as np, sys
+        import faulthandler, signal, numpy as np, sys
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's stack dump if exit hangs
         import pufferbox.vector as vector
         venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
         venv.reset(seed=0)
@@ -149,11 +150,20 @@ def test_ctrl_c_reaps_workers_and_shared_memory() -> None:
         while True:
             venv.step(np.zeros(4, dtype=np.int64))
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     name, *pids = proc.stdout.readline().split()
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=10) != 0
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        proc.kill()
+        _, err = proc.communicate()
+        workers = {p: psutil.Process(p).status() for p in map(int, pids) if psutil.pid_exists(p)}
+        pytest.fail(f"still running 30 s after Ctrl-C; workers {workers}; its stacks:\n{err[-6000:]}")
+    assert code != 0, proc.stderr.read()
     time.sleep(0.2)
     alive = [p for p in map(int, pids) if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive and not segment_exists(name)
