@@ -10,6 +10,8 @@ auto-reset starts the next seeded game.
 from __future__ import annotations
 
 import inspect
+import os
+import signal
 from typing import Any
 
 import numpy as np
@@ -173,3 +175,34 @@ def test_a_seed_fixes_the_games_after_it_too():
     assert not np.array_equal(first[0], second[0])  # a new game, not the seeded one again
     for env in twins:
         env.close()
+
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the signal masks from Linux's /proc")
+def test_a_finished_game_leaves_no_signal_ignored():
+    """NetHack's end of game sets SIGHUP/SIGXCPU to ignored in C; the next reset (and close) restore them."""
+    def ignored() -> int:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn"))
+
+    hup_or_xcpu = (1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGXCPU - 1))
+    assert not ignored() & hup_or_xcpu
+    env = make_nethack("score", max_episode_steps=10_000)
+    try:
+        env.reset(seed=0)
+        play_randomly = np.random.default_rng(0).integers(0, 23, 5000)  # this game dies after ~730 steps
+        for action in play_randomly:
+            if env.step(int(action))[2]:
+                break
+        else:
+            pytest.fail("the character did not die: the test would check nothing")
+        # nle's doing (if a future nle stops doing it, this test has nothing left to check)
+        assert ignored() & hup_or_xcpu, "nle no longer ignores SIGHUP/SIGXCPU at game end: drop the workaround"
+        env.reset()
+        assert not ignored() & hup_or_xcpu, f"SigIgn {ignored():#x} after reset"
+        for action in play_randomly:
+            if env.step(int(action))[2]:
+                break
+    finally:
+        env.close()
+    assert not ignored() & hup_or_xcpu, f"SigIgn {ignored():#x} after close"

@@ -30,6 +30,8 @@ Example:
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any, Mapping, SupportsFloat
 
 import gymnasium
@@ -51,6 +53,23 @@ TASKS = {
 # seeded, so nothing could show the block equal to the gym env there.
 NATIVE_TASKS = ("score", "staircase", "oracle", "gold", "eat", "scout")
 OBSERVATION_KEYS = ("glyphs", "blstats", "message")
+# NetHack's end-of-game code sets these to SIG_IGN in the C library, behind Python's back: the
+# process (a trainer) and every subprocess it starts would go on ignoring hang-ups.
+SIGNALS_NETHACK_IGNORES = ("SIGHUP", "SIGXCPU")
+
+
+def restore_signal_dispositions() -> None:
+    """Re-applies Python's own disposition of the signals a finished NetHack game ignores.
+
+    Only the main thread may set signal handlers; elsewhere (a Ray pod's thread) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in SIGNALS_NETHACK_IGNORES:
+        sig = getattr(signal, name, None)
+        handler = signal.getsignal(sig) if sig is not None else None
+        if handler is not None:
+            signal.signal(sig, handler)
 TTY_KEYS = ("tty_chars", "tty_colors", "tty_cursor")
 
 DEFAULTS = {
@@ -131,6 +150,7 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
     def reset(self, **kwargs: Any) -> tuple[dict, dict]:
         if not kwargs.get("options"):  # nle 1.3.0 raises KeyError on options={} (it reads options["wizkit_items"])
             kwargs.pop("options", None)
+        restore_signal_dispositions()  # the previous game may have ended
         if self.seedable:
             # nle ignores reset(seed=...) for the game itself: its two RNGs are set by seed(), and
             # only for the next game (later ones draw fresh entropy). As Gymnasium's envs do, a seed
@@ -151,6 +171,10 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
     def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self.select(obs), reward, terminated, truncated, info
+
+    def close(self) -> None:
+        super().close()
+        restore_signal_dispositions()
 
     def render(self) -> str | None:
         """The terminal as an ANSI-coloured string (``render_mode="ansi"`` only)."""
