@@ -143,6 +143,9 @@ def test_ctrl_c_reaps_workers_and_shared_memory() -> None:
     script = textwrap.dedent("""
         import faulthandler, signal, numpy as np, sys
         faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's stack dump if exit hangs
+        # As in a terminal: a test run launched in the background (`cmd &`) starts with SIGINT
+        # ignored, which Python and this child would inherit, and Ctrl-C would do nothing.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import pufferbox.vector as vector
         venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
         venv.reset(seed=0)

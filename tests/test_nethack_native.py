@@ -186,7 +186,9 @@ def test_a_finished_game_leaves_no_signal_ignored():
             return next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn"))
 
     hup_or_xcpu = (1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGXCPU - 1))
-    assert not ignored() & hup_or_xcpu
+    before = ignored() & hup_or_xcpu  # e.g. SIGHUP under nohup: that is Python's disposition, kept
+    if before == hup_or_xcpu:
+        pytest.skip("SIGHUP and SIGXCPU are both ignored already (inherited): nothing a game could change")
     env = make_nethack("score", max_episode_steps=10_000)
     try:
         env.reset(seed=0)
@@ -197,12 +199,12 @@ def test_a_finished_game_leaves_no_signal_ignored():
         else:
             pytest.fail("the character did not die: the test would check nothing")
         # nle's doing (if a future nle stops doing it, this test has nothing left to check)
-        assert ignored() & hup_or_xcpu, "nle no longer ignores SIGHUP/SIGXCPU at game end: drop the workaround"
+        assert ignored() & hup_or_xcpu != before, "nle no longer ignores SIGHUP/SIGXCPU at game end: drop the workaround"
         env.reset()
-        assert not ignored() & hup_or_xcpu, f"SigIgn {ignored():#x} after reset"
+        assert ignored() & hup_or_xcpu == before, f"SigIgn {ignored():#x} after reset"
         for action in play_randomly:
             if env.step(int(action))[2]:
                 break
     finally:
         env.close()
-    assert not ignored() & hup_or_xcpu, f"SigIgn {ignored():#x} after close"
+    assert ignored() & hup_or_xcpu == before, f"SigIgn {ignored():#x} after close"
