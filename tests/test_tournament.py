@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -202,6 +203,7 @@ def test_driver_killed_and_resumed(tmp_path):
         time.sleep(0.2)
     assert proc.poll() is None, f"the driver ended before it could be killed: {proc.stderr.read()}"
     process_tree_kill(proc)
+    shutil.rmtree(f"/tmp/pbray-{proc.pid}", ignore_errors=True)  # a SIGKILLed driver cannot remove its Ray dir
     before = {e.id: e.score for e in Leaderboard(run_dir, capacity=8).entries(on_board_only=False)}
     assert len(before) >= 2
 
