@@ -444,13 +444,11 @@ class MultiprocessingVectorEnv(VectorEnv):
             obs, rewards, terminals, truncations, env_ids, masks = self.full_batch
             return obs, rewards, terminals, truncations, infos, env_ids, masks
         b = self.buffers
+        # A pool from here on, so no main envs (refused with a pool): worker w's rows start at w * rows.
         if self.zero_copy:
             first, last = self.batch_workers[0], self.batch_workers[-1]
-            # With main envs every batch is the whole buffer, the main process's rows included.
-            start = 0 if self.main_envs else first * self.rows_per_worker
-            stop = self.main_rows + (last + 1) * self.rows_per_worker
-            env_ids = np.arange(0 if self.main_envs else first * self.envs_per_worker,
-                                self.main_envs + (last + 1) * self.envs_per_worker)
+            start, stop = first * self.rows_per_worker, (last + 1) * self.rows_per_worker
+            env_ids = np.arange(first * self.envs_per_worker, (last + 1) * self.envs_per_worker)
             return (b.observations[start:stop], b.rewards[start:stop], b.terminals[start:stop],
                     b.truncations[start:stop], infos, env_ids, b.masks[start:stop])
         rows = np.concatenate([self.worker_rows[w] for w in self.batch_workers])

@@ -20,12 +20,14 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
+from pufferbox.vector.native import concat_infos, join_infos, relabel_infos
 
 __all__ = ["RayVectorEnv", "ensure_ray"]
 
@@ -76,29 +78,23 @@ class EnvWorker:
         self.first_env = first_env
         self.steps = 0
 
-    def rows(self, infos: list[dict]) -> tuple:
+    def rows(self, infos: Sequence[dict]) -> tuple:
         b = self.buffers
         return b.observations, b.rewards, b.terminals, b.truncations, b.masks, infos
 
-    def collect(self, out: list[dict], block_infos: list[dict], env: int) -> None:
-        for info in block_infos:
-            info = dict(info)
-            info["env_id"] = env + info.pop("env", 0)
-            out.append(info)
-
     def reset(self, seed: int | None) -> tuple:
-        infos: list[dict] = []
+        infos: Sequence[dict] = []
         for block, (_, _, env) in zip(self.blocks, self.spans):
             env += self.first_env
-            self.collect(infos, block.vec_reset(None if seed is None else seed + env), env)
+            infos = join_infos(infos, relabel_infos(block.vec_reset(None if seed is None else seed + env), env))
         return self.rows(infos)
 
     def step(self, actions: np.ndarray) -> tuple:
-        infos: list[dict] = []
+        infos: Sequence[dict] = []
         self.steps += 1
         for block, (start, stop, env) in zip(self.blocks, self.spans):
             try:
-                self.collect(infos, block.vec_step(actions[start:stop]), env + self.first_env)
+                infos = join_infos(infos, relabel_infos(block.vec_step(actions[start:stop]), env + self.first_env))
             except Exception as exc:
                 raise RuntimeError(f"env {env + self.first_env} raised {type(exc).__name__}: {exc}") from exc
         return self.rows(infos)
@@ -168,13 +164,13 @@ class RayVectorEnv(VectorEnv):
         order = np.argsort(workers, kind="stable") if n == self.num_workers else range(len(workers))
         results = self.ray.get(done)
         self.batch_workers = [workers[i] for i in order]
-        b, r, infos = self.buffers, self.rows_per_worker, []
+        b, r = self.buffers, self.rows_per_worker
         for slot, i in enumerate(order):
-            obs, rew, term, trunc, masks, worker_infos = results[i]
+            obs, rew, term, trunc, masks, _ = results[i]
             rows = slice(slot * r, (slot + 1) * r)
             b.observations[rows], b.rewards[rows], b.terminals[rows] = obs, rew, term
             b.truncations[rows], b.masks[rows] = trunc, masks
-            infos.extend(worker_infos)
+        infos = concat_infos(results[i][5] for i in order)
         env_ids = np.concatenate([np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
                                   for w in self.batch_workers])
         return b.observations, b.rewards, b.terminals, b.truncations, infos, env_ids, b.masks
