@@ -48,8 +48,9 @@ def test_slice_schedule_starts_short_grows_and_caps():
     assert slice_length(3, first=1000, longest=10**6, growth=1.5) == 3375
 
 
-def entry(score: float, std: float, steps: int, pod: int = 0) -> Entry:
-    return Entry(pod=pod, score=score, score_std=std, episodes=10, steps=steps)
+def entry(score: float, std: float, steps: int, pod: int = 0, generation: int | None = None) -> Entry:
+    generation = steps // 10_000 if generation is None else generation
+    return Entry(pod=pod, score=score, score_std=std, episodes=10, steps=steps, generation=generation)
 
 
 def test_parent_is_the_most_trained_agent_within_noise_of_the_best():
@@ -65,6 +66,43 @@ def test_parent_is_the_most_trained_agent_within_noise_of_the_best():
     assert pick_parent([lucky, deeper, collapsed], children={1: 3, 2: 3}) is collapsed
     assert pick_parent([lucky, deeper, collapsed], children={2: 3}) is lucky, "the deepest near-best is spent"
     assert pick_parent([lucky, deeper], children={1: 3, 2: 3}) is deeper, "all spent: the rule without the cap"
+
+
+def test_founders_tie_on_maturity_and_the_better_score_wins():
+    # One founder's long rollouts overshot the slice by a few steps: that must not beat a better score.
+    base = entry(29.5, 12.0, 8_192, pod=0, generation=0)
+    overshot = entry(17.8, 6.0, 8_256, pod=2, generation=0)
+    assert pick_parent([base, overshot]) is base
+    assert pick_parent([base, entry(20.0, 8.0, 16_384, pod=3, generation=1)]).pod == 3, "a deeper agent within noise"
+
+
+def test_a_lineage_tip_that_missed_the_board_stays_a_candidate(tmp_path):
+    """The board holds the best K scores; a continued agent whose evaluation was unlucky misses it,
+    but is kept (checkpoint and all) among the newest entries and, being the most trained agent
+    within noise of the best, is the one the next slice continues: its steps are not thrown away."""
+    board = Leaderboard(tmp_path, capacity=2, keep_recent=1)
+    for i, score in enumerate([300.0, 280.0]):
+        ckpt = tmp_path / f"w{i}.pt"
+        ckpt.write_bytes(b"old")
+        board.insert(Entry(pod=i, score=score, score_std=60.0, episodes=10, steps=8192, hyperparams=BASE,
+                           checkpoint=str(ckpt)))
+    tip_file = tmp_path / "tip.pt"
+    tip_file.write_bytes(b"tip")
+    assert board.insert(Entry(pod=2, score=250.0, score_std=60.0, episodes=10, steps=16384, hyperparams=BASE,
+                              parent=1, generation=1, checkpoint=str(tip_file))) is None, "missed the board"
+    tip = next(e for e in board.candidates() if e.pod == 2)
+    assert not tip.on_board and open(tip.checkpoint, "rb").read() == b"tip"
+    child = propose(board, BASE, pod=3, rng=random.Random(0))
+    assert child.parent == tip.id and child.parent_checkpoint == b"tip" and child.generation == 2
+    # A newer entry takes the one retained slot: the old tip's checkpoint goes, and it is no candidate.
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"other")
+    board.insert(Entry(pod=3, score=10.0, score_std=1.0, episodes=10, steps=24576, hyperparams=BASE, parent=tip.id,
+                       generation=2, checkpoint=str(other)))
+    gone = next(e for e in board.entries(on_board_only=False) if e.pod == 2)
+    assert gone.checkpoint is None and not any(e.pod == 2 for e in board.candidates())
+    assert len(list((tmp_path / "leaderboard").glob("*.pt"))) == 3, "two on the board, one retained"
+    board.close()
 
 
 def test_propose_founds_fresh_lineages_then_copies_and_records_lineage(tmp_path):

@@ -1,7 +1,8 @@
 """The tournament's generator: seeds a new pod from the leaderboard, and sizes its slice.
 
 Exploit, then explore (population-based training): copy a strong agent from the board
-(:func:`pick_parent`: the most trained of the agents within noise of the best): weights,
+(:func:`pick_parent`: the most trained of the agents within noise of the best, on the
+board or among the newest agents that missed it): weights,
 optimizer moments and hyperparameters; then half of the children change one knob within
 sane bounds (:data:`TUNABLE`) while the other half keep them. A fresh agent (the first
 ``pods`` tasks, or an empty board) gets the base hyperparameters for pod 0 and, for the
@@ -130,17 +131,20 @@ def standard_error(entry: Entry) -> float:
 
 def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) -> Entry:
     """The agent to copy: among the entries whose score is within noise of the best (no more
-    than ``NOISE_Z`` times the two standard errors below it), the most trained one.
+    than ``NOISE_Z`` times the two standard errors below it), the most trained one: the
+    deepest generation, then the best score.
 
     A best score is partly luck (the maximum of noisy evaluations); always copying the top
     entry would keep re-branching from a lucky agent whose children rarely beat its score,
-    and the lineage would stop growing. Ties in score go to the agent that trained longer.
+    and the lineage would stop growing. Maturity is counted in generations, not steps: agents
+    of one generation trained the same slice, give or take a rollout's overshoot, which must
+    not outweigh their scores.
     For the same reason an agent that already has ``MAX_CHILDREN`` children (``children``:
     entry id -> count) is passed over for the best-scoring agent that has fewer, if any.
 
-    >>> a = Entry(pod=0, score=420.0, score_std=90.0, episodes=10, steps=80_000)
-    >>> b = Entry(pod=1, score=380.0, score_std=60.0, episodes=10, steps=110_000)
-    >>> c = Entry(pod=2, score=100.0, score_std=30.0, episodes=10, steps=140_000)
+    >>> a = Entry(pod=0, score=420.0, score_std=90.0, episodes=10, steps=80_000, generation=8)
+    >>> b = Entry(pod=1, score=380.0, score_std=60.0, episodes=10, steps=110_000, generation=11)
+    >>> c = Entry(pod=2, score=100.0, score_std=30.0, episodes=10, steps=140_000, generation=14)
     >>> pick_parent([a, b, c]).pod
     1
     >>> a.id, b.id, c.id = 1, 2, 3
@@ -152,14 +156,14 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
     if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
         return fertile[0]
-    return max([e for e in near if e in fertile] or near, key=lambda e: (e.steps, e.score))
+    return max([e for e in near if e in fertile] or near, key=lambda e: (e.generation, e.score))
 
 
 def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Random,
             fresh: bool = False) -> PodTask:
     """The next pod's task: a (perturbed) copy of a strong agent or, with ``fresh`` or an empty
     board, a new agent (the base hyperparameters for pod 0, widely perturbed ones otherwise)."""
-    top = board.entries()
+    top = board.candidates()  # the board, and the newest agents that missed it (lineage tips)
     seed = rng.randrange(2**31)
     perturbed: dict = {}
     if fresh or not top:

@@ -2,7 +2,10 @@
 
 Each entry is one evaluated agent: its checkpoint file, hyperparameters, lineage
 (parent entry and generation) and score (mean and standard deviation of evaluated
-episode returns). Every write is one SQLite transaction, so a driver killed at any
+episode returns). Besides the best ``capacity`` entries, the checkpoints of the
+``keep_recent`` newest entries are kept even when they miss the board: a lineage's
+latest agent whose score is within noise of the best can still be continued
+(:meth:`Leaderboard.candidates`), so its steps are not thrown away for an unlucky evaluation. Every write is one SQLite transaction, so a driver killed at any
 moment leaves a consistent board; checkpoints are copied into ``RUN_DIR/leaderboard/``
 atomically before their row is committed.
 
@@ -71,7 +74,8 @@ class Entry:
 class Leaderboard:
     """Best-``capacity`` agents by evaluated score, persisted in ``RUN_DIR/leaderboard.sqlite``."""
 
-    def __init__(self, run_dir: str | os.PathLike, capacity: int = 8):
+    def __init__(self, run_dir: str | os.PathLike, capacity: int = 8, keep_recent: int = 0):
+        self.keep_recent = keep_recent
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.run_dir / "leaderboard"
@@ -93,7 +97,8 @@ class Leaderboard:
     def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None,
                state: dict | None = None, eval_steps: int = 0) -> int | None:
         """Store ``entry`` (copying its checkpoint in) and return its 1-based rank, or None if it
-        did not make the board. Entries pushed off the board lose their checkpoint file.
+        did not make the board. Entries off the board lose their checkpoint file (the path is
+        cleared) unless they are among the ``keep_recent`` newest.
 
         ``total_steps`` (training steps taken so far) and ``eval_steps`` (evaluation steps so far), if
         given, are recorded in the best-score history. ``state`` key/values are written in the same
@@ -124,9 +129,15 @@ class Leaderboard:
             entry.checkpoint = str(stored_ckpt) if stored_ckpt else None
             board = self.db.execute(
                 "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC").fetchall()
-            dropped = board[self.capacity:]
-            for entry_id, _ in dropped:
+            for entry_id, _ in board[self.capacity:]:
                 self.db.execute("UPDATE entries SET on_board = 0 WHERE id = ?", (entry_id,))
+            recent = [row[0] for row in self.db.execute(
+                "SELECT id FROM entries ORDER BY id DESC LIMIT ?", (self.keep_recent,))]
+            dropped = self.db.execute(
+                "SELECT id, checkpoint FROM entries WHERE on_board = 0 AND checkpoint IS NOT NULL"
+                f" AND id NOT IN ({','.join('?' * len(recent))})", recent).fetchall()
+            for entry_id, _ in dropped:
+                self.db.execute("UPDATE entries SET checkpoint = NULL WHERE id = ?", (entry_id,))
             best = max(entry.score, previous_best.score if previous_best else float("-inf"))
             if total_steps is not None:
                 self.db.execute("INSERT INTO best_history VALUES (?, ?, ?, ?)",
@@ -161,6 +172,10 @@ class Leaderboard:
         return [Entry(id=r[0], pod=r[1], parent=r[2], generation=r[3], score=r[4], score_std=r[5], episodes=r[6],
                       steps=r[7], hyperparams=json.loads(r[8]), checkpoint=r[9], on_board=bool(r[10]),
                       created=r[11]) for r in rows]
+
+    def candidates(self) -> list[Entry]:
+        """Entries whose checkpoint still exists (the board, and the ``keep_recent`` newest), best first."""
+        return [e for e in self.entries(on_board_only=False) if e.on_board or e.checkpoint]
 
     def best(self) -> Entry | None:
         top = self.entries()

@@ -137,7 +137,8 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
         raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
     if not resume and board_exists:
         raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir")
-    board = Leaderboard(run_dir, capacity=capacity)
+    # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
+    board = Leaderboard(run_dir, capacity=capacity, keep_recent=pods)
     if resume:
         settings = board.get_state("settings")
         env = settings["env"]
@@ -148,7 +149,7 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
         slice_growth, truncate_below = settings.get("slice_growth", 1.0), settings.get("truncate_below", 0.0)
         halving = settings.get("halving", False)
         capacity, cpus_per_pod, seed = settings["capacity"], settings["cpus_per_pod"], settings["seed"]
-        board.capacity = capacity
+        board.capacity, board.keep_recent = capacity, pods
         config = board.get_state("config")
     else:
         if (total_steps is None) == (hours is None):
