@@ -59,9 +59,8 @@ READING = (
     "finds settings that learn faster per step than the defaults, which are tuned for wall time. Such settings "
     "exist (single runs, 4 seeds: `--set train.num_steps=16 --set train.update_epochs=10` solved at 75k-101k, "
     "`train.update_epochs=10` at 102k-112k, the defaults at 121k-145k), but three perturbed founders and "
-    "one-knob children find them only on some seeds (the best agents' settings are in the JSON lines this "
-    "script prints; in the run recorded below the four fastest had moved to rollouts of 8-16 steps with 6-7 "
-    "epochs, three of the slowest to 8-step rollouts with 3-5 epochs), and a lineage that inherited a poor "
+    "one-knob children find them only on some seeds (the table's last column: what the solving agent ran "
+    "with), and a lineage that inherited a poor "
     "founder's settings can stall: in exploratory runs of these rules with a 300k budget, 1 of 20 seeds did not "
     "reach 475 (best 227), since once one branch is left there is no population to take over. Changed this round: lineage tips are kept (a continued agent whose "
     "10-episode evaluation was unlucky used to fall off the 8-entry board with its checkpoint, and the next "
@@ -103,7 +102,8 @@ def tournament_run(total_steps: int, pods: int, seed: int, workdir: Path, cpus_p
     best = [h["best_score"] for h in history]
     # The history's total_steps counts every step trained by then, the slices still in flight included.
     solved = next((h for h in history if h["best_score"] >= SOLVED), None)
-    top = board.best()
+    # The settings of the first agent that reached 475: what the search had found by then.
+    first = min((e for e in board.entries(on_board_only=False) if e.score >= SOLVED), key=lambda e: e.id, default=None)
     board.close()
     return {"kind": "tournament", "seed": seed, "wall": wall, "steps": summary["total_steps"],
             "solved_step": solved["total_steps"] if solved else None,
@@ -112,7 +112,7 @@ def tournament_run(total_steps: int, pods: int, seed: int, workdir: Path, cpus_p
             "best": summary["best_score"], "best_monotonic": best == sorted(best),
             "overhead": summary["overhead"], "slices": summary["slices"],
             "truncated": summary.get("truncated_slices"), "lost": summary["lost_slices"],
-            "best_hyperparams": top.hyperparams if top else None}
+            "solver_hyperparams": first.hyperparams if first else None}
 
 
 def fmt(value, spec=",") -> str:
@@ -150,6 +150,19 @@ def verdict(rows: list[dict], seeds: list[int]) -> str:
             f"time on {wall}. The leaderboard's best {'never decreased' if monotonic else 'DECREASED'} in any run.")
 
 
+def settings(row: dict) -> str:
+    if row["kind"] == "single":
+        from pufferbox.registry import get_registry
+
+        h = {f"train.{k}": v for k, v in get_registry().get("cartpole").defaults["train"].items()}
+    else:
+        h = row.get("solver_hyperparams")
+    if not h:
+        return "-"
+    return (f"{h['train.num_steps']} / {h['train.update_epochs']} / {h['train.num_minibatches']} / "
+            f"{h['train.learning_rate']:.2g}")
+
+
 def write_results(rows: list[dict], args: argparse.Namespace) -> None:
     targs = f' --tournament-args "{args.tournament_args}"' if args.tournament_args != DEFAULT_TOURNAMENT_ARGS else ""
     lines = [SECTION, "", f"Machine: {machine_summary()} (at the end); load average (1 min) per run in the table.",
@@ -166,14 +179,17 @@ def write_results(rows: list[dict], args: argparse.Namespace) -> None:
              "Wall s to 475: from the start of training (the single run's trainer; the tournament's driver, so "
              "Ray and pod start-up are included). "
              "Overhead: share of pod time not spent training.", "",
+             "Solver's settings: rollout length / PPO epochs / minibatches / learning rate of the first agent that "
+             "reached 475 (the single run: the env's defaults).", "",
              "| seed | arm | steps to 475 | + eval steps | wall s to 475 | total wall s | best monotonic | "
-             "truncated slices | overhead | load |",
-             "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+             "truncated slices | overhead | solver's settings | load |",
+             "|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|"]
     for r in rows:
         lines.append(f"| {r['seed']} | {r['kind']} | {fmt(r['solved_step'])} | {fmt(r.get('solved_eval_steps', ''))} | "
                      f"{fmt(r['solved_wall'], '.1f')} | {r['wall']:.1f} | {r.get('best_monotonic', '')} | "
                      f"{r.get('truncated', '')} | "
-                     f"{'' if 'overhead' not in r else format(r['overhead'], '.1%')} | {r['load']:.2f} |")
+                     f"{'' if 'overhead' not in r else format(r['overhead'], '.1%')} | {settings(r)} | "
+                     f"{r['load']:.2f} |")
     lines += ["", "Reading: " + verdict(rows, args.seeds) + " " + READING, "", OVERHEAD]
     write_section(SECTION, "\n".join(lines))
 
