@@ -53,13 +53,17 @@ def entry(score: float, std: float, steps: int, pod: int = 0, generation: int | 
     return Entry(pod=pod, score=score, score_std=std, episodes=10, steps=steps, generation=generation)
 
 
-def test_parent_is_the_most_trained_agent_within_noise_of_the_best():
+def test_parent_is_the_most_trained_agent_not_clearly_behind_the_best():
     lucky = entry(420.0, 90.0, 80_000, pod=1)
     deeper = entry(380.0, 60.0, 110_000, pod=2)  # within two standard errors of the best
     collapsed = entry(100.0, 30.0, 140_000, pod=3)  # deeper still, but clearly worse
     assert pick_parent([lucky, deeper, collapsed]) is deeper
-    sure = entry(500.0, 0.0, 60_000, pod=4)  # no spread: nothing below it ties
-    assert pick_parent([sure, deeper, collapsed]) is sure
+    sure = entry(500.0, 0.0, 60_000, pod=4)  # no spread: only a swing short of a collapse ties with it
+    assert pick_parent([sure, deeper, collapsed]) is deeper, "a lineage is continued through swings"
+    assert pick_parent([sure, entry(120.0, 0.0, 110_000, pod=5)]) is sure, "below a quarter of the best: collapsed"
+    small = entry(40.0, 30.0, 20_000, pod=6)  # early on, returns are small and noisy: the noise band decides
+    assert pick_parent([small, entry(5.0, 2.0, 30_000, pod=7)]) is small
+    assert pick_parent([small, entry(12.0, 20.0, 30_000, pod=8)]).pod == 8, "within two standard errors"
     for i, e in enumerate([lucky, deeper, collapsed, sure]):
         e.id = i + 1
     # Three children each and none of them near the top: the best agent with fewer children is next.

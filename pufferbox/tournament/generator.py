@@ -1,7 +1,7 @@
 """The tournament's generator: seeds a new pod from the leaderboard, and sizes its slice.
 
 Exploit, then explore (population-based training): copy a strong agent from the board
-(:func:`pick_parent`: the most trained of the agents within noise of the best, on the
+(:func:`pick_parent`: the most trained of the agents not clearly behind the best, on the
 board or among the newest agents that missed it): weights,
 optimizer moments and hyperparameters; then half of the children change one knob within
 sane bounds (:data:`TUNABLE`) while the other half keep them. A fresh agent (the first
@@ -67,6 +67,7 @@ TUNABLE: dict[str, Knob] = {
 PERTURB_FACTORS = (0.8, 1.25)
 FRESH_SPREAD = 2  # perturbations compounded for a fresh agent (a child gets one)
 NOISE_Z = 2.0  # scores closer than this many standard errors are ties
+COLLAPSED = 0.75  # an agent scoring below best - COLLAPSED * |best| has collapsed; closer scores are ties
 MAX_CHILDREN = 3  # children an agent may have before a less-tried agent is preferred
 KEEP_PROB = 0.5  # chance that a child keeps its parent's hyperparameters unchanged
 
@@ -130,17 +131,21 @@ def standard_error(entry: Entry) -> float:
 
 
 def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) -> Entry:
-    """The agent to copy: among the entries whose score is within noise of the best (no more
-    than ``NOISE_Z`` times the two standard errors below it), the most trained one: the
-    deepest generation, then the best score.
+    """The agent to copy: the most trained of the entries that have not fallen clearly behind
+    the best: the deepest generation, then the best score. Clearly behind is the larger of
+    ``NOISE_Z`` standard errors of the two scores and ``COLLAPSED`` times the best's magnitude.
 
-    A best score is partly luck (the maximum of noisy evaluations); always copying the top
-    entry would keep re-branching from a lucky agent whose children rarely beat its score,
-    and the lineage would stop growing. Maturity is counted in generations, not steps: agents
-    of one generation trained the same slice, give or take a rollout's overshoot, which must
-    not outweigh their scores.
-    For the same reason an agent that already has ``MAX_CHILDREN`` children (``children``:
-    entry id -> count) is passed over for the best-scoring agent that has fewer, if any.
+    A best score is partly luck (the maximum of noisy evaluations), and a PPO agent's quality
+    swings between slices by more than its evaluation's spread says (CartPole: 415, then 184,
+    then 264 within 16k steps of one lineage): a child scoring below its parent predicts
+    little, and going back to a better-scoring older agent throws the lineage's steps away.
+    Measured (benchmarks/bench_tournament.py, 20 seeds, a single run needing 147k): with ties
+    at two standard errors the tournament needed a median of 152k steps to 475 (worst 297k),
+    continuing lineages unless they collapse 124k (worst 231k). Maturity is counted in generations, not steps: agents of
+    one generation trained the same slice, give or take a rollout's overshoot, which must not
+    outweigh their scores; so founders and sibling branches are chosen by score.
+    An agent that already has ``MAX_CHILDREN`` children (``children``: entry id -> count) is
+    passed over for the best-scoring agent that has fewer, if any.
 
     >>> a = Entry(pod=0, score=420.0, score_std=90.0, episodes=10, steps=80_000, generation=8)
     >>> b = Entry(pod=1, score=380.0, score_std=60.0, episodes=10, steps=110_000, generation=11)
@@ -152,7 +157,8 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     2
     """
     best = entries[0]
-    near = [e for e in entries if e.score >= best.score - NOISE_Z * (standard_error(best) + standard_error(e))]
+    near = [e for e in entries if e.score >= best.score - max(NOISE_Z * (standard_error(best) + standard_error(e)),
+                                                              COLLAPSED * abs(best.score))]
     fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
     if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
         return fertile[0]
