@@ -141,9 +141,10 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     little, and going back to a better-scoring older agent throws the lineage's steps away.
     Measured (benchmarks/bench_tournament.py, 20 seeds, a single run needing 147k): with ties
     at two standard errors the tournament needed a median of 152k steps to 475 (worst 297k),
-    continuing lineages unless they collapse 124k (worst 231k). Maturity is counted in generations, not steps: agents of
-    one generation trained the same slice, give or take a rollout's overshoot, which must not
-    outweigh their scores; so founders and sibling branches are chosen by score.
+    continuing lineages unless they collapse 124k (worst 231k). Maturity is counted in
+    generations, not steps: agents of one generation trained the same slice, give or take a
+    rollout's overshoot, which must not outweigh their scores; so founders and sibling
+    branches are chosen by score.
     An agent that already has ``MAX_CHILDREN`` children (``children``: entry id -> count) is
     passed over for the best-scoring agent that has fewer, if any.
 
@@ -179,11 +180,7 @@ def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Ra
                 hyper = perturb(hyper, rng)
             perturbed.update({k: [base_hyperparams[k], v] for k, v in hyper.items() if v != base_hyperparams[k]})
         return PodTask(pod=pod, hyperparams=hyper, seed=seed, meta={"perturbed": perturbed})
-    children: dict[int, int] = {}
-    for entry in board.entries(on_board_only=False):
-        if entry.parent is not None:
-            children[entry.parent] = children.get(entry.parent, 0) + 1
-    parent = pick_parent(top, children)
+    parent = pick_parent(top, board.children_counts())
     with open(parent.checkpoint, "rb") as f:
         weights = f.read()
     # As in PBT, where agents on top keep training with their own hyperparameters and only the

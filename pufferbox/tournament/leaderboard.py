@@ -4,9 +4,9 @@ Each entry is one evaluated agent: its checkpoint file, hyperparameters, lineage
 (parent entry and generation) and score (mean and standard deviation of evaluated
 episode returns). Besides the best ``capacity`` entries, the checkpoints of the
 ``keep_recent`` newest entries are kept even when they miss the board: a lineage's
-latest agent whose score is within noise of the best can still be continued
-(:meth:`Leaderboard.candidates`), so its steps are not thrown away for an unlucky evaluation. Every write is one SQLite transaction, so a driver killed at any
-moment leaves a consistent board; checkpoints are copied into ``RUN_DIR/leaderboard/``
+latest agent can still be continued (:meth:`Leaderboard.candidates`), so its steps are
+not thrown away for an unlucky evaluation. Every write is one SQLite transaction, so a
+driver killed at any moment leaves a consistent board; checkpoints are copied into ``RUN_DIR/leaderboard/``
 atomically before their row is committed.
 
 Example:
@@ -131,11 +131,9 @@ class Leaderboard:
                 "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC").fetchall()
             for entry_id, _ in board[self.capacity:]:
                 self.db.execute("UPDATE entries SET on_board = 0 WHERE id = ?", (entry_id,))
-            recent = [row[0] for row in self.db.execute(
-                "SELECT id FROM entries ORDER BY id DESC LIMIT ?", (self.keep_recent,))]
             dropped = self.db.execute(
                 "SELECT id, checkpoint FROM entries WHERE on_board = 0 AND checkpoint IS NOT NULL"
-                f" AND id NOT IN ({','.join('?' * len(recent))})", recent).fetchall()
+                " AND id NOT IN (SELECT id FROM entries ORDER BY id DESC LIMIT ?)", (self.keep_recent,)).fetchall()
             for entry_id, _ in dropped:
                 self.db.execute("UPDATE entries SET checkpoint = NULL WHERE id = ?", (entry_id,))
             best = max(entry.score, previous_best.score if previous_best else float("-inf"))
@@ -163,9 +161,9 @@ class Leaderboard:
         return json.loads(row[0]) if row else default
 
     # -- reads ------------------------------------------------------------------------
-    def entries(self, on_board_only: bool = True) -> list[Entry]:
-        """Entries best first."""
-        where = "WHERE on_board = 1" if on_board_only else ""
+    def entries(self, on_board_only: bool = True, where: str | None = None) -> list[Entry]:
+        """Entries best first (``where``: an SQL condition on the entries table instead)."""
+        where = f"WHERE {where}" if where else "WHERE on_board = 1" if on_board_only else ""
         rows = self.db.execute(
             "SELECT id, pod, parent, generation, score, score_std, episodes, steps, hyperparams, checkpoint,"
             f" on_board, created FROM entries {where} ORDER BY score DESC, id ASC").fetchall()
@@ -175,7 +173,11 @@ class Leaderboard:
 
     def candidates(self) -> list[Entry]:
         """Entries whose checkpoint still exists (the board, and the ``keep_recent`` newest), best first."""
-        return [e for e in self.entries(on_board_only=False) if e.on_board or e.checkpoint]
+        return self.entries(where="on_board = 1 OR checkpoint IS NOT NULL")
+
+    def children_counts(self) -> dict[int, int]:
+        """Entry id -> how many entries name it as their parent."""
+        return dict(self.db.execute("SELECT parent, COUNT(*) FROM entries WHERE parent IS NOT NULL GROUP BY parent"))
 
     def best(self) -> Entry | None:
         top = self.entries()
