@@ -1,0 +1,122 @@
+"""The one form finished episodes travel in: :class:`Episodes`, arrays with one entry per episode.
+
+Every producer (an emulated env, a native block, a backend, the cuda kernels' episode log)
+reports the episodes that ended as an ``Episodes``: env ids, returns, lengths, and the named
+extra metrics a plugin declares (e.g. Crafter's achievements, Tag's tag rate), each an array
+aligned with the others. Consumers (the trainer, evaluation, tournaments) read the arrays;
+no dict is built on the way.
+
+Example:
+    >>> eps = Episodes.from_arrays([3], [21.0], [21])
+    >>> len(eps), eps.returns.tolist()
+    (1, [21.0])
+    >>> Episodes.concat([eps.relabel(100), Episodes.empty()]).env_ids.tolist()
+    [103]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Episodes", "episodes_from_infos"]
+
+
+def _array(values: Any, dtype: Any) -> np.ndarray:
+    return np.asarray(values, dtype=dtype).reshape(-1)
+
+
+@dataclass(frozen=True, eq=False)
+class Episodes:
+    """Episodes that ended: ``env_ids`` (int64), ``returns`` (float64), ``lengths`` (int64) and
+    ``metrics`` (name -> float64 array), all of one length. Picklable (pipes, Ray)."""
+
+    env_ids: np.ndarray
+    returns: np.ndarray
+    lengths: np.ndarray
+    metrics: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.env_ids)
+        bad = [name for name, arr in (("returns", self.returns), ("lengths", self.lengths), *self.metrics.items())
+               if len(arr) != n]
+        if bad:
+            raise ValueError(f"Episodes: {', '.join(bad)} not of the {n} episodes' length")
+
+    @classmethod
+    def from_arrays(cls, env_ids: Any, returns: Any, lengths: Any,
+                    metrics: Mapping[str, Any] | None = None) -> "Episodes":
+        """Build from anything array-like, converting to the canonical dtypes."""
+        return cls(_array(env_ids, np.int64), _array(returns, np.float64), _array(lengths, np.int64),
+                   {name: _array(v, np.float64) for name, v in (metrics or {}).items()})
+
+    @classmethod
+    def empty(cls, metric_names: Iterable[str] = ()) -> "Episodes":
+        return cls.from_arrays([], [], [], {name: [] for name in metric_names})
+
+    def __len__(self) -> int:
+        return len(self.env_ids)
+
+    def relabel(self, first_env: int) -> "Episodes":
+        """The same episodes with ``first_env`` added to each env id (block-local -> backend-wide)."""
+        if not first_env or not len(self):
+            return self
+        return Episodes(self.env_ids + first_env, self.returns, self.lengths, self.metrics)
+
+    def select(self, index: Any) -> "Episodes":
+        """A subset (boolean mask, index array or slice)."""
+        return Episodes(self.env_ids[index], self.returns[index], self.lengths[index],
+                        {name: arr[index] for name, arr in self.metrics.items()})
+
+    @staticmethod
+    def concat(parts: Sequence["Episodes"]) -> "Episodes":
+        """One ``Episodes`` from several; a metric missing from a part is NaN for its episodes."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Episodes.empty()
+        if len(parts) == 1:
+            return parts[0]
+        names = sorted({name for p in parts for name in p.metrics})
+        metrics = {name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for p in parts])
+                   for name in names}
+        return Episodes(np.concatenate([p.env_ids for p in parts]), np.concatenate([p.returns for p in parts]),
+                        np.concatenate([p.lengths for p in parts]), metrics)
+
+    def info_dict(self, num_envs: int) -> dict[str, np.ndarray]:
+        """Gymnasium's vector info layout (``key`` array and ``_key`` mask per env), as ``VectorEnv.step`` returns."""
+        out: dict[str, np.ndarray] = {}
+        columns = {"episode_return": self.returns, "episode_length": self.lengths, **self.metrics}
+        for key, values in columns.items():
+            out[key] = np.zeros(num_envs, dtype=values.dtype)
+            out[key][self.env_ids] = values
+            out["_" + key] = np.zeros(num_envs, dtype=bool)
+            out["_" + key][self.env_ids] = True
+        return out
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {name}={arr.tolist()}" for name, arr in self.metrics.items())
+        return (f"Episodes(env_ids={self.env_ids.tolist()}, returns={self.returns.tolist()}, "
+                f"lengths={self.lengths.tolist()}{extra})")
+
+
+def episodes_from_infos(infos: Any, key: str = "env_id") -> Episodes:
+    """Transitional: the episodes in today's per-step infos (a list of dicts or an ``EpisodeInfos``).
+
+    Goes away once every backend reports :class:`Episodes` itself (issue 14, one episode channel).
+    """
+    if isinstance(infos, Episodes):
+        return infos
+    if hasattr(infos, "returns") and hasattr(infos, "lengths") and hasattr(infos, "envs"):
+        return Episodes.from_arrays(infos.envs, infos.returns, infos.lengths)
+    rows = [info for info in infos if "episode_return" in info]
+    if not rows:
+        return Episodes.empty()
+    extra = sorted({k for info in rows for k, v in info.items()
+                    if k not in (key, "episode_return", "episode_length") and np.ndim(v) == 0
+                    and isinstance(v, (int, float, np.number, bool, np.bool_))})
+    return Episodes.from_arrays([info.get(key, 0) for info in rows], [info["episode_return"] for info in rows],
+                                [info["episode_length"] for info in rows],
+                                {k: [float(info.get(k, np.nan)) for info in rows] for k in extra})
