@@ -10,6 +10,7 @@ import torch
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
+from pufferbox.train.learner import gae
 from pufferbox.train.ppo import Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
@@ -20,23 +21,28 @@ def config(env: str | None = None, *overrides: str) -> dict:
 
 
 def test_gae_runs_along_each_rows_own_time_axis():
-    trainer = Trainer("cartpole", config("cartpole", "vec.num_envs=2", "train.num_steps=4",
-                                         "train.gamma=0.9", "train.gae_lambda=0.8"))
-    ro = trainer.rollout
     rng = np.random.default_rng(0)
-    ro.np_rewards[:, :5] = rng.normal(size=(2, 5))
-    ro.np_values[:, :5] = rng.normal(size=(2, 5))
-    ro.np_starts[:, :5] = [[True, False, True, False, False], [False, False, False, True, True]]
-    adv, returns = trainer.advantages(np.arange(2))
+    rewards = torch.from_numpy(rng.normal(size=(2, 5)).astype(np.float32))
+    values = torch.from_numpy(rng.normal(size=(2, 5)).astype(np.float32))
+    starts = torch.tensor([[True, False, True, False, False], [False, False, False, True, True]])
+    adv, returns = gae(rewards, values, starts, 0.9, 0.8)
     for row in range(2):
         last, expected = 0.0, np.zeros(4)
         for t in reversed(range(4)):
-            nonterminal = 1.0 - ro.np_starts[row, t + 1]
-            delta = ro.np_rewards[row, t] + 0.9 * ro.np_values[row, t + 1] * nonterminal - ro.np_values[row, t]
+            nonterminal = 1.0 - float(starts[row, t + 1])
+            delta = float(rewards[row, t]) + 0.9 * float(values[row, t + 1]) * nonterminal - float(values[row, t])
             last = delta + 0.9 * 0.8 * nonterminal * last
             expected[t] = last
         np.testing.assert_allclose(adv[row].numpy(), expected, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(returns, adv + ro.values[:, :4])
+    torch.testing.assert_close(returns, adv + values[:, :4])
+
+
+def test_trainer_gae_sees_each_rows_own_segment():
+    """The collector's batch is one row's consecutive steps per segment: each row's rewards are its own."""
+    trainer = Trainer("cartpole", config("cartpole", "vec.num_envs=2", "train.num_steps=4"))
+    batch = trainer.collector.collect().batch
+    assert batch["obs"].shape[:2] == (2, 5) and batch["starts"][:, 0].all()
+    np.testing.assert_array_equal(batch["obs"][:, 4].numpy(), trainer.collector.rollout.np_obs[:2, 0])  # carried
     trainer.close()
 
 
@@ -46,39 +52,37 @@ def test_padded_agent_slots_do_not_touch_the_update(lstm):
     cfg = config(None, "vec.num_envs=4", "train.num_steps=24", f"policy.lstm={str(lstm).lower()}",
                  "policy.hidden_size=16")
     trainer = Trainer(env_spec_for("countdown"), cfg)
-    segs = trainer.collect()
-    ro = trainer.rollout
-    assert len(segs) == 12  # 4 envs x 3 agent slots, one segment each
-    masked = ~ro.np_masks[segs]
+    batch = trainer.collector.collect().batch
+    learner = trainer.learner
+    assert len(batch["obs"]) == 12  # 4 envs x 3 agent slots, one segment each
+    masked = ~batch["masks"].numpy()
     assert masked.any() and (~masked).any(), "countdown agents leave early: some slots must be padding"
-    snapshot = (copy.deepcopy(trainer.agent.state_dict()), copy.deepcopy(trainer.optimizer.state_dict()),
-                trainer.generator.get_state())
-    saved = [arr.copy() for arr in ro.arrays()]
+    snapshot = (copy.deepcopy(trainer.agent.state_dict()), copy.deepcopy(learner.optimizer.state_dict()),
+                learner.generator.get_state())
 
-    def learn() -> tuple[dict, dict]:
+    def learn(batch) -> tuple[dict, dict]:
         trainer.agent.load_state_dict(snapshot[0])
-        trainer.optimizer.load_state_dict(snapshot[1])
-        trainer.generator.set_state(snapshot[2])
-        stats = trainer.learn(segs)
+        learner.optimizer.load_state_dict(snapshot[1])
+        learner.generator.set_state(snapshot[2])
+        stats = learner.update(batch)
         return stats, copy.deepcopy(trainer.agent.state_dict())
 
-    clean_stats, clean_params = learn()
+    clean_stats, clean_params = learn(batch)
+    dirty = {k: v.clone() for k, v in batch.items()}
     rng = np.random.default_rng(1)
     rows, ts = np.nonzero(masked)
-    rows = segs[rows]
-    ro.np_obs[rows, ts] = rng.normal(scale=1e3, size=ro.np_obs[rows, ts].shape)
-    ro.np_rewards[rows, ts] = rng.normal(scale=1e3, size=len(rows))
-    ro.np_values[rows, ts] = rng.normal(scale=1e3, size=len(rows))
-    ro.np_logprobs[rows, ts] = rng.normal(scale=10, size=len(rows))
-    ro.np_actions[rows, ts] = rng.integers(0, 3, size=len(rows))
-    dirty_stats, dirty_params = learn()
+    dirty["obs"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=dirty["obs"][rows, ts].shape)).to(
+        dirty["obs"].dtype)
+    dirty["rewards"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
+    dirty["values"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
+    dirty["logprobs"][rows, ts] = torch.from_numpy(rng.normal(scale=10, size=len(rows))).float()
+    dirty["actions"][rows, ts] = torch.from_numpy(rng.integers(0, 3, size=len(rows))).to(dirty["actions"].dtype)
+    dirty_stats, dirty_params = learn(dirty)
     for name in clean_params:
         torch.testing.assert_close(clean_params[name], dirty_params[name], msg=name)
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "explained_variance"):
         assert clean_stats[key] == pytest.approx(dirty_stats[key], rel=1e-5, abs=1e-6), key
-    for arr, before in zip(ro.arrays(), saved):  # sanity: the corruption really happened
-        if arr is ro.np_rewards:
-            assert not np.array_equal(arr, before)
+    assert not torch.equal(dirty["rewards"], batch["rewards"])  # sanity: the corruption really happened
     trainer.close()
 
 

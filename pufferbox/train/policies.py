@@ -213,6 +213,10 @@ class Agent(nn.Module):
         h, c = self.lstm(x, (h, c))
         return h, (h, c)
 
+    def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action logits, value)`` from :meth:`hidden`'s features (for samplers outside torch, e.g. a kernel)."""
+        return self.actor.linear(hidden), self.critic(hidden).squeeze(-1)
+
     def act(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
         """One inference step: ``(action, logprob, entropy, value, new_state)``."""
         hidden, state = self.hidden(obs, state, starts)
