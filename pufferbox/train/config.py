@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "stop_on_solve": False,  # stop once the last-20-episode mean reaches the env's solved_return
         "solve_window": 20,
         "deterministic": False,  # torch deterministic algorithms
+        "max_nonfinite_updates": 3,  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
     },
     "vec": {
         "backend": "serial",
@@ -111,6 +113,8 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
     if type(value) is not expected:
         raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} "
                           f"{value!r} ({source})")
+    if expected is float and not math.isfinite(value):
+        raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
     if f"{section}.{key}" in AT_LEAST_ONE and value < 1:

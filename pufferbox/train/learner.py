@@ -79,6 +79,7 @@ class Learner:
         self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
+        self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
 
     def reset_optimizer(self) -> None:
         """Fresh Adam moments (a new lineage in a tournament)."""
@@ -90,6 +91,8 @@ class Learner:
         lr = hp.learning_rate * (max(0.0, 1.0 - progress) if hp.anneal_lr else 1.0)
         self.optimizer.param_groups[0]["lr"] = lr
         adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
+        if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
+            return self.skipped(lr)
         steps = adv.shape[1]
         # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
         obs, actions, logprobs, values, masks, starts = (batch[k][:, :steps].contiguous() for k in
@@ -118,7 +121,8 @@ class Learner:
                     new = self.evaluate(flat(obs), flat(actions))
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])
-                self.minibatch_step(*new, *old, weight, stats)
+                if not self.minibatch_step(*new, *old, weight, stats):
+                    return self.skipped(lr)
             recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
             if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
                 break
@@ -129,12 +133,18 @@ class Learner:
         explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
         # statistics stayed on the device during the epochs: one read each, here
         out = {k: float(torch.stack(v).double().mean()) for k, v in stats.items()}
-        return out | {"explained_variance": explained, "learning_rate": lr}
+        self.nonfinite = 0
+        return out | {"explained_variance": explained, "learning_rate": lr, "nonfinite_updates": 0}
+
+    def skipped(self, lr: float) -> dict[str, float]:
+        self.nonfinite += 1
+        return {"learning_rate": lr, "nonfinite_updates": self.nonfinite}
 
     def minibatch_step(self, new_logprob: torch.Tensor, entropy: torch.Tensor, new_value: torch.Tensor,
                        old_logprob: torch.Tensor, old_value: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> None:
-        """One gradient step of the clipped PPO objective on a minibatch (weighted means)."""
+                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> bool:
+        """One gradient step of the clipped PPO objective on a minibatch (weighted means); False (and no
+        step) when the loss or its gradient is not finite."""
         hp = self.hp
         total = weight.sum().clamp(min=1.0)
         wmean = lambda x: (x * weight).sum() / total  # noqa: E731
@@ -157,11 +167,15 @@ class Learner:
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.agent.parameters(), hp.max_grad_norm)
+        grad_norm = nn.utils.clip_grad_norm_(self.agent.parameters(), hp.max_grad_norm)
+        if not bool(torch.isfinite(loss.detach() + grad_norm)):  # one read per minibatch, as torch's GradScaler
+            self.optimizer.zero_grad(set_to_none=True)
+            return False
         self.optimizer.step()
         stats["policy_loss"].append(pg_loss.detach())
         stats["value_loss"].append(v_loss.detach())
         stats["entropy"].append(entropy_loss.detach())
+        return True
 
     def load_weights(self, state: Mapping[str, Any]) -> None:
         """Model and optimizer moments from a checkpoint's ``model`` and ``optimizer`` entries."""

@@ -39,9 +39,13 @@ from pufferbox.train.config import ConfigError
 from pufferbox.train.learner import Learner, PPOConfig
 from pufferbox.train.policies import build_agent
 
-__all__ = ["Trainer", "TrainResult", "Scoreboard"]
+__all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
 
 CHECKPOINT_FORMAT = 1
+
+
+class NonFiniteError(ConfigError):
+    """Training produced NaN/inf (rewards, losses or weights); the message says where and what to try."""
 
 
 @dataclass
@@ -164,6 +168,10 @@ class Trainer:
         t0 = time.perf_counter()
         losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
+        if self.learner.nonfinite >= self.tc.get("max_nonfinite_updates", 3):
+            raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
+                                 f"loss that is not finite (NaN/inf) by update {self.update + 1}; the model was left "
+                                 "unchanged by them: check the env's rewards, or lower train.learning_rate")
         self.update += 1
         self.global_step += rollout.steps
         metrics = self.record(rollout, losses)
@@ -250,6 +258,9 @@ class Trainer:
             if self.run_dir is None:
                 raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
             directory = os.path.join(self.run_dir, "checkpoints")
+        if not all(bool(torch.isfinite(p).all()) for p in self.agent.parameters()):
+            raise NonFiniteError(f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
+                                 "weights are not finite (NaN/inf); earlier checkpoints are kept")
         path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc["keep_checkpoints"])
         self.last_checkpoint = str(path)
         return self.last_checkpoint

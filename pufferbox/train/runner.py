@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint
+from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, latest_finite_checkpoint
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
@@ -48,9 +48,12 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     """
     if resume is not None:
         run_dir = Path(resume)
-        checkpoint = latest_checkpoint(run_dir / "checkpoints")
-        if not (run_dir / "config.toml").is_file() or checkpoint is None:
+        if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
             raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
+        checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
+        if checkpoint is None:
+            raise CheckpointError(f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds "
+                                  "NaN/inf); start a new run")
         base = load_toml(run_dir / "config.toml")
         env_name = base.pop("run", {}).get("env")
         if env is not None and env_name is not None and env != env_name:
