@@ -69,8 +69,9 @@ class Collector(Protocol):
         """Keep the envs running but drop the rollout and recurrent state; returns the env steps the
         actions still pending will take unrecorded."""
 
-    def collect(self) -> Collected:
-        """Step until a batch of full segments is ready."""
+    def collect(self, horizon: int | None = None) -> Collected:
+        """Step until a batch of full segments is ready; ``horizon`` (at most the collector's) cuts this
+        rollout's segments short (the last rollout of a step budget)."""
 
 
 def pick_device(name: str) -> torch.device:
@@ -165,10 +166,11 @@ class Rollout:
         return {name: x[idx] for name, x in out.items()}
 
     def carry(self, rows: np.ndarray, new_segs: np.ndarray) -> None:
-        """Move ``rows`` to ``new_segs``, whose first step is the last step of their old segment."""
-        old = self.seg[rows]
+        """Move ``rows`` to ``new_segs``, whose first step is the last step stored in their old segment
+        (``horizon``, or less after a rollout cut short)."""
+        old, last = self.seg[rows], self.ptr[rows] - 1
         for arr in self.arrays():
-            arr[new_segs, 0] = arr[old, self.horizon]
+            arr[new_segs, 0] = arr[old, last]
         self.seg[rows] = new_segs
         self.ptr[rows] = 1
 
@@ -225,18 +227,19 @@ class HostCollector:
         self.state = self.agent.initial_state(self.num_rows)
         return self.num_rows if self.pending is not None else 0
 
-    def collect(self) -> Collected:
+    def collect(self, horizon: int | None = None) -> Collected:
+        steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
         episodes: list[Episodes] = []
         while True:
             rows = self.step(episodes)
-            done_rows = rows[self.rollout.ptr[rows] == self.horizon + 1]
+            done_rows = rows[self.rollout.ptr[rows] >= steps + 1]
             if len(done_rows):
                 self.rollout.finish(done_rows)
                 if self.rollout.ready():
                     segs = np.nonzero(self.rollout.full)[0]
-                    batch = {k: v.to(self.device) for k, v in self.rollout.take(segs).items()}
+                    batch = {k: v[:, :steps + 1].to(self.device) for k, v in self.rollout.take(segs).items()}
                     self.rollout.release(segs)  # ``take`` copied them
-                    return Collected(batch, len(segs) * self.horizon, Episodes.concat(episodes))
+                    return Collected(batch, len(segs) * steps, Episodes.concat(episodes))
 
     def rows_of(self, env_ids: np.ndarray) -> np.ndarray:
         if len(env_ids) == len(self.all_env_ids) and np.array_equal(env_ids, self.all_env_ids):
@@ -364,6 +367,7 @@ class DeviceCollector:
         self.fresh = True
         self.event_totals: dict[str, torch.Tensor] = {}  # device scalars, summed during a collect
         self.sent_steps = 0
+        self.last = self.horizon  # the slot of the last stored step (less after a rollout cut short)
         return 0
 
     def arrays(self) -> list[torch.Tensor]:
@@ -389,18 +393,20 @@ class DeviceCollector:
         return sent, sent, logprob, value
 
     @torch.no_grad()
-    def collect(self) -> Collected:
-        """Fill every row's segment. The steps (:meth:`step`) make no host<->device transfer; the reads
-        after them (episode statistics, event totals) are the only ones."""
+    def collect(self, horizon: int | None = None) -> Collected:
+        """Fill every row's segment (``horizon`` steps, at most the collector's). The steps (:meth:`step`)
+        make no host<->device transfer; the reads after them (episode statistics, event totals) are the only ones."""
+        steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
         first = 0
         if self.pending is not None:  # the last step of the previous rollout is this one's first
             for x in self.arrays():
-                x[:, 0] = x[:, self.horizon]
+                x[:, 0] = x[:, self.last]
             first = 1
         self.event_totals = {metric: torch.zeros((), dtype=torch.int64, device=self.device) for metric in self.events}
         self.sent_steps = 0
-        for t in range(first, self.horizon + 1):
+        for t in range(first, steps + 1):
             self.step(t)
+        self.last = steps
         t0 = time.perf_counter()
         episodes = episodes_from_infos(self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else [])
         per_env_step = max(1, self.num_envs * self.sent_steps)
@@ -408,7 +414,8 @@ class DeviceCollector:
         if hasattr(self.venv, "episodes_dropped"):
             metrics["episodes_dropped"] = float(self.venv.episodes_dropped)
         self.phase_time["env"] += time.perf_counter() - t0
-        return Collected(self.batch(), self.rows * self.horizon, episodes, metrics)
+        batch = {name: x[:, :steps + 1] for name, x in self.batch().items()}
+        return Collected(batch, self.rows * steps, episodes, metrics)
 
     def step(self, t: int) -> None:
         """Send the pending actions, store what comes back at slot ``t``, choose the next actions."""

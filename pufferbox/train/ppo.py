@@ -162,9 +162,10 @@ class Trainer:
         return self.elapsed_before + time.perf_counter() - self.start_time
 
     # -- the loop ----------------------------------------------------------------------------
-    def train_update(self) -> dict:
-        """One rollout + one PPO update; returns the update's metrics (also sent to callbacks)."""
-        rollout = self.collector.collect()
+    def train_update(self, horizon: int | None = None) -> dict:
+        """One rollout (``horizon`` steps per row, default ``num_steps``) + one PPO update; returns the
+        update's metrics (also sent to callbacks)."""
+        rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
         losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
@@ -204,10 +205,21 @@ class Trainer:
             out.append(self.train_update())
         return out
 
+    def budget_horizon(self) -> int | None:
+        """Steps per row of the next rollout so that training stops at ``total_steps``: the last rollout is
+        cut short (None: a whole one). A budget that is not a multiple of the rows ends within one step per row."""
+        remaining = self.tc["total_steps"] - self.global_step
+        return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
+
+    def planned_steps(self) -> int:
+        """The step count :meth:`train` ends at (without a stop or solve first) on a synchronous backend."""
+        remaining = max(0, self.tc["total_steps"] - self.global_step)
+        return self.global_step + math.ceil(remaining / self.num_rows) * self.num_rows
+
     def train(self) -> TrainResult:
         """Train until ``total_steps``, a stop request (Ctrl-C) or, with ``stop_on_solve``, solved."""
         while not self.should_stop():
-            self.train_update()
+            self.train_update(self.budget_horizon())
         if self.run_dir is not None:
             self.save_checkpoint()
         return self.result()

@@ -90,6 +90,11 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     try:
         if checkpoint is not None:
             trainer.load_checkpoint(checkpoint)
+        total = config["train"]["total_steps"]
+        if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
+            print(f"note: train.total_steps={total:,} is not a multiple of the "
+                  f"{trainer.num_rows} agent rows stepped together; the run ends at {trainer.planned_steps():,} "
+                  "steps (the last rollout is cut short to stay as close as it can)", flush=True)
         with stop_on_sigint(trainer):
             if stop_after is not None:
                 trainer.train_steps(stop_after)
