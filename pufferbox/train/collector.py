@@ -39,7 +39,7 @@ import torch
 from gymnasium import spaces
 
 from pufferbox.episodes import Episodes, episodes_from_infos
-from pufferbox.train.config import ConfigError
+from pufferbox.train.config import ConfigError, VecConfig
 
 __all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
            "make_vec_env", "pick_device"]
@@ -85,28 +85,27 @@ def pick_device(name: str) -> torch.device:
         raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
 
 
-def make_vec_env(spec: Any, config: dict) -> Any:
-    """The vector env a ``[vec]`` config describes (``--backend cuda`` also reads ``train.seed``/``num_steps``)."""
+def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> Any:
+    """The vector env ``vec`` describes; ``--backend cuda`` seeds its kernels from ``seed`` and keeps room
+    for the episodes ``horizon`` steps can end."""
     import pufferbox.vector
 
-    vc, tc = config["vec"], config["train"]
     kwargs: dict[str, Any] = {}
-    if vc["num_workers"]:
-        kwargs["num_workers"] = vc["num_workers"]
-    if vc["batch_size"]:
-        kwargs["batch_size"] = vc["batch_size"]
-    if vc.get("main_envs"):  # absent from configs saved before the option existed
-        kwargs["main_envs"] = vc["main_envs"]
-    if vc["backend"] == "cuda":
+    if vec.num_workers:
+        kwargs["num_workers"] = vec.num_workers
+    if vec.batch_size:
+        kwargs["batch_size"] = vec.batch_size
+    if vec.main_envs:
+        kwargs["main_envs"] = vec.main_envs
+    if vec.backend == "cuda":
         from pufferbox.vector.cuda import DEFAULT_SLOTS  # episodes an env may end between two reads
 
-        kwargs.update(device=vc.get("device", "gpu"), seed=int(tc["seed"]) * 1_000_003,
-                      episode_slots=max(DEFAULT_SLOTS, tc["num_steps"] // 4))
-    elif vc.get("device", "gpu") != "gpu":
-        raise ConfigError(f"vec.device={vc['device']!r} only applies to --backend cuda (where the kernels run); "
+        kwargs.update(device=vec.device, seed=seed * 1_000_003, episode_slots=max(DEFAULT_SLOTS, horizon // 4))
+    elif vec.device != "gpu":
+        raise ConfigError(f"vec.device={vec.device!r} only applies to --backend cuda (where the kernels run); "
                           f"drop it or add --backend cuda")
-    return pufferbox.vector.make(spec, backend=vc["backend"], num_envs=vc["num_envs"],
-                                 env_kwargs=dict(config.get("env", {})), native=vc["native"], **kwargs)
+    return pufferbox.vector.make(spec, backend=vec.backend, num_envs=vec.num_envs, env_kwargs=dict(env_kwargs),
+                                 native=vec.native, **kwargs)
 
 
 def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,

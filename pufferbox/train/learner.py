@@ -12,7 +12,7 @@ steps. It knows nothing about backends or envs.
   LSTM state with resets at episode starts (truncated BPTT).
 
 Example:
-    >>> learner = Learner(agent, PPOConfig.from_train(config["train"]), seed=1)  # doctest: +SKIP
+    >>> learner = Learner(agent, typed(TrainConfig, config["train"]), seed=1)  # doctest: +SKIP
     >>> learner.update(collector.collect().batch)["policy_loss"]                 # doctest: +SKIP
     -0.0123
 """
@@ -20,38 +20,15 @@ Example:
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 import torch
 from torch import nn
 
+from pufferbox.train.config import TrainConfig
 from pufferbox.train.optim import Adam
 
-__all__ = ["Learner", "PPOConfig", "gae"]
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """The ``[train]`` keys the update reads (see :data:`pufferbox.train.config.DEFAULTS`)."""
-
-    learning_rate: float = 2.5e-4
-    anneal_lr: bool = True
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    num_minibatches: int = 4
-    update_epochs: int = 4
-    norm_adv: bool = True
-    clip_coef: float = 0.2
-    clip_vloss: bool = True
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    target_kl: float = 0.0
-
-    @classmethod
-    def from_train(cls, train: Mapping[str, Any]) -> "PPOConfig":
-        return cls(**{f.name: train[f.name] for f in fields(cls) if f.name in train})
+__all__ = ["Learner", "gae"]
 
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float,
@@ -72,9 +49,9 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma
 
 
 class Learner:
-    """Owns the optimizer and the minibatch shuffle generator of one agent."""
+    """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
 
-    def __init__(self, agent: nn.Module, hp: PPOConfig, seed: int = 1, compile: bool = False):
+    def __init__(self, agent: nn.Module, hp: TrainConfig, seed: int = 1, compile: bool = False):
         self.agent, self.hp = agent, hp
         self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)

@@ -35,8 +35,8 @@ from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
-from pufferbox.train.config import ConfigError
-from pufferbox.train.learner import Learner, PPOConfig
+from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
+from pufferbox.train.learner import Learner
 from pufferbox.train.policies import build_agent
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
@@ -69,6 +69,27 @@ class TrainResult:
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "history"}
 
+
+
+def setup_torch(tc: TrainConfig) -> torch.device:
+    """Seed torch, set its threads and determinism; returns the device ``train.device`` names."""
+    device = pick_device(tc.device)
+    torch.set_num_threads(tc.torch_threads or 1)  # small models on few cores: extra threads only spin
+    if tc.deterministic:
+        torch.use_deterministic_algorithms(True)
+    torch.manual_seed(tc.seed)
+    return device
+
+
+def training_device(tc: TrainConfig, venv: Any, device: torch.device) -> torch.device:
+    """Where the policy trains: with ``--backend cuda`` where the kernels run (``recv()`` returns tensors
+    there, so rollout, sampling and update stay there), else ``device``."""
+    if venv.backend != "cuda":
+        return device
+    if tc.device not in ("cpu", "auto") and torch.device(tc.device) != venv.device:
+        raise ConfigError(f"train.device={tc.device!r}: with --backend cuda the policy trains where the kernels "
+                          f"run ({venv.device}); drop --device")
+    return torch.device(venv.device)
 
 
 class Scoreboard:
@@ -121,29 +142,23 @@ class Trainer:
     def __init__(self, env: str | EnvSpec, config: dict, run_dir: str | os.PathLike | None = None,
                  callbacks: list[Callable[[dict], None]] | None = None):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
-        self.config, self.tc = config, config["train"]
+        self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
+        self.tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
+        self.pc = typed(PolicyConfig, config["policy"])
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.callbacks = list(callbacks or [])
         tc = self.tc
-        self.device = pick_device(tc["device"])
-        torch.set_num_threads(tc["torch_threads"] or 1)  # small models on few cores: extra threads only spin
-        if tc["deterministic"]:
-            torch.use_deterministic_algorithms(True)
-        torch.manual_seed(tc["seed"])
-        self.venv = make_vec_env(self.spec, config)
-        if self.venv.backend == "cuda":  # recv() returns tensors there: rollout, sampling and update stay there
-            if tc["device"] not in ("cpu", "auto") and torch.device(tc["device"]) != self.venv.device:
-                raise ConfigError(f"train.device={tc['device']!r}: with --backend cuda the policy trains where the "
-                                  f"kernels run ({self.venv.device}); drop --device")
-            self.device = torch.device(self.venv.device)
+        device = setup_torch(tc)
+        self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
+        self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
-        self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc["num_steps"]
-        self.agent = build_agent(self.obs_spec, self.act_spec, config["policy"], self.spec.load_policy()).to(self.device)
-        self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc["compile"])
-        self.learner = Learner(self.agent, PPOConfig.from_train(tc), seed=tc["seed"], compile=tc["compile"])
-        self.scores = Scoreboard(tc["solve_window"], self.spec.solved_return)
+        self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
+        self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
+        self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
+        self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
-        self.total_updates = max(1, math.ceil(tc["total_steps"] / (self.num_rows * self.num_steps)))
+        self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
         self.last_checkpoint: str | None = None
         self.stop_requested = False
@@ -156,7 +171,7 @@ class Trainer:
 
     def env_seed(self) -> int:
         """Envs are (re-)seeded from the run seed and the update count, so resumes replay exactly."""
-        return int(self.tc["seed"]) * 1_000_003 + self.update * self.venv.num_envs
+        return int(self.tc.seed) * 1_000_003 + self.update * self.venv.num_envs
 
     def wall_time(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.start_time
@@ -169,14 +184,14 @@ class Trainer:
         t0 = time.perf_counter()
         losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
-        if self.learner.nonfinite >= self.tc.get("max_nonfinite_updates", 3):
+        if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
-                                 f"loss that is not finite (NaN/inf) by update {self.update + 1}; the model was left "
-                                 "unchanged by them: check the env's rewards, or lower train.learning_rate")
+                                 f"loss that is not finite (NaN/inf); the model was left unchanged by them: check "
+                                 "the env's rewards, or lower train.learning_rate")
         self.update += 1
         self.global_step += rollout.steps
         metrics = self.record(rollout, losses)
-        if self.tc["checkpoint_interval"] and self.update % self.tc["checkpoint_interval"] == 0:
+        if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
             if self.run_dir is not None:
                 self.save_checkpoint()
             self.collector.reset(self.env_seed())
@@ -194,9 +209,9 @@ class Trainer:
         return metrics
 
     def should_stop(self) -> bool:
-        if self.stop_requested or self.global_step >= self.tc["total_steps"]:
+        if self.stop_requested or self.global_step >= self.tc.total_steps:
             return True
-        return bool(self.tc["stop_on_solve"] and self.scores.solved_at_step is not None)
+        return bool(self.tc.stop_on_solve and self.scores.solved_at_step is not None)
 
     def train_steps(self, n: int) -> list[dict]:
         """Train at least ``n`` more steps (whole updates); returns their metrics."""
@@ -206,14 +221,13 @@ class Trainer:
         return out
 
     def budget_horizon(self) -> int | None:
-        """Steps per row of the next rollout so that training stops at ``total_steps``: the last rollout is
-        cut short (None: a whole one). A budget that is not a multiple of the rows ends within one step per row."""
-        remaining = self.tc["total_steps"] - self.global_step
+        """Steps per row of the next rollout so that training ends at ``total_steps`` (None: a whole rollout)."""
+        remaining = self.tc.total_steps - self.global_step
         return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
 
     def planned_steps(self) -> int:
         """The step count :meth:`train` ends at (without a stop or solve first) on a synchronous backend."""
-        remaining = max(0, self.tc["total_steps"] - self.global_step)
+        remaining = max(0, self.tc.total_steps - self.global_step)
         return self.global_step + math.ceil(remaining / self.num_rows) * self.num_rows
 
     def train(self) -> TrainResult:
@@ -238,15 +252,15 @@ class Trainer:
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
             raise ConfigError(f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
                               "build a new Trainer for another rollout length")
-        self.tc.update(train)
-        self.learner.hp = PPOConfig.from_train(self.tc)
+        self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
+        self.config["train"].update(train)  # what checkpoints record
 
     def load_weights(self, state: Mapping[str, Any] | None, seed: int = 0) -> None:
         """A checkpoint's model and optimizer moments, or (``state`` None) fresh ones drawn from ``seed``."""
         if state is not None:
             return self.learner.load_weights(state)
         torch.manual_seed(seed)
-        fresh = build_agent(self.obs_spec, self.act_spec, self.config["policy"], self.spec.load_policy())
+        fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
         self.agent.load_state_dict(fresh.state_dict())
         self.learner.reset_optimizer()
 
@@ -273,7 +287,7 @@ class Trainer:
         if not all(bool(torch.isfinite(p).all()) for p in self.agent.parameters()):
             raise NonFiniteError(f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
                                  "weights are not finite (NaN/inf); earlier checkpoints are kept")
-        path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc["keep_checkpoints"])
+        path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc.keep_checkpoints)
         self.last_checkpoint = str(path)
         return self.last_checkpoint
 
