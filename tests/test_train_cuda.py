@@ -222,3 +222,21 @@ def test_gpu_tag_training_records_tag_rate(device, tmp_path):
     assert result.exit_code == 0, result.output
     metrics = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 3 and all(m["tag_rate"] > 0 for m in metrics)
+
+
+@needs_cxx
+def test_rollout_event_metrics_are_the_ones_the_plugin_declares():
+    """Tag's tag rate comes from its CudaImplementation.events, not from a name the trainer knows."""
+    import dataclasses
+
+    spec = get_registry().get("tag")
+    assert dict(spec.cuda.events) == {"tagged": "tag_rate"}
+    renamed = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={"tagged": "tags_per_step"}))
+    silent = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={}))
+    for env, expected in ((renamed, {"tags_per_step"}), (silent, set())):
+        trainer = Trainer(env, host_config("tag", "train.num_steps=8"))
+        try:
+            metrics = trainer.train_update()
+            assert {k for k in metrics if k in ("tag_rate", "tags_per_step")} == expected
+        finally:
+            trainer.close()
