@@ -27,6 +27,7 @@ from torch import nn
 
 from pufferbox.train.config import TrainConfig
 from pufferbox.train.optim import Adam
+from pufferbox.train.policies import Agent
 
 __all__ = ["Learner", "gae"]
 
@@ -51,7 +52,7 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma
 class Learner:
     """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
 
-    def __init__(self, agent: nn.Module, hp: TrainConfig, seed: int = 1, compile: bool = False):
+    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False):
         self.agent, self.hp = agent, hp
         self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
@@ -98,7 +99,9 @@ class Learner:
                     new = self.evaluate(flat(obs), flat(actions))
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])
-                if not self.minibatch_step(*new, *old, weight, stats):
+                (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = new, old
+                if not self.minibatch_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret,
+                                           weight, stats):
                     return self.skipped(lr)
             recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
             if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
