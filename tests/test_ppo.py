@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
@@ -160,3 +161,40 @@ def test_learner_update_is_pure_on_a_batch_of_tensors():
     assert metrics["value_loss"] > 0 and metrics["nonfinite_updates"] == 0
     assert any(not torch.equal(weights[k], v) for k, v in agent.state_dict().items())
     assert all(torch.equal(before[k], batch[k]) for k in batch)
+
+
+class CoinEnv(gymnasium.Env):
+    """Ends every 5 steps with ``info["coins"] = 2``: a plugin's own per-episode metric."""
+
+    observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= 5
+        return np.zeros(2, np.float32), 1.0, False, done, ({"coins": 2.0} if done else {})
+
+
+def make_coin_env():
+    return CoinEnv()
+
+
+def test_episode_metrics_of_the_env_reach_the_update_metrics():
+    from pufferbox.registry import EnvSpec
+
+    spec = EnvSpec(name="coins", binding=make_coin_env)
+    trainer = Trainer(spec, resolve_config(overrides=["vec.num_envs=2", "train.num_steps=16", "policy.hidden_size=8",
+                                                      "train.checkpoint_interval=0"]))
+    try:
+        metrics = trainer.train_update()
+        assert metrics["episodes"] > 0 and metrics["episode_coins"] == 2.0 and metrics["episode_length"] == 5.0
+    finally:
+        trainer.close()

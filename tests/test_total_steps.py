@@ -80,3 +80,4 @@ def test_the_device_collector_stops_at_the_budget_too():
         assert got.steps == 128 and got.batch["obs"].shape[1] == 17
     finally:
         trainer.close()
+

@@ -113,9 +113,14 @@ class Scoreboard:
         if (self.solved_at_step is None and self.solved_return is not None and recent is not None
                 and len(self.returns) == self.returns.maxlen and recent >= self.solved_return):
             self.solved_at_step, self.solved_at_time = step, wall
-        return {"episode_return": float(np.mean(episodes.returns)) if n else None,
-                "episode_length": float(np.mean(episodes.lengths)) if n else None,
-                "episodes": n, "return_recent": recent, "solved": self.solved_at_step is not None}
+        out = {"episode_return": float(np.mean(episodes.returns)) if n else None,
+               "episode_length": float(np.mean(episodes.lengths)) if n else None,
+               "episodes": n, "return_recent": recent, "solved": self.solved_at_step is not None}
+        for name, values in episodes.metrics.items():  # the plugin's own episode metrics, e.g. achievements
+            finite = values[np.isfinite(values)]
+            if len(finite) and f"episode_{name}" not in out:
+                out[f"episode_{name}"] = float(finite.mean())
+        return out
 
     def state_dict(self) -> dict:
         return {"recent_returns": torch.tensor(list(self.returns), dtype=torch.float64),
