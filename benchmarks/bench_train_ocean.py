@@ -31,10 +31,10 @@ def time_to_threshold(env: str, budget: float, seed: int) -> dict:
     start = time.perf_counter()
     trainer = Trainer(spec, config)
     try:
-        while trainer.solved_at_step is None and time.perf_counter() - start < budget:
+        while trainer.scores.solved_at_step is None and time.perf_counter() - start < budget:
             trainer.train_update()
         last = trainer.history[-1] if trainer.history else {}
-        return {"env": env, "solved_return": spec.solved_return, "solved": trainer.solved_at_step is not None,
+        return {"env": env, "solved_return": spec.solved_return, "solved": trainer.scores.solved_at_step is not None,
                 "seconds": round(time.perf_counter() - start, 2), "steps": trainer.global_step,
                 "return_recent": last.get("return_recent"), "sps": last.get("sps"), "overrides": EXTRA.get(env, [])}
     finally:

@@ -68,3 +68,35 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message)
+
+
+def test_typed_sections_are_the_dataclasses_with_every_default_and_the_same_checks():
+    from dataclasses import asdict
+
+    from pufferbox.train.config import PolicyConfig, TrainConfig, VecConfig, typed, updated
+
+    cfg = resolve_config(overrides=["train.gamma=0.9", "vec.num_envs=3", "policy.lstm=true"])
+    train, vec, policy = typed(TrainConfig, cfg["train"]), typed(VecConfig, cfg["vec"]), typed(PolicyConfig, cfg["policy"])
+    assert (train.gamma, vec.num_envs, policy.lstm) == (0.9, 3, True)
+    assert asdict(train) == cfg["train"] and asdict(TrainConfig()) == DEFAULTS["train"]
+    with pytest.raises(ConfigError, match=r"^train\.gama: unknown key; did you mean gamma\?$"):
+        typed(TrainConfig, {"gama": 0.9})
+    with pytest.raises(ConfigError, match=r"^train\.learning_rate: must be a finite number"):
+        updated(train, {"learning_rate": float("nan")})
+    assert updated(train, {"ent_coef": 0}).ent_coef == 0.0 and train.ent_coef == 0.01  # frozen: a copy
+
+
+def test_trainer_set_hyperparameters_checks_values(tmp_path):
+    from pufferbox.train.ppo import Trainer
+
+    trainer = Trainer("cartpole", resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8"]))
+    try:
+        trainer.set_hyperparameters({"learning_rate": 0.01, "gamma": 0.5})
+        assert trainer.learner.hp.gamma == 0.5 and trainer.config["train"]["gamma"] == 0.5
+        assert trainer.train_update()["learning_rate"] == pytest.approx(0.01 * (1 - 0 / trainer.total_updates))
+        with pytest.raises(ConfigError, match=r"^train\.gamma: expected float"):
+            trainer.set_hyperparameters({"gamma": "high"})
+        with pytest.raises(ConfigError, match="train.num_steps"):
+            trainer.set_hyperparameters({"num_steps": 16})
+    finally:
+        trainer.close()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
+from pufferbox.train.learner import gae
 from pufferbox.train.ppo import Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
@@ -20,23 +22,28 @@ def config(env: str | None = None, *overrides: str) -> dict:
 
 
 def test_gae_runs_along_each_rows_own_time_axis():
-    trainer = Trainer("cartpole", config("cartpole", "vec.num_envs=2", "train.num_steps=4",
-                                         "train.gamma=0.9", "train.gae_lambda=0.8"))
-    ro = trainer.rollout
     rng = np.random.default_rng(0)
-    ro.np_rewards[:, :5] = rng.normal(size=(2, 5))
-    ro.np_values[:, :5] = rng.normal(size=(2, 5))
-    ro.np_starts[:, :5] = [[True, False, True, False, False], [False, False, False, True, True]]
-    adv, returns = trainer.advantages(np.arange(2))
+    rewards = torch.from_numpy(rng.normal(size=(2, 5)).astype(np.float32))
+    values = torch.from_numpy(rng.normal(size=(2, 5)).astype(np.float32))
+    starts = torch.tensor([[True, False, True, False, False], [False, False, False, True, True]])
+    adv, returns = gae(rewards, values, starts, 0.9, 0.8)
     for row in range(2):
         last, expected = 0.0, np.zeros(4)
         for t in reversed(range(4)):
-            nonterminal = 1.0 - ro.np_starts[row, t + 1]
-            delta = ro.np_rewards[row, t] + 0.9 * ro.np_values[row, t + 1] * nonterminal - ro.np_values[row, t]
+            nonterminal = 1.0 - float(starts[row, t + 1])
+            delta = float(rewards[row, t]) + 0.9 * float(values[row, t + 1]) * nonterminal - float(values[row, t])
             last = delta + 0.9 * 0.8 * nonterminal * last
             expected[t] = last
         np.testing.assert_allclose(adv[row].numpy(), expected, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(returns, adv + ro.values[:, :4])
+    torch.testing.assert_close(returns, adv + values[:, :4])
+
+
+def test_trainer_gae_sees_each_rows_own_segment():
+    """The collector's batch is one row's consecutive steps per segment: each row's rewards are its own."""
+    trainer = Trainer("cartpole", config("cartpole", "vec.num_envs=2", "train.num_steps=4"))
+    batch = trainer.collector.collect().batch
+    assert batch["obs"].shape[:2] == (2, 5) and batch["starts"][:, 0].all()
+    np.testing.assert_array_equal(batch["obs"][:, 4].numpy(), trainer.collector.rollout.np_obs[:2, 0])  # carried
     trainer.close()
 
 
@@ -46,39 +53,37 @@ def test_padded_agent_slots_do_not_touch_the_update(lstm):
     cfg = config(None, "vec.num_envs=4", "train.num_steps=24", f"policy.lstm={str(lstm).lower()}",
                  "policy.hidden_size=16")
     trainer = Trainer(env_spec_for("countdown"), cfg)
-    segs = trainer.collect()
-    ro = trainer.rollout
-    assert len(segs) == 12  # 4 envs x 3 agent slots, one segment each
-    masked = ~ro.np_masks[segs]
+    batch = trainer.collector.collect().batch
+    learner = trainer.learner
+    assert len(batch["obs"]) == 12  # 4 envs x 3 agent slots, one segment each
+    masked = ~batch["masks"].numpy()
     assert masked.any() and (~masked).any(), "countdown agents leave early: some slots must be padding"
-    snapshot = (copy.deepcopy(trainer.agent.state_dict()), copy.deepcopy(trainer.optimizer.state_dict()),
-                trainer.generator.get_state())
-    saved = [arr.copy() for arr in ro.arrays()]
+    snapshot = (copy.deepcopy(trainer.agent.state_dict()), copy.deepcopy(learner.optimizer.state_dict()),
+                learner.generator.get_state())
 
-    def learn() -> tuple[dict, dict]:
+    def learn(batch) -> tuple[dict, dict]:
         trainer.agent.load_state_dict(snapshot[0])
-        trainer.optimizer.load_state_dict(snapshot[1])
-        trainer.generator.set_state(snapshot[2])
-        stats = trainer.learn(segs)
+        learner.optimizer.load_state_dict(snapshot[1])
+        learner.generator.set_state(snapshot[2])
+        stats = learner.update(batch)
         return stats, copy.deepcopy(trainer.agent.state_dict())
 
-    clean_stats, clean_params = learn()
+    clean_stats, clean_params = learn(batch)
+    dirty = {k: v.clone() for k, v in batch.items()}
     rng = np.random.default_rng(1)
     rows, ts = np.nonzero(masked)
-    rows = segs[rows]
-    ro.np_obs[rows, ts] = rng.normal(scale=1e3, size=ro.np_obs[rows, ts].shape)
-    ro.np_rewards[rows, ts] = rng.normal(scale=1e3, size=len(rows))
-    ro.np_values[rows, ts] = rng.normal(scale=1e3, size=len(rows))
-    ro.np_logprobs[rows, ts] = rng.normal(scale=10, size=len(rows))
-    ro.np_actions[rows, ts] = rng.integers(0, 3, size=len(rows))
-    dirty_stats, dirty_params = learn()
+    dirty["obs"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=dirty["obs"][rows, ts].shape)).to(
+        dirty["obs"].dtype)
+    dirty["rewards"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
+    dirty["values"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
+    dirty["logprobs"][rows, ts] = torch.from_numpy(rng.normal(scale=10, size=len(rows))).float()
+    dirty["actions"][rows, ts] = torch.from_numpy(rng.integers(0, 3, size=len(rows))).to(dirty["actions"].dtype)
+    dirty_stats, dirty_params = learn(dirty)
     for name in clean_params:
         torch.testing.assert_close(clean_params[name], dirty_params[name], msg=name)
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "explained_variance"):
         assert clean_stats[key] == pytest.approx(dirty_stats[key], rel=1e-5, abs=1e-6), key
-    for arr, before in zip(ro.arrays(), saved):  # sanity: the corruption really happened
-        if arr is ro.np_rewards:
-            assert not np.array_equal(arr, before)
+    assert not torch.equal(dirty["rewards"], batch["rewards"])  # sanity: the corruption really happened
     trainer.close()
 
 
@@ -129,3 +134,67 @@ def test_compiled_policy_trains():
     history = trainer.train_steps(2 * 8 * 16)
     assert history[-1]["global_step"] == 256 and np.isfinite(history[-1]["policy_loss"])
     trainer.close()
+
+
+def test_learner_update_is_pure_on_a_batch_of_tensors():
+    """No env, no collector: a batch of segments in, metrics out, the weights moved, nothing else touched."""
+    import gymnasium
+
+    from pufferbox.spaces import ActionSpec, ObservationSpec
+    from pufferbox.train.config import TrainConfig
+    from pufferbox.train.learner import Learner
+    from pufferbox.train.policies import Agent, MLPEncoder
+
+    obs_spec = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,), np.float32))
+    act_spec = ActionSpec(gymnasium.spaces.Discrete(2))
+    torch.manual_seed(0)
+    agent = Agent(MLPEncoder(obs_spec, act_spec, hidden_size=8), act_spec)
+    segments, horizon = 3, 5
+    batch = {"obs": torch.randn(segments, horizon + 1, 4), "actions": torch.randint(0, 2, (segments, horizon + 1)),
+             "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
+             "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
+             "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
+    before = {k: v.clone() for k, v in batch.items()}
+    weights = copy.deepcopy(agent.state_dict())
+    metrics = Learner(agent, TrainConfig(num_minibatches=1, update_epochs=2)).update(batch, progress=0.5)
+    assert metrics["learning_rate"] == pytest.approx(TrainConfig().learning_rate * 0.5)
+    assert metrics["value_loss"] > 0 and metrics["nonfinite_updates"] == 0
+    assert any(not torch.equal(weights[k], v) for k, v in agent.state_dict().items())
+    assert all(torch.equal(before[k], batch[k]) for k in batch)
+
+
+class CoinEnv(gymnasium.Env):
+    """Ends every 5 steps with ``info["coins"] = 2``: a plugin's own per-episode metric."""
+
+    observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= 5
+        return np.zeros(2, np.float32), 1.0, False, done, ({"coins": 2.0} if done else {})
+
+
+def make_coin_env():
+    return CoinEnv()
+
+
+def test_episode_metrics_of_the_env_reach_the_update_metrics():
+    from pufferbox.registry import EnvSpec
+
+    spec = EnvSpec(name="coins", binding=make_coin_env)
+    trainer = Trainer(spec, resolve_config(overrides=["vec.num_envs=2", "train.num_steps=16", "policy.hidden_size=8",
+                                                      "train.checkpoint_interval=0"]))
+    try:
+        metrics = trainer.train_update()
+        assert metrics["episodes"] > 0 and metrics["episode_coins"] == 2.0 and metrics["episode_length"] == 5.0
+    finally:
+        trainer.close()

@@ -62,7 +62,7 @@ def test_tournament_runs_and_fills_the_board(local_ray, tmp_path):
     rows = json.loads(out.output)
     assert [r["rank"] for r in rows] == [1, 2, 3] and rows[0]["score"] == entries[0].score
 
-    from pufferbox.train.plot import plot_runs, read_curve
+    from pufferbox.tournament.plot import plot_runs, read_curve
 
     steps, walls, best = read_curve(tmp_path / "t")
     assert len(steps) == 4 and best == sorted(best) and best[-1] == entries[0].score

@@ -62,10 +62,10 @@ def guard_steps(rollout, mode_factory) -> list[int]:
     """Run every rollout step under ``mode_factory()``; returns the steps seen."""
     seen, step = [], rollout.step
 
-    def guarded(t, phase_time):
+    def guarded(t):
         seen.append(t)
         with mode_factory():
-            step(t, phase_time)
+            step(t)
 
     rollout.step = guarded
     return seen
@@ -97,7 +97,7 @@ def test_trains_end_to_end_on_the_host_simulator(env, extra, tmp_path):
 def test_rollout_makes_no_per_step_transfers():
     """Pushes/pulls of the data manager: none while stepping, only episode_stats' two reads per rollout."""
     trainer = Trainer("tag", host_config("tag", "train.num_steps=24"))
-    data, rollout = trainer.venv.kernel.data, trainer.rollout
+    data, rollout = trainer.venv.kernel.data, trainer.collector
     seen = guard_steps(rollout, SyncGuard)
     counts = []
     for _ in range(3):
@@ -126,11 +126,11 @@ def test_stored_rollout_is_consistent(lstm, sampler):
     """Stored logprobs and values are the policy's for the stored actions (sampler kernel, or torch's
     sampling when off); segments carry over; starts match the finished episodes."""
     trainer = Trainer("cuda_cartpole", host_config("cuda_cartpole", f"policy.lstm={str(lstm).lower()}"))
-    ro, steps = trainer.rollout, trainer.num_steps
+    ro, steps = trainer.collector, trainer.num_steps
     assert ro.use_sampler
     ro.use_sampler = sampler
-    infos, _ = ro.collect(trainer.phase_time)
-    seg = ro.take(trainer.all_rows)
+    collected = ro.collect()
+    infos, seg = collected.episodes, collected.batch
     with torch.no_grad():
         if lstm:
             logprob, _, value = trainer.agent.evaluate(seg["obs"][:, :steps].transpose(0, 1),
@@ -150,7 +150,7 @@ def test_stored_rollout_is_consistent(lstm, sampler):
     ended = seg["starts"][:, 1:].sum().item()
     assert ended == len(infos) > 0
     last = {k: v[:, steps].clone() for k, v in seg.items()}
-    ro.collect(trainer.phase_time)
+    ro.collect()
     for name, value in last.items():
         if name != "rewards":  # the reward of the carried step arrives in the next rollout
             torch.testing.assert_close(seg[name][:, 0], value, msg=name)
@@ -194,7 +194,7 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
     for num_steps in (16, 64):
         trainer = Trainer("tag", resolve_config(get_registry().get("tag").defaults, overrides=[
             "vec.backend=cuda", "vec.num_envs=256", f"train.num_steps={num_steps}", "train.checkpoint_interval=0"]))
-        assert trainer.device.type == "cuda" and trainer.rollout.obs.device.type == "cuda"
+        assert trainer.device.type == "cuda" and trainer.collector.obs.device.type == "cuda"
         trainer.train_update()  # warm-up: cuBLAS handles, allocator
 
         class SyncErrors:
@@ -204,10 +204,10 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
             def __exit__(self, *exc):
                 torch.cuda.set_sync_debug_mode("default")
 
-        guard_steps(trainer.rollout, SyncErrors)
+        guard_steps(trainer.collector, SyncErrors)
         torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            trainer.rollout.collect(trainer.phase_time)
+            trainer.collector.collect()
             torch.cuda.synchronize()
         copies.append(len([e for e in prof.events() if "Memcpy HtoD" in e.name or "Memcpy DtoH" in e.name]))
         trainer.close()
@@ -222,3 +222,21 @@ def test_gpu_tag_training_records_tag_rate(device, tmp_path):
     assert result.exit_code == 0, result.output
     metrics = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 3 and all(m["tag_rate"] > 0 for m in metrics)
+
+
+@needs_cxx
+def test_rollout_event_metrics_are_the_ones_the_plugin_declares():
+    """Tag's tag rate comes from its CudaImplementation.events, not from a name the trainer knows."""
+    import dataclasses
+
+    spec = get_registry().get("tag")
+    assert dict(spec.cuda.events) == {"tagged": "tag_rate"}
+    renamed = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={"tagged": "tags_per_step"}))
+    silent = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={}))
+    for env, expected in ((renamed, {"tags_per_step"}), (silent, set())):
+        trainer = Trainer(env, host_config("tag", "train.num_steps=8"))
+        try:
+            metrics = trainer.train_update()
+            assert {k for k in metrics if k in ("tag_rate", "tags_per_step")} == expected
+        finally:
+            trainer.close()

@@ -81,7 +81,7 @@ def eval_(env, checkpoint, episodes, render, video, deterministic, seed):
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="PNG path (default: RUN_DIR/curves.png of the first run).")
 def plot(run_dirs, output):
     """PNG learning curves (return vs steps and vs wall time) of one or more runs, overlaid."""
-    from pufferbox.train.plot import plot_runs
+    from pufferbox.tournament.plot import plot_runs
 
     output = output or str(Path(run_dirs[0]) / "curves.png")
     click.echo(plot_runs(list(run_dirs), output))

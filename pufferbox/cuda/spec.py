@@ -20,9 +20,9 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class CudaImplementation:
             across all blocks of an env, so phases that read what others wrote are split).
         observe_kernel: writes observations and masks after done envs were restored.
         layout: one of :data:`LAYOUTS`.
+        events: ``{state array: metric}`` for state arrays that flag an event of the current step
+            (e.g. Tag's ``{"tagged": "tag_rate"}``); a trainer reports each as events per env and step.
     """
 
     source: str | Path
@@ -58,6 +60,7 @@ class CudaImplementation:
     step_kernels: tuple[str, ...]
     observe_kernel: str
     layout: str = "agent_per_thread"
+    events: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

@@ -38,7 +38,7 @@ import math
 import random
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,7 +46,7 @@ from pufferbox.tournament.generator import TUNABLE, PodTask, propose, slice_leng
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
 from pufferbox.tournament.pod import Pod, SliceResult
 
-__all__ = ["TournamentError", "TournamentResult", "lagging", "run_tournament"]
+__all__ = ["Settings", "Tournament", "TournamentError", "TournamentResult", "lagging", "run_tournament"]
 
 POLL_SECONDS = 0.25  # how often the updater looks at the pods' progress
 
@@ -74,10 +74,6 @@ class TournamentResult:
 
     def summary(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "events"}
-
-
-SETTINGS_KEYS = ("env", "pods", "total_steps", "hours", "slice_steps", "first_slice_steps", "slice_growth",
-                 "truncate_below", "halving", "eval_episodes", "capacity", "cpus_per_pod", "seed")
 
 
 def base_hyperparams(config: dict) -> dict:
@@ -111,6 +107,317 @@ def lagging(live: dict, best_score: float | None, below: float, min_episodes: in
     return trained >= best_trained and live["mean_return"] < best_score - below * abs(best_score)
 
 
+@dataclass
+class Settings:
+    """What a tournament was started with; stored on its board so ``--resume`` continues it as it was."""
+
+    env: str
+    pods: int
+    total_steps: int | None
+    hours: float | None
+    slice_steps: int  # the longest slice
+    first_slice_steps: int
+    slice_growth: float
+    truncate_below: float
+    halving: bool
+    eval_episodes: int
+    capacity: int
+    cpus_per_pod: float
+    seed: int
+
+    @classmethod
+    def from_board(cls, stored: dict) -> "Settings":
+        # Boards written before the slice schedule existed trained fixed slices and never truncated.
+        old = {"first_slice_steps": stored["slice_steps"], "slice_growth": 1.0, "truncate_below": 0.0,
+               "halving": False}
+        return cls(**{f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)})
+
+
+def new_settings(env: str, pods: int, config: dict, total_steps: int | None, hours: float | None,
+                 slice_steps: int | None, first_slice_steps: int | None, slice_growth: float, truncate_below: float,
+                 halving: bool, eval_episodes: int, capacity: int, cpus_per_pod: float | None, seed: int) -> Settings:
+    """Check a new tournament's settings and fill in the slice lengths left out."""
+    if (total_steps is None) == (hours is None):
+        raise TournamentError("give exactly one budget: --total-steps T or --hours H")
+    if pods < 1:
+        raise TournamentError(f"--pods must be at least 1, got {pods}")
+    if slice_growth < 1:
+        raise TournamentError(f"--slice-growth must be at least 1, got {slice_growth}")
+    update = config["train"]["num_steps"] * config["vec"]["num_envs"]
+    if slice_steps is None:  # the longest slice: about four per pod, long enough to learn
+        slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
+    if first_slice_steps is None:  # a few updates: enough to tell the first settings apart
+        first_slice_steps = max(4 * update, slice_steps // 16)
+    return Settings(env=env, pods=pods, total_steps=total_steps, hours=hours, slice_steps=slice_steps,
+                    first_slice_steps=min(first_slice_steps, slice_steps), slice_growth=slice_growth,
+                    truncate_below=truncate_below, halving=halving, eval_episodes=eval_episodes, capacity=capacity,
+                    cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0, seed=seed)
+
+
+class Tournament:
+    """The driver: a pool of pod actors, the board, and one loop of small steps.
+
+    :meth:`run` repeats :meth:`schedule` (size the pool to the cluster, give idle slots a task
+    from the generator, :meth:`dispatch` it) then :meth:`collect` (a finished slice: :meth:`commit`
+    it to the board; a vanished pod: :meth:`lose` it), and while waiting :meth:`evaluate` the pods'
+    progress (truncating laggards). ``progress`` (steps, slices, times) is saved on the board with
+    every change, so a killed driver resumes from it.
+    """
+
+    def __init__(self, board: Leaderboard, settings: Settings, config: dict, run_dir: Path, resume: bool,
+                 ray_address: str | None = None, on_event: Callable[[dict], None] | None = None):
+        from pufferbox.vector.ray import ensure_ray
+
+        self.board, self.settings, self.config, self.run_dir = board, settings, config, run_dir
+        self.resume, self.on_event = resume, on_event
+        self.progress = {"truncated": 0, "eval_steps": 0, "lost_steps": 0, **board.get_state("progress")}
+        self.hyper = base_hyperparams(config)
+        # About one finished episode per env (and a few dozen at least) before a pod is judged.
+        self.min_episodes = max(32, int(config["vec"]["num_envs"]))
+        self.events: list[dict] = []
+        self.start, self.wall_before = time.perf_counter(), self.progress["wall_time"]
+        self.ray = ensure_ray(ray_address)
+        # Threaded actors: the driver reads a pod's progress (and truncates it) while it trains.
+        self.PodActor = self.ray.remote(max_concurrency=2)(Pod)
+        self.slots: dict[int, Any] = {}  # slot -> actor
+        self.slot_since: dict[int, float] = {}
+        self.actor_names: dict[int, str] = {}
+        self.busy: dict[Any, tuple[int, PodTask, float]] = {}  # ref -> (slot, task, submitted)
+        self.live: dict[Any, dict] = {}  # ref -> the pod's last progress report
+        self.asks: dict[Any, Any] = {}  # slice ref -> its pod's unanswered progress() call
+        self.truncating: set[Any] = set()
+        self.rng = random.Random(settings.seed * 1_000_003 + self.progress["slices"] + self.progress["lost"])
+
+    @classmethod
+    def open(cls, env: str, pods: int, run_dir: str | Path, resume: bool, overrides: list[str] | None,
+             ray_address: str | None = None, on_event: Callable[[dict], None] | None = None,
+             **budget: Any) -> "Tournament":
+        """A new tournament in ``run_dir``, or (``resume``) the one there; ``budget``: :func:`new_settings`'s."""
+        from pufferbox.registry import get_registry
+        from pufferbox.train.config import resolve_config
+
+        run_dir = Path(run_dir)
+        board_exists = (run_dir / "leaderboard.sqlite").exists()
+        if resume and not board_exists:
+            raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without "
+                                  "--resume")
+        if not resume and board_exists:
+            raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a "
+                                  "new --run-dir")
+        # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
+        board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
+        if resume:
+            settings = Settings.from_board(board.get_state("settings"))
+            board.capacity, board.keep_recent = settings.capacity, settings.pods
+            config = board.get_state("config")
+        else:
+            spec = get_registry().get(env)
+            config = resolve_config(spec.defaults, overrides=list(overrides or []))
+            # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
+            config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
+            settings = new_settings(spec.name, pods, config, **budget)
+            board.set_state("settings", asdict(settings))
+            board.set_state("config", config)
+            board.set_state("progress", {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0, "wall_time": 0.0,
+                                         "pod_time": 0.0, "train_time": 0.0, "eval_time": 0.0})
+        return cls(board, settings, config, run_dir, resume, ray_address, on_event)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def wall_time(self) -> float:
+        return self.wall_before + time.perf_counter() - self.start
+
+    def emit(self, kind: str, **data: Any) -> None:
+        event = {"event": kind, "wall_time": round(self.wall_time(), 3), **data}
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def pool_size(self) -> int:
+        cpus, s = self.ray.cluster_resources().get("CPU", 0.0), self.settings
+        return max(1, min(s.pods, int(math.floor(cpus / s.cpus_per_pod + 1e-9)) if s.cpus_per_pod > 0 else s.pods))
+
+    def budget_open(self) -> bool:
+        if self.settings.total_steps is not None:
+            committed = sum(task.steps for _, task, _ in self.busy.values())
+            return self.progress["steps"] + committed < self.settings.total_steps
+        return self.wall_time() < self.settings.hours * 3600
+
+    def in_flight_steps(self) -> int:
+        return sum(self.live.get(ref, {}).get("steps", 0) for ref in self.busy)
+
+    def release(self, slot: int) -> None:
+        actor = self.slots.pop(slot, None)
+        if slot in self.slot_since:
+            self.progress["pod_time"] += time.perf_counter() - self.slot_since.pop(slot)
+        if actor is not None:
+            self.ray.kill(actor, no_restart=True)
+
+    def forget(self, ref: Any) -> tuple[int, PodTask, float]:
+        self.live.pop(ref, None)
+        self.asks.pop(ref, None)
+        self.truncating.discard(ref)
+        return self.busy.pop(ref)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> TournamentResult:
+        s = self.settings
+        self.emit("start", env=s.env, pods=s.pods, resume=self.resume, steps=self.progress["steps"],
+                  slice_steps=s.slice_steps, first_slice_steps=s.first_slice_steps, slice_growth=s.slice_growth)
+        try:
+            while self.schedule():
+                ready, _ = self.ray.wait(list(self.busy), num_returns=1, timeout=POLL_SECONDS)
+                if not ready:
+                    self.evaluate()
+                for ref in ready:
+                    self.collect(ref)
+        finally:
+            for slot in list(self.slots):
+                self.release(slot)
+            self.progress["wall_time"] = round(self.wall_time(), 4)
+            self.board.set_state("progress", self.progress)
+        return self.result()
+
+    def schedule(self) -> bool:
+        """Size the pool to the cluster and give free slots tasks while the budget lasts; False once
+        nothing is in flight (the tournament is over)."""
+        target = self.pool_size()
+        for slot in sorted(self.slots):  # a shrunk cluster: retire idle slots beyond the pool size
+            if len(self.slots) > target and all(s != slot for s, _, _ in self.busy.values()):
+                self.release(slot)
+        s = self.settings
+        while len(self.busy) < target and self.budget_open():
+            # The first `pods` tasks found the population: one new lineage each, so the first
+            # (short) slices compare that many different settings before exploiting any.
+            next_pod = self.progress["next_pod"]
+            task = propose(self.board, self.hyper, pod=next_pod, rng=self.rng, fresh=next_pod < s.pods)
+            if s.halving and len(self.busy) >= max(1, math.ceil(s.pods / s.slice_growth ** task.generation)):
+                break  # successive halving: deeper generations train fewer branches at once
+            task.steps = slice_length(task.generation, s.first_slice_steps, s.slice_steps, s.slice_growth)
+            self.progress["next_pod"] += 1
+            self.dispatch(task)
+        return bool(self.busy)
+
+    def dispatch(self, task: PodTask) -> None:
+        """Send ``task`` to the lowest free slot, starting a pod actor there if it has none."""
+        taken = {b for b, _, _ in self.busy.values()}
+        slot = next(s for s in range(len(self.busy) + len(self.slots) + 1) if s not in taken)
+        if slot not in self.slots:
+            self.actor_names[slot] = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
+            self.slots[slot] = self.PodActor.options(num_cpus=self.settings.cpus_per_pod,
+                                                     name=self.actor_names[slot]).remote(
+                self.settings.env, self.config, str(self.run_dir), slot)
+            self.slot_since[slot] = time.perf_counter()
+        ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
+        self.busy[ref] = (slot, task, time.perf_counter())
+        self.emit("slice_started", pod=task.pod, slot=slot, actor=self.actor_names[slot], parent=task.parent,
+                  generation=task.generation, steps=task.steps, hyperparams=task.hyperparams,
+                  perturbed=task.meta.get("perturbed", {}))
+
+    def poll_progress(self, refs: list, timeout: float) -> None:
+        """Refresh ``live`` for the slices ``refs``, waiting at most ``timeout`` s for the answers
+        (a pod still starting answers later; its last report stands meanwhile)."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        for ref in refs:
+            if ref not in self.asks and self.busy[ref][0] in self.slots:
+                self.asks[ref] = self.slots[self.busy[ref][0]].progress.remote()
+        pending = {ask: ref for ref, ask in self.asks.items() if ref in refs}
+        if not pending:
+            return
+        answered, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
+        for ask in answered:
+            ref = pending[ask]
+            del self.asks[ref]
+            try:
+                report = self.ray.get(ask)
+            except (RayActorError, RayTaskError):
+                continue
+            if report.get("pod") == self.busy[ref][1].pod:
+                self.live[ref] = report
+
+    def evaluate(self) -> None:
+        """Read the pods' progress and truncate those clearly behind the board's best."""
+        self.poll_progress(list(self.busy), timeout=0)
+        best, below = self.board.best(), self.settings.truncate_below
+        if best is None or below <= 0:
+            return
+        for ref in [ref for ref in self.busy if ref not in self.truncating]:
+            report = self.live.get(ref)
+            slot, task, _ = self.busy[ref]
+            if report and lagging(report, best.score, below, self.min_episodes,
+                                  trained=task.parent_steps + report["steps"], best_trained=best.steps):
+                self.truncating.add(ref)
+                self.slots[slot].truncate.remote(task.pod, f"training return {report['mean_return']:.4g} after "
+                                                           f"{report['steps']} steps; board best {best.score:.4g}")
+
+    def collect(self, ref: Any) -> None:
+        """A finished slice: count its steps and commit it, or record it as truncated or lost."""
+        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+        slot, task, _ = self.busy[ref]
+        try:
+            result: SliceResult = self.ray.get(ref, timeout=60)
+        except RayTaskError as exc:  # the pod's own code failed: a bug to report, not a lost node
+            raise TournamentError(f"pod {task.pod} failed: {str(exc).strip().splitlines()[-1]}") from exc
+        except (RayActorError, GetTimeoutError) as exc:
+            return self.lose(ref, type(exc).__name__)
+        self.forget(ref)
+        progress = self.progress
+        progress["steps"] += result.steps
+        progress["slices"] += 1
+        progress["train_time"] += result.train_time
+        progress["eval_time"] += result.eval_time
+        progress["eval_steps"] += result.eval_steps
+        progress["wall_time"] = round(self.wall_time(), 4)
+        if result.truncated:
+            progress["truncated"] += 1
+            self.board.set_state("progress", progress)
+            self.emit("slice_truncated", pod=task.pod, slot=slot, steps=progress["steps"], slice_steps=result.steps,
+                      reason=result.truncated)
+            return
+        self.commit(slot, task, result)
+
+    def lose(self, ref: Any, reason: str) -> None:
+        """The pod vanished (node gone, actor killed): count the steps it was last seen at, free its slot."""
+        lost_steps = self.live.get(ref, {}).get("steps", 0)
+        slot, task, _ = self.forget(ref)
+        self.progress["lost"] += 1
+        self.progress["steps"] += lost_steps
+        self.progress["lost_steps"] += lost_steps
+        self.release(slot)
+        self.board.set_state("progress", self.progress)
+        self.emit("slice_lost", pod=task.pod, slot=slot, reason=reason, steps=self.progress["steps"])
+
+    def commit(self, slot: int, task: PodTask, result: SliceResult) -> None:
+        """Insert an evaluated slice into the board (with the steps every pod has taken by now)."""
+        self.poll_progress(list(self.busy), timeout=1.0)  # the steps the other pods have taken by now count too
+        progress = self.progress
+        rank = self.board.insert(
+            Entry(pod=task.pod, score=result.score, score_std=result.score_std, episodes=result.episodes,
+                  steps=result.lineage_steps, hyperparams=task.hyperparams, parent=task.parent,
+                  generation=task.generation, checkpoint=result.checkpoint),
+            total_steps=progress["steps"] + self.in_flight_steps(), wall_time=progress["wall_time"],
+            eval_steps=progress["eval_steps"], state={"progress": progress})
+        self.emit("slice_done", pod=task.pod, slot=slot, score=round(result.score, 3), rank=rank,
+                  steps=progress["steps"], slice_steps=result.steps, train_time=round(result.train_time, 3),
+                  eval_time=round(result.eval_time, 3), setup_time=round(result.setup_time + result.load_time, 3),
+                  node=result.node, backend=result.backend)
+
+    def result(self) -> TournamentResult:
+        progress, best = self.progress, self.board.best()
+        pod_time = progress["pod_time"]
+        result = TournamentResult(
+            run_dir=str(self.run_dir), total_steps=progress["steps"], slices=progress["slices"],
+            lost_slices=progress["lost"], wall_time=progress["wall_time"], best_score=best.score if best else None,
+            best_entry=best.id if best else None, pod_time=round(pod_time, 3),
+            train_time=round(progress["train_time"], 3), eval_time=round(progress["eval_time"], 3),
+            overhead=round(1.0 - progress["train_time"] / pod_time, 4) if pod_time > 0 else 0.0,
+            truncated_slices=progress["truncated"], eval_steps=progress["eval_steps"], events=self.events)
+        self.emit("done", **result.summary())
+        self.board.close()
+        return result
+
+
 def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps: int | None = None,
                    hours: float | None = None, slice_steps: int | None = None, first_slice_steps: int | None = None,
                    slice_growth: float = 2.0, truncate_below: float = 0.5, halving: bool = False,
@@ -127,233 +434,8 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
     generation-``g`` slice only while fewer than ``ceil(pods / slice_growth**g)`` slices run
     (slots left idle: fewer env steps per result, less throughput).
     """
-    from pufferbox.registry import get_registry
-    from pufferbox.train.config import resolve_config
-    from pufferbox.vector.ray import ensure_ray
-
-    run_dir = Path(run_dir)
-    board_exists = (run_dir / "leaderboard.sqlite").exists()
-    if resume and not board_exists:
-        raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
-    if not resume and board_exists:
-        raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir")
-    # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
-    board = Leaderboard(run_dir, capacity=capacity, keep_recent=pods)
-    if resume:
-        settings = board.get_state("settings")
-        env = settings["env"]
-        pods, total_steps, hours = settings["pods"], settings["total_steps"], settings["hours"]
-        slice_steps, eval_episodes = settings["slice_steps"], settings["eval_episodes"]
-        # Boards written before the slice schedule existed trained fixed slices and never truncated.
-        first_slice_steps = settings.get("first_slice_steps", slice_steps)
-        slice_growth, truncate_below = settings.get("slice_growth", 1.0), settings.get("truncate_below", 0.0)
-        halving = settings.get("halving", False)
-        capacity, cpus_per_pod, seed = settings["capacity"], settings["cpus_per_pod"], settings["seed"]
-        board.capacity, board.keep_recent = capacity, pods
-        config = board.get_state("config")
-    else:
-        if (total_steps is None) == (hours is None):
-            raise TournamentError("give exactly one budget: --total-steps T or --hours H")
-        if pods < 1:
-            raise TournamentError(f"--pods must be at least 1, got {pods}")
-        if slice_growth < 1:
-            raise TournamentError(f"--slice-growth must be at least 1, got {slice_growth}")
-        spec = get_registry().get(env)
-        env = spec.name
-        config = resolve_config(spec.defaults, overrides=list(overrides or []))
-        # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
-        config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
-        update = config["train"]["num_steps"] * config["vec"]["num_envs"]
-        if slice_steps is None:  # the longest slice: about four per pod, long enough to learn
-            slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
-        if first_slice_steps is None:  # a few updates: enough to tell the first settings apart
-            first_slice_steps = max(4 * update, slice_steps // 16)
-        first_slice_steps = min(first_slice_steps, slice_steps)
-        cpus_per_pod = cpus_per_pod if cpus_per_pod is not None else 1.0
-        settings = {"env": env, "pods": pods, "total_steps": total_steps, "hours": hours, "slice_steps": slice_steps,
-                    "first_slice_steps": first_slice_steps, "slice_growth": slice_growth,
-                    "truncate_below": truncate_below, "halving": halving, "eval_episodes": eval_episodes,
-                    "capacity": capacity, "cpus_per_pod": cpus_per_pod, "seed": seed}
-        board.set_state("settings", settings)
-        board.set_state("config", config)
-        board.set_state("progress", {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0, "wall_time": 0.0,
-                                     "pod_time": 0.0, "train_time": 0.0, "eval_time": 0.0})
-    progress = {"truncated": 0, "eval_steps": 0, "lost_steps": 0, **board.get_state("progress")}
-    hyper = base_hyperparams(config)
-    # About one finished episode per env (and a few dozen at least) before a pod is judged.
-    min_episodes = max(32, int(config["vec"]["num_envs"]))
-    events: list[dict] = []
-
-    def emit(kind: str, **data: Any) -> None:
-        event = {"event": kind, "wall_time": round(wall_time(), 3), **data}
-        events.append(event)
-        if on_event is not None:
-            on_event(event)
-
-    start, wall_before = time.perf_counter(), progress["wall_time"]
-
-    def wall_time() -> float:
-        return wall_before + time.perf_counter() - start
-
-    ray = ensure_ray(ray_address)
-    from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
-
-    # Threaded actors: the driver reads a pod's progress (and truncates it) while it trains.
-    PodActor = ray.remote(max_concurrency=2)(Pod)
-    slots: dict[int, Any] = {}  # slot -> actor
-    slot_since: dict[int, float] = {}
-    actor_names: dict[int, str] = {}
-    busy: dict[Any, tuple[int, PodTask, float]] = {}  # ref -> (slot, task, submitted)
-    live: dict[Any, dict] = {}  # ref -> the pod's last progress report
-    truncating: set[Any] = set()
-    rng = random.Random(seed * 1_000_003 + progress["slices"] + progress["lost"])
-
-    def pool_size() -> int:
-        cpus = ray.cluster_resources().get("CPU", 0.0)
-        return max(1, min(pods, int(math.floor(cpus / cpus_per_pod + 1e-9)) if cpus_per_pod > 0 else pods))
-
-    def budget_open() -> bool:
-        if total_steps is not None:
-            return progress["steps"] + sum(task.steps for _, task, _ in busy.values()) < total_steps
-        return wall_time() < hours * 3600
-
-    def release(slot: int) -> None:
-        actor = slots.pop(slot, None)
-        if slot in slot_since:
-            progress["pod_time"] += time.perf_counter() - slot_since.pop(slot)
-        if actor is not None:
-            ray.kill(actor, no_restart=True)
-
-    asks: dict[Any, Any] = {}  # slice ref -> its pod's unanswered progress() call
-
-    def poll_progress(refs: list, timeout: float) -> None:
-        """Refresh ``live`` for the slices ``refs``, waiting at most ``timeout`` s for the answers
-        (a pod still starting answers later; its last report stands meanwhile)."""
-        for ref in refs:
-            if ref not in asks and busy[ref][0] in slots:
-                asks[ref] = slots[busy[ref][0]].progress.remote()
-        pending = {ask: ref for ref, ask in asks.items() if ref in refs}
-        if not pending:
-            return
-        answered, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
-        for ask in answered:
-            ref = pending[ask]
-            del asks[ref]
-            try:
-                report = ray.get(ask)
-            except (RayActorError, RayTaskError):
-                continue
-            if report.get("pod") == busy[ref][1].pod:
-                live[ref] = report
-
-    def in_flight_steps() -> int:
-        return sum(live.get(ref, {}).get("steps", 0) for ref in busy)
-
-    def truncate_laggards() -> None:
-        best = board.best()
-        if best is None or truncate_below <= 0:
-            return
-        for ref in [ref for ref in busy if ref not in truncating]:
-            report = live.get(ref)
-            slot, task, _ = busy[ref]
-            if report and lagging(report, best.score, truncate_below, min_episodes,
-                                  trained=task.parent_steps + report["steps"], best_trained=best.steps):
-                truncating.add(ref)
-                slots[slot].truncate.remote(task.pod, f"training return {report['mean_return']:.4g} after "
-                                                      f"{report['steps']} steps; board best {best.score:.4g}")
-
-    emit("start", env=env, pods=pods, resume=resume, steps=progress["steps"], slice_steps=slice_steps,
-         first_slice_steps=first_slice_steps, slice_growth=slice_growth)
-    try:
-        while True:
-            target = pool_size()
-            for slot in sorted(slots):  # a shrunk cluster: retire idle slots beyond the pool size
-                if len(slots) > target and all(s != slot for s, _, _ in busy.values()):
-                    release(slot)
-            while len(busy) < target and budget_open():
-                slot = next(s for s in range(len(busy) + len(slots) + 1) if all(b != s for b, _, _ in busy.values()))
-                if slot not in slots:
-                    actor_names[slot] = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
-                    slots[slot] = PodActor.options(num_cpus=cpus_per_pod, name=actor_names[slot]).remote(
-                        env, config, str(run_dir), slot)
-                    slot_since[slot] = time.perf_counter()
-                # The first `pods` tasks found the population: one new lineage each, so the first
-                # (short) slices compare that many different settings before exploiting any.
-                task = propose(board, hyper, pod=progress["next_pod"], rng=rng, fresh=progress["next_pod"] < pods)
-                if halving and len(busy) >= max(1, math.ceil(pods / slice_growth ** task.generation)):
-                    break  # successive halving: deeper generations train fewer branches at once
-                task.steps = slice_length(task.generation, first_slice_steps, slice_steps, slice_growth)
-                progress["next_pod"] += 1
-                busy[slots[slot].run_slice.remote(task, task.steps, eval_episodes)] = (slot, task, time.perf_counter())
-                emit("slice_started", pod=task.pod, slot=slot, actor=actor_names[slot], parent=task.parent,
-                     generation=task.generation, steps=task.steps, hyperparams=task.hyperparams,
-                     perturbed=task.meta.get("perturbed", {}))
-            if not busy:
-                break
-            ready, _ = ray.wait(list(busy), num_returns=1, timeout=POLL_SECONDS)
-            if not ready:
-                poll_progress(list(busy), timeout=0)
-                truncate_laggards()
-                continue
-            for ref in ready:
-                slot, task, submitted = busy[ref]
-                try:
-                    result: SliceResult = ray.get(ref, timeout=60)
-                except RayTaskError as exc:  # the pod's own code failed: a bug to report, not a lost node
-                    raise TournamentError(f"pod {task.pod} failed: {str(exc).strip().splitlines()[-1]}") from exc
-                except (RayActorError, GetTimeoutError) as exc:
-                    lost_steps = live.get(ref, {}).get("steps", 0)  # trained before the pod vanished, as last seen
-                    del busy[ref]
-                    live.pop(ref, None)
-                    asks.pop(ref, None)
-                    progress["lost"] += 1
-                    progress["steps"] += lost_steps
-                    progress["lost_steps"] += lost_steps
-                    release(slot)
-                    board.set_state("progress", progress)
-                    emit("slice_lost", pod=task.pod, slot=slot, reason=type(exc).__name__, steps=progress["steps"])
-                    continue
-                del busy[ref]
-                live.pop(ref, None)
-                asks.pop(ref, None)
-                truncating.discard(ref)
-                progress["steps"] += result.steps
-                progress["slices"] += 1
-                progress["train_time"] += result.train_time
-                progress["eval_time"] += result.eval_time
-                progress["eval_steps"] += result.eval_steps
-                progress["wall_time"] = round(wall_time(), 4)
-                if result.truncated:
-                    progress["truncated"] += 1
-                    board.set_state("progress", progress)
-                    emit("slice_truncated", pod=task.pod, slot=slot, steps=progress["steps"],
-                         slice_steps=result.steps, reason=result.truncated)
-                    continue
-                poll_progress(list(busy), timeout=1.0)  # the steps the other pods have taken by now count too
-                rank = board.insert(
-                    Entry(pod=task.pod, score=result.score, score_std=result.score_std, episodes=result.episodes,
-                          steps=result.lineage_steps, hyperparams=task.hyperparams, parent=task.parent,
-                          generation=task.generation, checkpoint=result.checkpoint),
-                    total_steps=progress["steps"] + in_flight_steps(), wall_time=progress["wall_time"],
-                    eval_steps=progress["eval_steps"], state={"progress": progress})
-                emit("slice_done", pod=task.pod, slot=slot, score=round(result.score, 3), rank=rank,
-                     steps=progress["steps"], slice_steps=result.steps, train_time=round(result.train_time, 3),
-                     eval_time=round(result.eval_time, 3), setup_time=round(result.setup_time + result.load_time, 3),
-                     node=result.node, backend=result.backend)
-    finally:
-        for slot in list(slots):
-            release(slot)
-        progress["wall_time"] = round(wall_time(), 4)
-        board.set_state("progress", progress)
-    best = board.best()
-    pod_time = progress["pod_time"]
-    result = TournamentResult(
-        run_dir=str(run_dir), total_steps=progress["steps"], slices=progress["slices"], lost_slices=progress["lost"],
-        wall_time=progress["wall_time"], best_score=best.score if best else None, best_entry=best.id if best else None,
-        pod_time=round(pod_time, 3), train_time=round(progress["train_time"], 3),
-        eval_time=round(progress["eval_time"], 3),
-        overhead=round(1.0 - progress["train_time"] / pod_time, 4) if pod_time > 0 else 0.0,
-        truncated_slices=progress["truncated"], eval_steps=progress["eval_steps"], events=events)
-    emit("done", **result.summary())
-    board.close()
-    return result
+    return Tournament.open(env, pods, run_dir, resume, overrides, ray_address, on_event, total_steps=total_steps,
+                           hours=hours, slice_steps=slice_steps, first_slice_steps=first_slice_steps,
+                           slice_growth=slice_growth, truncate_below=truncate_below, halving=halving,
+                           eval_episodes=eval_episodes, capacity=capacity, cpus_per_pod=cpus_per_pod,
+                           seed=seed).run()

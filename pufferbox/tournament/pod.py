@@ -14,7 +14,6 @@ report how much pod time went to anything but training.
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 import time
@@ -77,7 +76,6 @@ class Pod:
         self.dir = Path(run_dir) / "pods" / f"slot-{pod_slot}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trainers: OrderedDict[int, Any] = OrderedDict()  # num_steps -> Trainer, least recently used first
-        self.fresh_optimizer: dict[int, dict] = {}
         self.current: int | None = None  # the pod id of the task in training
         self.live: dict = {"pod": None, "steps": 0, "episodes": 0, "mean_return": None}
         self.stop_reason = ""
@@ -101,21 +99,15 @@ class Pod:
         num_steps = int(config["train"]["num_steps"])
         if num_steps not in self.trainers:
             if len(self.trainers) >= KEEP_TRAINERS:
-                evicted, old = self.trainers.popitem(last=False)
-                self.fresh_optimizer.pop(evicted, None)
+                _, old = self.trainers.popitem(last=False)
                 old.close()
-            trainer = Trainer(self.env, config, run_dir=str(self.dir))
-            self.trainers[num_steps] = trainer
-            self.fresh_optimizer[num_steps] = copy.deepcopy(trainer.optimizer.state_dict())
+            self.trainers[num_steps] = Trainer(self.env, config, run_dir=str(self.dir))
         self.trainers.move_to_end(num_steps)
         return self.trainers[num_steps]
 
     def run_slice(self, task: PodTask, steps: int, eval_episodes: int) -> SliceResult:
-        import torch
-
         from pufferbox.train.checkpoint import load_checkpoint
         from pufferbox.train.evaluate import evaluate
-        from pufferbox.train.policies import build_agent
 
         t0 = time.perf_counter()
         self.current, self.stop_reason = task.pod, ""
@@ -124,29 +116,19 @@ class Pod:
         config = apply_hyperparams(self.config, task.hyperparams)
         config["train"]["seed"] = task.seed
         trainer = self.trainer_for(config)
-        trainer.tc.update(config["train"])
+        trainer.set_hyperparameters(config["train"])
         t1 = time.perf_counter()
         if task.parent_checkpoint:
             parent_file = self.dir / "parent.pt"
             parent_file.write_bytes(task.parent_checkpoint)
-            state = load_checkpoint(parent_file, map_location=trainer.device)
-            trainer.agent.load_state_dict(state["model"])
-            trainer.optimizer.load_state_dict(state["optimizer"])
+            trainer.load_weights(load_checkpoint(parent_file, map_location=trainer.device))
         else:  # a new lineage: fresh weights from the task's seed, fresh optimizer moments
-            torch.manual_seed(task.seed)
-            fresh = build_agent(trainer.obs_spec, trainer.act_spec, config["policy"], trainer.spec.load_policy())
-            trainer.agent.load_state_dict(fresh.state_dict())
-            trainer.optimizer.load_state_dict(copy.deepcopy(self.fresh_optimizer[trainer.num_steps]))
-        for group in trainer.optimizer.param_groups:
-            group["lr"] = config["train"]["learning_rate"]
+            trainer.load_weights(None, seed=task.seed)
         # Envs keep running across slices: resetting them would cut every episode at the slice
         # boundary, so short slices would never train on late-episode states. Only the rollout
         # (collected by the previous weights) and recurrent state start afresh; the actions still
         # pending from the last slice move the envs one step that no rollout records.
-        unrecorded = trainer.num_rows if trainer.pending_actions is not None else 0
-        trainer.rollout.clear()
-        trainer.first[:] = True
-        trainer.state = trainer.agent.initial_state(trainer.num_rows)
+        unrecorded = trainer.restart_rollout()
         t2 = time.perf_counter()
         before, target = trainer.global_step - unrecorded, trainer.global_step + steps
         metrics: dict = {}

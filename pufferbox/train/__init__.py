@@ -3,7 +3,9 @@
 Entry points for the CLI, tests and tournaments:
 
 * :func:`run` — a whole run with its run directory (``pufferbox train``);
-* :class:`Trainer` — ``train_steps(n)``, ``save_checkpoint()``, ``load_checkpoint(path)``;
+* :class:`Trainer` — ``train_steps(n)``, ``save_checkpoint()``, ``load_checkpoint(path)``; it wires a
+  collector (:class:`HostCollector`/:class:`DeviceCollector`, the env<->policy loop) to a
+  :class:`Learner` (the PPO update);
 * :func:`evaluate` — mean/std return of a checkpoint (``pufferbox eval``);
 * :func:`plot_runs` — learning curves (``pufferbox plot``).
 
@@ -25,7 +27,14 @@ EXPORTS = {
     "CNNEncoder": "pufferbox.train.policies",
     "MLPEncoder": "pufferbox.train.policies",
     "ConfigError": "pufferbox.train.config",
+    "PolicyConfig": "pufferbox.train.config",
+    "TrainConfig": "pufferbox.train.config",
+    "VecConfig": "pufferbox.train.config",
     "resolve_config": "pufferbox.train.config",
+    "Collected": "pufferbox.train.collector",
+    "DeviceCollector": "pufferbox.train.collector",
+    "HostCollector": "pufferbox.train.collector",
+    "Learner": "pufferbox.train.learner",
     "Trainer": "pufferbox.train.ppo",
     "TrainResult": "pufferbox.train.ppo",
     "evaluate": "pufferbox.train.evaluate",

@@ -25,7 +25,8 @@ import torch
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
+__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "latest_finite_checkpoint", "list_checkpoints",
+           "weights_finite", "CheckpointError"]
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 
@@ -48,6 +49,27 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
     return found[-1] if found else None
 
 
+def weights_finite(state: dict[str, Any]) -> bool:
+    """Whether every floating-point tensor of ``state["model"]`` is finite (True when there is no model)."""
+    model = state.get("model")
+    if not isinstance(model, dict):
+        return True
+    return all(bool(torch.isfinite(t).all()) for t in model.values()
+               if isinstance(t, torch.Tensor) and t.is_floating_point())
+
+
+def latest_finite_checkpoint(directory: str | Path) -> Path | None:
+    """The newest checkpoint in ``directory`` that loads and whose weights are finite (what a resume takes)."""
+    for path in reversed(list_checkpoints(directory)):
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:  # a truncated or foreign file: an older checkpoint may still be good
+            continue
+        if weights_finite(state):
+            return path
+    return None
+
+
 def fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -62,8 +84,11 @@ def fsync_dir(directory: Path) -> None:
 def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, keep: int = 3) -> Path:
     """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"ckpt-{update:08d}.pt"
+    if not weights_finite(state):
+        raise CheckpointError(f"{final}: not written: the model's weights are not finite (NaN/inf); "
+                              "earlier checkpoints are kept")
+    directory.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(final.name + ".tmp")
     try:
         with open(tmp, "wb") as fh:
@@ -85,9 +110,12 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     """Load a checkpoint file, or the newest one of a run dir / checkpoint dir."""
     path = Path(path)
     if path.is_dir():
-        found = latest_checkpoint(path / "checkpoints") or latest_checkpoint(path)
-        if found is None:
+        folder = path / "checkpoints" if list_checkpoints(path / "checkpoints") else path
+        if not list_checkpoints(folder):
             raise CheckpointError(f"{path}: no checkpoint (ckpt-*.pt) in it or in its checkpoints/ folder")
+        found = latest_finite_checkpoint(folder)
+        if found is None:
+            raise CheckpointError(f"{folder}: no checkpoint with finite weights (every one holds NaN/inf)")
         path = found
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")

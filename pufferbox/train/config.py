@@ -1,9 +1,11 @@
 """Training configuration: built-in defaults < plugin defaults < TOML file < command line.
 
-A config is a dict of sections (``train``, ``vec``, ``policy``, ``env``). Every key of
-``train``/``vec``/``policy`` has a built-in default whose type is the key's type; a value
-of another type, or a key nobody declared, raises :class:`ConfigError` with one line
-naming the key. ``env`` holds free-form keyword arguments for the env binding.
+A config is a dict of sections (``train``, ``vec``, ``policy``, ``env``), what TOML files and
+``--set`` layer. Every key of ``train``/``vec``/``policy`` is a field of :class:`TrainConfig`,
+:class:`VecConfig` or :class:`PolicyConfig`, whose default's type is the key's type; a value of
+another type, a non-finite float, or a key nobody declared raises :class:`ConfigError` with one
+line naming the key. :func:`typed` turns a checked section into its dataclass (what the trainer,
+learner and policies read). ``env`` holds free-form keyword arguments for the env binding.
 
 Example:
     >>> cfg = resolve_config(overrides=["train.learning_rate=3e-4", "vec.num_envs=8"])
@@ -19,63 +21,96 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import tomllib
 from pathlib import Path
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, TypeVar
 
 import tomli_w
 
-__all__ = ["ConfigError", "DEFAULTS", "resolve_config", "merge", "parse_override", "load_toml", "dump_toml"]
+__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "typed", "updated", "resolve_config",
+           "merge", "parse_override", "load_toml", "dump_toml"]
 
 
 class ConfigError(ValueError):
     """A bad configuration value or key; the one-line message names the key and the fix."""
 
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "train": {
-        "total_steps": 1_000_000,
-        "learning_rate": 2.5e-4,
-        "anneal_lr": True,
-        "num_steps": 128,  # rollout length per agent row
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "num_minibatches": 4,
-        "update_epochs": 4,
-        "norm_adv": True,
-        "clip_coef": 0.2,
-        "clip_vloss": True,
-        "ent_coef": 0.01,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        "target_kl": 0.0,  # 0: no early stop of the epochs
-        "seed": 1,
-        "device": "cpu",  # "cpu", "cuda", "cuda:1", or "auto"
-        "torch_threads": 0,  # 0: one per core (at most 4)
-        "compile": False,
-        "checkpoint_interval": 100,  # updates between checkpoints (and env re-seeding, see ppo.py)
-        "keep_checkpoints": 3,
-        "stop_on_solve": False,  # stop once the last-20-episode mean reaches the env's solved_return
-        "solve_window": 20,
-        "deterministic": False,  # torch deterministic algorithms
-    },
-    "vec": {
-        "backend": "serial",
-        "num_envs": 8,
-        "num_workers": 0,  # 0: the backend decides
-        "batch_size": 0,  # envs per recv(); 0: all of them (no pool)
-        "main_envs": 0,  # multiprocessing: envs the main process steps itself while the workers step
-        "native": True,  # use the plugin's batched implementation when it has one
-        "device": "gpu",  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
-    },
-    "policy": {
-        "hidden_size": 64,
-        "lstm": False,
-        "lstm_size": 0,  # 0: hidden_size
-        "encoder": "auto",  # "auto" (plugin policy, CNN for images, else MLP), "mlp", "cnn", or "module:Class"
-    },
-    "env": {},
-}
+@dataclass(frozen=True)
+class TrainConfig:
+    """``[train]``: the PPO run. The update's keys are read by :class:`~pufferbox.train.learner.Learner`."""
+
+    total_steps: int = 1_000_000  # agent steps; the last rollout is cut short to end there
+    learning_rate: float = 2.5e-4
+    anneal_lr: bool = True
+    num_steps: int = 128  # rollout length per agent row
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    num_minibatches: int = 4
+    update_epochs: int = 4
+    norm_adv: bool = True
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float = 0.0  # 0: no early stop of the epochs
+    seed: int = 1
+    device: str = "cpu"  # "cpu", "cuda", "cuda:1", or "auto"
+    torch_threads: int = 0  # 0: one thread (small models on few cores: more threads only spin)
+    compile: bool = False
+    checkpoint_interval: int = 100  # updates between checkpoints (and env re-seeding, see ppo.py)
+    keep_checkpoints: int = 3
+    stop_on_solve: bool = False  # stop once the last-solve_window-episode mean reaches the env's solved_return
+    solve_window: int = 20
+    deterministic: bool = False  # torch deterministic algorithms
+    max_nonfinite_updates: int = 3  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
+
+
+@dataclass(frozen=True)
+class VecConfig:
+    """``[vec]``: the vector backend (:func:`pufferbox.vector.make`)."""
+
+    backend: str = "serial"
+    num_envs: int = 8
+    num_workers: int = 0  # 0: the backend decides
+    batch_size: int = 0  # envs per recv(); 0: all of them (no pool)
+    main_envs: int = 0  # multiprocessing: envs the main process steps itself while the workers step
+    native: bool = True  # use the plugin's batched implementation when it has one
+    device: str = "gpu"  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """``[policy]``: the agent (:func:`~pufferbox.train.policies.build_agent`)."""
+
+    hidden_size: int = 64
+    lstm: bool = False
+    lstm_size: int = 0  # 0: hidden_size
+    encoder: str = "auto"  # "auto" (plugin policy, CNN for images, else MLP), "mlp", "cnn", or "module:Class"
+
+
+SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig}
+# Every key's default, whose type is the key's type; ``env`` holds the binding's free-form kwargs.
+DEFAULTS: dict[str, dict[str, Any]] = {name: asdict(cls()) for name, cls in SECTIONS.items()} | {"env": {}}
+Section = TypeVar("Section", TrainConfig, VecConfig, PolicyConfig)
+
+
+def typed(cls: type[Section], values: Mapping[str, Any], source: str = "config") -> Section:
+    """``values`` (a section's dict) as ``cls``, every key checked as :func:`merge` does; missing keys default.
+
+    >>> typed(TrainConfig, {"gamma": 0.9}).gamma
+    0.9
+    """
+    name = next(n for n, c in SECTIONS.items() if c is cls)
+    return cls(**{key: check_value(name, key, value, source) for key, value in values.items()})
+
+
+def updated(section: Section, values: Mapping[str, Any], source: str = "config") -> Section:
+    """A copy of ``section`` with ``values`` applied (checked)."""
+    return typed(type(section), {**asdict(section), **values}, source)
+
 
 FREE_SECTIONS = ("env",)
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
@@ -111,6 +146,8 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
     if type(value) is not expected:
         raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} "
                           f"{value!r} ({source})")
+    if expected is float and not math.isfinite(value):
+        raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
     if f"{section}.{key}" in AT_LEAST_ONE and value < 1:

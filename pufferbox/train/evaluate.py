@@ -17,9 +17,9 @@ import torch
 
 from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import load_checkpoint
-from pufferbox.train.config import ConfigError, merge, resolve_config
+from pufferbox.train.collector import HostCollector
+from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
 from pufferbox.train.policies import build_agent
-from pufferbox.vector.native import EpisodeInfos
 
 __all__ = ["evaluate"]
 
@@ -59,50 +59,28 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         num_envs = 1
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
                                  native=config["vec"]["native"] and not visual)
-    torch.set_num_threads(config["train"]["torch_threads"] or 1)  # as in training: small models, few cores
-    agent = build_agent(venv.obs_spec, venv.act_spec, config["policy"], spec.load_policy())
+    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
+    agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
     agent.load_state_dict(state["model"])
     agent.eval()
     torch.manual_seed(seed)
     out = stream or sys.stdout
     frames: list[np.ndarray] = []
-    returns, lengths = [], []
-    lstm_state = agent.initial_state(venv.num_agents)
-    starts = np.ones(venv.num_agents, dtype=bool)
-    space = venv.act_spec.flat_space
+
+    def show() -> None:
+        frame = venv.render()
+        if render_mode == "ansi":
+            print(frame, file=out, flush=True)
+        elif frame is not None:
+            frames.append(np.asarray(frame))
+
     try:
-        venv.async_reset(seed)
-        while len(returns) < episodes:
-            obs, _, terminals, truncations, infos, _, _ = venv.recv()
-            starts |= terminals | truncations
-            if visual:
-                frame = venv.blocks[0].render()
-                if render_mode == "ansi":
-                    print(frame, file=out, flush=True)
-                elif frame is not None:
-                    frames.append(np.asarray(frame))
-            if isinstance(infos, EpisodeInfos):  # a native block's episodes as arrays
-                episode_returns, episode_lengths = infos.episode_stats()
-                returns += episode_returns.tolist()
-                lengths += episode_lengths.tolist()
-            else:
-                for info in infos:
-                    if "episode_return" in info:
-                        returns.append(float(info["episode_return"]))
-                        lengths.append(float(info["episode_length"]))
-            with torch.no_grad():
-                obs_t, starts_t = torch.from_numpy(obs), torch.from_numpy(starts)
-                if deterministic:
-                    action, lstm_state = agent.greedy(obs_t, lstm_state, starts_t)
-                else:
-                    action, _, _, _, lstm_state = agent.act(obs_t, lstm_state, starts_t)
-            starts = np.zeros_like(starts)
-            action = action.numpy()
-            if not venv.act_spec.discrete:
-                action = np.clip(action, space.low, space.high)
-            venv.send(action)
+        collector = HostCollector(venv, agent, horizon=1)
+        collector.reset(seed)
+        ended = collector.play(episodes, greedy=deterministic, on_step=show if visual else None)
     finally:
         venv.close()
+    returns, lengths = ended.returns.tolist(), ended.lengths.astype(np.float64).tolist()
     returns, lengths = returns[:episodes], lengths[:episodes]
     result = {"env": spec.name, "checkpoint": str(checkpoint), "episodes": len(returns),
               "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),

@@ -1,7 +1,7 @@
 """Learning curves from run directories: episode return vs steps and vs wall time, runs overlaid.
 
-A tournament run directory (``pufferbox tournament``) plots its leaderboard's best
-evaluated score against total steps and wall time instead.
+Tournament directories are read by :mod:`pufferbox.tournament.plot` (training knows nothing of
+tournaments), which draws through :func:`plot_curves`; ``pufferbox plot`` takes both kinds.
 
 Example:
     >>> plot_runs(["runs/cartpole-a", "runs/cartpole-b"], "curves.png")  # doctest: +SKIP
@@ -15,18 +15,13 @@ from pathlib import Path
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["plot_runs", "read_curve", "read_metrics"]
+__all__ = ["plot_curves", "plot_runs", "read_curve", "read_metrics"]
+
+Curve = tuple[list[float], list[float], list[float]]  # (steps, wall times, values)
 
 
-def read_curve(run_dir: str | Path) -> tuple[list[float], list[float], list[float]]:
-    """``(steps, wall_times, values)``: recent mean return of a run, or a tournament's best score."""
-    if (Path(run_dir) / "leaderboard.sqlite").is_file():
-        from pufferbox.tournament.leaderboard import Leaderboard
-
-        board = Leaderboard(run_dir)
-        history = board.history()
-        board.close()
-        return [h[1] for h in history], [h[0] for h in history], [h[2] for h in history]
+def read_curve(run_dir: str | Path) -> Curve:
+    """``(steps, wall_times, values)``: the recent mean return of a ``pufferbox train`` run."""
     rows = [r for r in read_metrics(run_dir) if r.get("return_recent") is not None]
     return [r["global_step"] for r in rows], [r["wall_time"] for r in rows], [r["return_recent"] for r in rows]
 
@@ -43,20 +38,22 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 
 def plot_runs(run_dirs: list[str | Path], output: str | Path) -> str:
-    """One PNG with two panels (return vs steps, return vs wall time), one line per run."""
+    """One PNG with two panels (return vs steps, return vs wall time), one line per training run."""
+    if not run_dirs:
+        raise ConfigError("plot: name at least one run directory")
+    return plot_curves([(Path(d).name, read_curve(d), False) for d in run_dirs], output)
+
+
+def plot_curves(curves: list[tuple[str, Curve, bool]], output: str | Path) -> str:
+    """Draw ``(label, (steps, walls, values), stepped)`` curves into one two-panel PNG at ``output``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if not run_dirs:
-        raise ConfigError("plot: name at least one run directory")
     fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for run_dir in run_dirs:
-        steps, walls, values = read_curve(run_dir)
-        tournament = (Path(run_dir) / "leaderboard.sqlite").is_file()
-        label = Path(run_dir).name + (" (tournament best)" if tournament else "")
-        draw = "steps-post" if tournament else "default"
+    for label, (steps, walls, values), stepped in curves:
+        draw = "steps-post" if stepped else "default"
         by_step.plot(steps, values, label=label, drawstyle=draw)
         by_time.plot(walls, values, label=label, drawstyle=draw)
     by_step.set_xlabel("environment steps")

@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -30,6 +30,7 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 
 from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.train.config import PolicyConfig, typed
 
 __all__ = ["MLPEncoder", "CNNEncoder", "Agent", "is_image_space", "build_agent", "layer_init"]
 
@@ -213,6 +214,10 @@ class Agent(nn.Module):
         h, c = self.lstm(x, (h, c))
         return h, (h, c)
 
+    def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action logits, value)`` from :meth:`hidden`'s features (for samplers outside torch, e.g. a kernel)."""
+        return self.actor.linear(hidden), self.critic(hidden).squeeze(-1)
+
     def act(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
         """One inference step: ``(action, logprob, entropy, value, new_state)``."""
         hidden, state = self.hidden(obs, state, starts)
@@ -247,12 +252,15 @@ class Agent(nn.Module):
         return self.actor.mode(hidden), state
 
 
-def build_agent(obs_spec: ObservationSpec, act_spec: ActionSpec, policy: dict, plugin_policy: Any = None) -> Agent:
-    """The agent for a ``[policy]`` config section; ``plugin_policy`` is the env's default encoder."""
+def build_agent(obs_spec: ObservationSpec, act_spec: ActionSpec, policy: PolicyConfig | Mapping[str, Any],
+                plugin_policy: Any = None) -> Agent:
+    """The agent for a ``[policy]`` section (a :class:`PolicyConfig` or its dict); ``plugin_policy`` is the
+    env's default encoder."""
     from pufferbox.registry import resolve
 
-    choice = policy.get("encoder", "auto")
-    hidden = int(policy.get("hidden_size", 64))
+    if not isinstance(policy, PolicyConfig):
+        policy = typed(PolicyConfig, policy, "policy")
+    choice, hidden = policy.encoder, policy.hidden_size
     if choice == "auto":
         if plugin_policy is not None:
             encoder_cls = plugin_policy
@@ -267,5 +275,5 @@ def build_agent(obs_spec: ObservationSpec, act_spec: ActionSpec, policy: dict, p
     else:
         encoder_cls = resolve(choice)
     encoder = encoder_cls(obs_spec, act_spec, hidden_size=hidden)
-    lstm_size = int(policy.get("lstm_size") or hidden) if policy.get("lstm") else 0
+    lstm_size = (policy.lstm_size or hidden) if policy.lstm else 0
     return Agent(encoder, act_spec, lstm_size=lstm_size)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint
+from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, latest_finite_checkpoint
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
@@ -48,9 +48,12 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     """
     if resume is not None:
         run_dir = Path(resume)
-        checkpoint = latest_checkpoint(run_dir / "checkpoints")
-        if not (run_dir / "config.toml").is_file() or checkpoint is None:
+        if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
             raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
+        checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
+        if checkpoint is None:
+            raise CheckpointError(f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds "
+                                  "NaN/inf); start a new run")
         base = load_toml(run_dir / "config.toml")
         env_name = base.pop("run", {}).get("env")
         if env is not None and env_name is not None and env != env_name:
@@ -87,6 +90,11 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     try:
         if checkpoint is not None:
             trainer.load_checkpoint(checkpoint)
+        total = config["train"]["total_steps"]
+        if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
+            print(f"note: train.total_steps={total:,} is not a multiple of the "
+                  f"{trainer.num_rows} agent rows stepped together; the run ends at {trainer.planned_steps():,} "
+                  "steps (the last rollout is cut short to stay as close as it can)", flush=True)
         with stop_on_sigint(trainer):
             if stop_after is not None:
                 trainer.train_steps(stop_after)

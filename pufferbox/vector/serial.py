@@ -71,6 +71,10 @@ class SerialVectorEnv(VectorEnv):
         b = self.buffers
         return b.observations, b.rewards, b.terminals, b.truncations, self.infos, self.env_ids, b.masks
 
+    def render(self) -> Any:
+        """The first env's frame (its ``render_mode``), what ``pufferbox eval --render/--video`` shows."""
+        return self.blocks[0].render()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True

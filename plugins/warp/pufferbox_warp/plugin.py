@@ -25,10 +25,11 @@ def make_cuda_cartpole(**kwargs):
 
 
 TAG = CudaImplementation(source=tag.SOURCE, reference=tag.TagReference, step_kernels=tag.TagReference.step_kernels,
-                         observe_kernel=tag.TagReference.observe_kernel)
+                         observe_kernel=tag.TagReference.observe_kernel, events={"tagged": "tag_rate"})
 TAG_CONTINUOUS = CudaImplementation(source=tag_continuous.SOURCE, reference=tag_continuous.TagContinuousReference,
                                     step_kernels=tag_continuous.TagContinuousReference.step_kernels,
-                                    observe_kernel=tag_continuous.TagContinuousReference.observe_kernel)
+                                    observe_kernel=tag_continuous.TagContinuousReference.observe_kernel,
+                                    events={"tagged": "tag_rate"})
 CARTPOLE = CudaImplementation(source=cartpole.SOURCE, reference=cartpole.CartPoleReference,
                               step_kernels=cartpole.CartPoleReference.step_kernels,
                               observe_kernel=cartpole.CartPoleReference.observe_kernel, layout="env_per_thread")

@@ -1,0 +1,447 @@
+"""Collectors: the env <-> policy loop that fills a rollout, on the host or on the kernels' device.
+
+A :class:`Collector` owns everything between a vector env and the policy while acting: the
+actions chosen but not yet sent, each row's recurrent state, which row starts an episode,
+(re)seeding the envs and the episodes that ended. ``collect()`` returns a :class:`Collected`:
+full *segments* as one batch of tensors ``(segments, horizon + 1, ...)`` on the learner's
+device (keys ``obs actions logprobs values rewards starts masks`` and ``h c`` for an LSTM),
+the env steps they hold, the finished :class:`~pufferbox.episodes.Episodes` and rollout metrics.
+
+* :class:`HostCollector` (serial, multiprocessing, ray): numpy rows from ``recv()``. Every agent
+  row (``env_id * agents_per_env + agent``) writes its own segment along its own time axis, so an
+  async pool (batches of any envs, in any order) keeps every row's steps in order; a full
+  segment's last obs is also the first obs of the row's next one. A batch is ready once
+  ``num_rows`` segments are full (PufferLib's "train on full segments").
+* :class:`DeviceCollector` (``--backend cuda``): ``recv()`` returns tensors on the kernels' device;
+  every env steps at once, so each row owns one segment. The step loop makes no host<->device
+  transfer (discrete actions come from the backend's sampler kernel); episode statistics and the
+  plugin's event counts (``CudaImplementation.events``, e.g. Tag's ``tagged`` -> ``tag_rate``) are
+  read once per rollout.
+
+Autoreset is SAME_STEP: the obs that comes with ``done`` starts the next episode, so
+``starts[row, t]`` is CleanRL's ``dones[t]``; ``masks[row, t]`` False marks a padded agent slot.
+
+Example:
+    >>> collector = make_collector(spec, venv, agent, horizon=32, device="cpu")  # doctest: +SKIP
+    >>> collector.reset(seed=1)                                                 # doctest: +SKIP
+    >>> got = collector.collect(); got.batch["obs"].shape, got.steps            # doctest: +SKIP
+    (torch.Size([8, 33, 4]), 256)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from pufferbox.episodes import Episodes, episodes_from_infos
+from pufferbox.train.config import ConfigError, VecConfig
+
+__all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
+           "make_vec_env", "pick_device"]
+
+
+@dataclass
+class Collected:
+    """One rollout: the batch of full segments, the env steps in it, episodes that ended, metrics."""
+
+    batch: dict[str, torch.Tensor]
+    steps: int
+    episodes: Episodes
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class Collector(Protocol):
+    """What the trainer, evaluation and tournament pods need from an act loop."""
+
+    venv: Any
+    horizon: int
+    phase_time: dict[str, float]  # seconds in "env" (send/recv) and "inference" (the policy)
+
+    def reset(self, seed: int) -> None:
+        """Re-seed the envs and start over: no pending actions, zero recurrent state, every row starts."""
+
+    def restart(self) -> int:
+        """Keep the envs running but drop the rollout and recurrent state; returns the env steps the
+        actions still pending will take unrecorded."""
+
+    def collect(self, horizon: int | None = None) -> Collected:
+        """Step until a batch of full segments is ready; ``horizon`` (at most the collector's) cuts this
+        rollout's segments short (the last rollout of a step budget)."""
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
+
+
+def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> Any:
+    """The vector env ``vec`` describes; ``--backend cuda`` seeds its kernels from ``seed`` and keeps room
+    for the episodes ``horizon`` steps can end."""
+    import pufferbox.vector
+
+    kwargs: dict[str, Any] = {}
+    if vec.num_workers:
+        kwargs["num_workers"] = vec.num_workers
+    if vec.batch_size:
+        kwargs["batch_size"] = vec.batch_size
+    if vec.main_envs:
+        kwargs["main_envs"] = vec.main_envs
+    if vec.backend == "cuda":
+        from pufferbox.vector.cuda import DEFAULT_SLOTS  # episodes an env may end between two reads
+
+        kwargs.update(device=vec.device, seed=seed * 1_000_003, episode_slots=max(DEFAULT_SLOTS, horizon // 4))
+    elif vec.device != "gpu":
+        raise ConfigError(f"vec.device={vec.device!r} only applies to --backend cuda (where the kernels run); "
+                          f"drop it or add --backend cuda")
+    return pufferbox.vector.make(spec, backend=vec.backend, num_envs=vec.num_envs, env_kwargs=dict(env_kwargs),
+                                 native=vec.native, **kwargs)
+
+
+def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,
+                   compile: bool = False) -> "HostCollector | DeviceCollector":
+    """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
+    if venv.backend == "cuda":
+        events = getattr(getattr(spec, "cuda", None), "events", None) or {}
+        return DeviceCollector(venv, agent, horizon, events)
+    return HostCollector(venv, agent, horizon, device, compile=compile)
+
+
+class Rollout:
+    """Host storage in *segments* of ``horizon`` transitions (+1 bootstrap obs) each.
+
+    Torch tensors on the CPU with numpy views for cheap writes. With a pool, fast rows may fill
+    several segments while slow ones fill part of one, hence the spare segments.
+    """
+
+    def __init__(self, rows: int, segments: int, horizon: int, obs_shape: tuple, obs_dtype: np.dtype,
+                 act_shape: tuple, act_dtype: np.dtype, lstm_size: int = 0):
+        def tensor(shape: tuple, dtype: Any) -> tuple[torch.Tensor, np.ndarray]:
+            t = torch.from_numpy(np.zeros((segments, horizon + 1, *shape), dtype=dtype))
+            return t, t.numpy()
+
+        self.rows, self.segments, self.horizon = rows, segments, horizon
+        self.obs, self.np_obs = tensor(obs_shape, obs_dtype)
+        self.actions, self.np_actions = tensor(act_shape, act_dtype)
+        self.logprobs, self.np_logprobs = tensor((), np.float32)
+        self.values, self.np_values = tensor((), np.float32)
+        self.rewards, self.np_rewards = tensor((), np.float32)
+        self.starts, self.np_starts = tensor((), np.bool_)
+        self.masks, self.np_masks = tensor((), np.bool_)
+        self.lstm = lstm_size > 0
+        if self.lstm:
+            self.h, self.np_h = tensor((lstm_size,), np.float32)
+            self.c, self.np_c = tensor((lstm_size,), np.float32)
+        self.clear()
+
+    def clear(self) -> None:
+        self.seg = np.arange(self.rows)  # the segment each row writes to
+        self.ptr = np.zeros(self.rows, dtype=np.int64)  # obs stored in it so far
+        self.full = np.zeros(self.segments, dtype=bool)
+        self.free = list(range(self.rows, self.segments))
+        self.waiting = np.zeros(0, dtype=np.int64)  # rows with a full segment and no fresh one yet
+
+    def arrays(self) -> list[np.ndarray]:
+        out = [self.np_obs, self.np_actions, self.np_logprobs, self.np_values, self.np_rewards,
+               self.np_starts, self.np_masks]
+        return out + ([self.np_h, self.np_c] if self.lstm else [])
+
+    def take(self, segs: np.ndarray) -> dict[str, torch.Tensor]:
+        """Copies of segments ``segs`` of every stored array, ``(len(segs), horizon + 1, ...)``."""
+        idx = torch.from_numpy(segs)
+        out = {"obs": self.obs, "actions": self.actions, "logprobs": self.logprobs, "values": self.values,
+               "rewards": self.rewards, "starts": self.starts, "masks": self.masks}
+        out |= {"h": self.h, "c": self.c} if self.lstm else {}
+        return {name: x[idx] for name, x in out.items()}
+
+    def carry(self, rows: np.ndarray, new_segs: np.ndarray) -> None:
+        """Move ``rows`` to ``new_segs``, whose first step is the last step stored in their old segment
+        (``horizon``, or less after a rollout cut short)."""
+        old, last = self.seg[rows], self.ptr[rows] - 1
+        for arr in self.arrays():
+            arr[new_segs, 0] = arr[old, last]
+        self.seg[rows] = new_segs
+        self.ptr[rows] = 1
+
+    def finish(self, rows: np.ndarray) -> None:
+        """``rows`` filled their segments: mark them full, give the rows fresh ones while any are free."""
+        self.full[self.seg[rows]] = True
+        k = min(len(self.free), len(rows))
+        if k:
+            take, self.free = self.free[:k], self.free[k:]
+            self.carry(rows[:k], np.asarray(take))
+        self.waiting = np.concatenate([self.waiting, rows[k:]])
+
+    def ready(self) -> bool:
+        return len(self.waiting) > 0 or int(self.full.sum()) >= self.rows
+
+    def release(self, segs: np.ndarray) -> None:
+        """Taken segments become free; rows waiting for one continue in them."""
+        self.full[segs] = False
+        self.free.extend(int(s) for s in segs)
+        if len(self.waiting):
+            waiting, self.waiting = self.waiting, np.zeros(0, dtype=np.int64)
+            take, self.free = self.free[:len(waiting)], self.free[len(waiting):]
+            self.carry(waiting, np.asarray(take))
+
+
+class HostCollector:
+    """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
+
+    def __init__(self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu",
+                 compile: bool = False):
+        self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
+        self.act = torch.compile(agent.act) if compile else agent.act
+        self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
+        pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments
+        obs_spec, act_spec = venv.obs_spec, venv.act_spec
+        self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), horizon, (obs_spec.flat_size,),
+                               obs_spec.flat_dtype, act_spec.shape, act_spec.dtype, agent.lstm_size)
+        space = act_spec.flat_space
+        self.action_bounds = (space.low, space.high) if not act_spec.discrete else None
+        self.all_env_ids, self.all_rows = np.arange(venv.num_envs), np.arange(self.num_rows)
+        self.first = np.ones(self.num_rows, dtype=bool)  # next obs of this row starts an episode
+        self.state = agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
+        self.pending: np.ndarray | None = None  # actions chosen for the last stored step, not yet sent
+        self.phase_time = {"env": 0.0, "inference": 0.0}
+
+    def reset(self, seed: int) -> None:
+        self.venv.async_reset(seed)
+        self.restart()
+        self.pending = None
+
+    def restart(self) -> int:
+        self.rollout.clear()
+        self.first[:] = True
+        self.state = self.agent.initial_state(self.num_rows)
+        return self.num_rows if self.pending is not None else 0
+
+    def collect(self, horizon: int | None = None) -> Collected:
+        steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
+        episodes: list[Episodes] = []
+        while True:
+            rows = self.step(episodes)
+            done_rows = rows[self.rollout.ptr[rows] >= steps + 1]
+            if len(done_rows):
+                self.rollout.finish(done_rows)
+                if self.rollout.ready():
+                    segs = np.nonzero(self.rollout.full)[0]
+                    batch = {k: v[:, :steps + 1].to(self.device) for k, v in self.rollout.take(segs).items()}
+                    self.rollout.release(segs)  # ``take`` copied them
+                    return Collected(batch, len(segs) * steps, Episodes.concat(episodes))
+
+    def rows_of(self, env_ids: np.ndarray) -> np.ndarray:
+        if len(env_ids) == len(self.all_env_ids) and np.array_equal(env_ids, self.all_env_ids):
+            return self.all_rows
+        return (np.asarray(env_ids)[:, None] * self.agents_per_env + np.arange(self.agents_per_env)).reshape(-1)
+
+    def step(self, episodes: list[Episodes]) -> np.ndarray:
+        """Send the pending actions, store what comes back, choose the next actions; returns the rows."""
+        ro = self.rollout
+        t0 = time.perf_counter()
+        if self.pending is not None:
+            self.venv.send(self.pending)
+        obs, rewards, terminals, truncations, infos, env_ids, masks = self.venv.recv()
+        t1 = time.perf_counter()
+        self.phase_time["env"] += t1 - t0
+        rows = self.rows_of(env_ids)
+        seg, ptr = ro.seg[rows], ro.ptr[rows]
+        has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
+        ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
+        starts = np.logical_or(terminals, truncations) | self.first[rows]
+        self.first[rows] = False
+        if len(infos):
+            episodes.append(episodes_from_infos(infos))
+        ro.np_obs[seg, ptr] = obs
+        ro.np_starts[seg, ptr] = starts
+        ro.np_masks[seg, ptr] = masks
+        if self.state is not None:
+            ro.np_h[seg, ptr], ro.np_c[seg, ptr] = self.state[0][rows].numpy(), self.state[1][rows].numpy()
+        self.pending, action, logprob, value = self.choose(obs, starts, rows)
+        ro.np_actions[seg, ptr] = action
+        ro.np_logprobs[seg, ptr] = logprob.cpu().numpy()
+        ro.np_values[seg, ptr] = value.cpu().numpy()
+        ro.ptr[rows] = ptr + 1
+        self.phase_time["inference"] += time.perf_counter() - t1
+        return rows
+
+    @torch.no_grad()
+    def choose(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:
+        """The policy on ``rows``' observations, advancing their LSTM state:
+        ``(actions to send, actions, logprobs, values)`` (logprobs and values None when ``greedy``)."""
+        state = None
+        if self.state is not None:
+            state = (self.state[0][rows].to(self.device), self.state[1][rows].to(self.device))
+        obs_t, starts_t = torch.from_numpy(obs).to(self.device), torch.from_numpy(starts).to(self.device)
+        if greedy:
+            (action, new_state), logprob, value = self.agent.greedy(obs_t, state, starts_t), None, None
+        else:
+            action, logprob, _, value, new_state = self.act(obs_t, state, starts_t)
+        if new_state is not None:
+            self.state[0][rows], self.state[1][rows] = new_state[0].cpu(), new_state[1].cpu()
+        action = action.cpu().numpy()
+        sent = action if self.action_bounds is None else np.clip(action, *self.action_bounds)  # sample unclipped
+        return sent, action, logprob, value
+
+    def play(self, episodes: int, greedy: bool = False, on_step: Callable[[], None] | None = None) -> Episodes:
+        """Act without storing anything until ``episodes`` episodes ended (evaluation); returns them.
+
+        ``on_step`` runs after every ``recv`` (e.g. to render a frame); ``greedy`` takes the policy's mode.
+        """
+        ended: list[Episodes] = []
+        while sum(len(e) for e in ended) < episodes:
+            if self.pending is not None:
+                self.venv.send(self.pending)
+            obs, _, terminals, truncations, infos, env_ids, _ = self.venv.recv()
+            rows = self.rows_of(env_ids)
+            starts = np.logical_or(terminals, truncations) | self.first[rows]
+            self.first[rows] = False
+            if on_step is not None:
+                on_step()
+            if len(infos):
+                ended.append(episodes_from_infos(infos))
+            self.pending = self.choose(obs, starts, rows, greedy)[0]
+        return Episodes.concat(ended)
+
+
+def torch_dtype(dtype: np.dtype) -> torch.dtype:
+    return torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
+
+
+class DeviceCollector:
+    """One segment of ``horizon`` (+1) transitions per agent row, as tensors on ``venv.device``.
+
+    ``agent`` is a :class:`~pufferbox.train.policies.Agent` already on that device; ``events`` maps
+    kernel state arrays that flag an event of the current step to the metric reporting their rate
+    (events per env and step over the rollout), as the plugin declares in ``CudaImplementation.events``.
+    """
+
+    def __init__(self, venv: Any, agent: Any, horizon: int, events: Mapping[str, str] | None = None):
+        self.venv, self.agent, self.horizon = venv, agent, horizon
+        self.device = torch.device(venv.device)
+        self.rows = self.num_rows = venv.num_agents
+        self.num_envs = venv.num_envs
+        obs_spec, act_spec = venv.obs_spec, venv.act_spec
+
+        def tensor(shape: tuple, dtype: Any) -> torch.Tensor:
+            return torch.zeros((self.rows, horizon + 1, *shape), dtype=dtype, device=self.device)
+
+        self.obs = tensor((obs_spec.flat_size,), torch_dtype(obs_spec.flat_dtype))
+        self.actions = tensor(tuple(act_spec.shape), torch_dtype(act_spec.dtype))
+        self.logprobs, self.values, self.rewards = (tensor((), torch.float32) for _ in range(3))
+        self.starts, self.masks = tensor((), torch.bool), tensor((), torch.bool)
+        self.lstm = agent.lstm_size > 0
+        if self.lstm:
+            self.h, self.c = tensor((agent.lstm_size,), torch.float32), tensor((agent.lstm_size,), torch.float32)
+        # Discrete actions come from the backend's sampler kernel (one launch, written where the env reads them).
+        self.use_sampler = isinstance(act_spec.flat_space, spaces.Discrete) and hasattr(venv, "sample")
+        space = act_spec.flat_space
+        self.bounds = None if act_spec.discrete else (
+            torch.as_tensor(space.low, device=self.device), torch.as_tensor(space.high, device=self.device))
+        flags = (lambda name: venv.state_tensor(name)) if hasattr(venv, "state_tensor") else (lambda name: None)
+        self.events = {metric: tensor for name, metric in (events or {}).items()
+                       if (tensor := flags(name)) is not None}
+        self.phase_time = {"env": 0.0, "inference": 0.0}
+        self.restart()
+
+    def reset(self, seed: int) -> None:
+        """Kernel envs are seeded once, when built (their reset is a no-op): start the rollout over."""
+        self.venv.async_reset(seed)
+        self.restart()
+
+    def restart(self) -> int:
+        """Start over from the envs' current observations: every row begins an episode, LSTM state zero."""
+        self.state = self.agent.initial_state(self.rows, self.device)
+        self.pending: torch.Tensor | None = None  # actions chosen for the last stored step, not yet sent
+        self.fresh = True
+        self.event_totals: dict[str, torch.Tensor] = {}  # device scalars, summed during a collect
+        self.sent_steps = 0
+        self.last = self.horizon  # the slot of the last stored step (less after a rollout cut short)
+        return 0
+
+    def arrays(self) -> list[torch.Tensor]:
+        out = [self.obs, self.actions, self.logprobs, self.values, self.rewards, self.starts, self.masks]
+        return out + ([self.h, self.c] if self.lstm else [])
+
+    def batch(self) -> dict[str, torch.Tensor]:
+        """Every row's segment, in row order, no copies (the next :meth:`collect` overwrites them)."""
+        out = {"obs": self.obs, "actions": self.actions, "logprobs": self.logprobs, "values": self.values,
+               "rewards": self.rewards, "starts": self.starts, "masks": self.masks}
+        return out | ({"h": self.h, "c": self.c} if self.lstm else {})
+
+    def policy_step(self, obs: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``(action to send, action to store, logprob, value)`` for one step; updates the LSTM state."""
+        if not self.use_sampler:
+            action, logprob, _, value, self.state = self.agent.act(obs, self.state, starts)
+            sent = action if self.bounds is None else torch.clamp(action, *self.bounds)  # sample unclipped, step clipped
+            return sent, action, logprob, value
+        hidden, self.state = self.agent.hidden(obs, self.state, starts)
+        logits, value = self.agent.heads(hidden)
+        sent = self.venv.sample(torch.softmax(logits, dim=-1).contiguous())  # int32, in the env's action buffer
+        logprob = torch.log_softmax(logits, dim=-1).gather(-1, sent.long().unsqueeze(-1)).squeeze(-1)
+        return sent, sent, logprob, value
+
+    @torch.no_grad()
+    def collect(self, horizon: int | None = None) -> Collected:
+        """Fill every row's segment (``horizon`` steps, at most the collector's). The steps (:meth:`step`)
+        make no host<->device transfer; the reads after them (episode statistics, event totals) are the only ones."""
+        steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
+        first = 0
+        if self.pending is not None:  # the last step of the previous rollout is this one's first
+            for x in self.arrays():
+                x[:, 0] = x[:, self.last]
+            first = 1
+        self.event_totals = {metric: torch.zeros((), dtype=torch.int64, device=self.device) for metric in self.events}
+        self.sent_steps = 0
+        for t in range(first, steps + 1):
+            self.step(t)
+        self.last = steps
+        t0 = time.perf_counter()
+        episodes = episodes_from_infos(self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else [])
+        per_env_step = max(1, self.num_envs * self.sent_steps)
+        metrics = {metric: float(total) / per_env_step for metric, total in self.event_totals.items()}
+        if hasattr(self.venv, "episodes_dropped"):
+            metrics["episodes_dropped"] = float(self.venv.episodes_dropped)
+        self.phase_time["env"] += time.perf_counter() - t0
+        batch = {name: x[:, :steps + 1] for name, x in self.batch().items()}
+        return Collected(batch, self.rows * steps, episodes, metrics)
+
+    def step(self, t: int) -> None:
+        """Send the pending actions, store what comes back at slot ``t``, choose the next actions."""
+        t0 = time.perf_counter()
+        if self.pending is not None:
+            self.venv.send(self.pending)
+            self.sent_steps += 1
+        obs, rewards, terminals, truncations, _, _, masks = self.venv.recv()
+        t1 = time.perf_counter()
+        if t > 0:  # the reward belongs to the transition stored one slot back
+            self.rewards[:, t - 1] = rewards
+        if self.pending is not None:
+            for metric, flags in self.events.items():
+                self.event_totals[metric] += flags.sum()
+        starts = terminals | truncations
+        if self.fresh:
+            starts.fill_(True)
+            self.fresh = False
+        self.obs[:, t] = obs
+        self.starts[:, t] = starts
+        self.masks[:, t] = masks
+        if self.lstm:
+            self.h[:, t], self.c[:, t] = self.state
+        sent, action, logprob, value = self.policy_step(obs, starts)
+        self.actions[:, t] = action.reshape(self.actions[:, t].shape)
+        self.logprobs[:, t] = logprob
+        self.values[:, t] = value
+        self.pending = sent
+        self.phase_time["env"] += t1 - t0
+        self.phase_time["inference"] += time.perf_counter() - t1

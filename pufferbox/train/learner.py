@@ -1,0 +1,167 @@
+"""The PPO update, top to bottom (CleanRL's ``ppo.py`` update, on segments of a batch).
+
+:meth:`Learner.update` takes a batch of full segments (tensors ``(segments, horizon + 1, ...)``
+on the learner's device, as a :mod:`~pufferbox.train.collector` returns them) and does GAE
+along each segment's own time axis, then ``update_epochs`` epochs of clipped-PPO minibatch
+steps. It knows nothing about backends or envs.
+
+* Truncation is treated like termination (no bootstrap from the final obs, which the env
+  replaced by the next episode's first): simple, and what CleanRL does.
+* ``masks`` False (a padded agent slot) removes that transition from every loss and statistic.
+* Recurrent policies: minibatches of whole segments, unrolled from each segment's first stored
+  LSTM state with resets at episode starts (truncated BPTT).
+
+Example:
+    >>> learner = Learner(agent, typed(TrainConfig, config["train"]), seed=1)  # doctest: +SKIP
+    >>> learner.update(collector.collect().batch)["policy_loss"]                 # doctest: +SKIP
+    -0.0123
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from pufferbox.train.config import TrainConfig
+from pufferbox.train.optim import Adam
+from pufferbox.train.policies import Agent
+
+__all__ = ["Learner", "gae"]
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float,
+        lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE along dim 1 of ``(segments, horizon + 1)`` tensors; ``(advantages, returns)``, ``horizon`` wide.
+
+    ``starts[:, t + 1]`` (an episode starts at the next obs) cuts the bootstrap. Runs on the tensors' device.
+    """
+    steps = values.shape[1] - 1
+    nonterminal = 1.0 - starts[:, 1:].float()
+    adv = torch.zeros(len(values), steps, device=values.device)
+    last = torch.zeros(len(values), device=values.device)
+    for t in reversed(range(steps)):
+        delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
+        last = delta + gamma * lam * nonterminal[:, t] * last
+        adv[:, t] = last
+    return adv, adv + values[:, :steps]
+
+
+class Learner:
+    """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
+
+    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False):
+        self.agent, self.hp = agent, hp
+        self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
+        self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
+        self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
+        self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
+
+    def reset_optimizer(self) -> None:
+        """Fresh Adam moments (a new lineage in a tournament)."""
+        self.optimizer = Adam(self.agent.parameters(), lr=self.hp.learning_rate, eps=1e-5)
+
+    def update(self, batch: dict[str, torch.Tensor], progress: float = 0.0) -> dict[str, float]:
+        """PPO epochs over ``batch``; ``progress`` (0 to 1, the run's fraction done) anneals the learning rate."""
+        hp = self.hp
+        lr = hp.learning_rate * (max(0.0, 1.0 - progress) if hp.anneal_lr else 1.0)
+        self.optimizer.param_groups[0]["lr"] = lr
+        adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
+        if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
+            return self.skipped(lr)
+        steps = adv.shape[1]
+        # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
+        obs, actions, logprobs, values, masks, starts = (batch[k][:, :steps].contiguous() for k in
+                                                         ("obs", "actions", "logprobs", "values", "masks", "starts"))
+        recurrent = "h" in batch
+        if recurrent:  # minibatches of whole segments, time-major for the unroll
+            units = torch.arange(len(obs))
+            h0, c0 = batch["h"][:, 0], batch["c"][:, 0]
+        else:  # minibatches of single live transitions
+            units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
+        if len(units) == 0:
+            return {}
+        mb_size = max(1, len(units) // hp.num_minibatches)
+        stats: dict[str, list[torch.Tensor]] = collections.defaultdict(list)
+        for _epoch in range(hp.update_epochs):
+            order = units[torch.randperm(len(units), generator=self.generator)].to(obs.device)  # one copy per epoch
+            for start in range(0, len(units) - mb_size + 1, mb_size):
+                idx = order[start:start + mb_size]
+                if recurrent:
+                    sl = lambda x: x[idx].transpose(0, 1)  # noqa: E731  (rows, T, ...) -> (T, rows, ...)
+                    new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
+                    old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
+                    weight = sl(masks).reshape(-1).float()
+                else:
+                    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
+                    new = self.evaluate(flat(obs), flat(actions))
+                    old = [flat(x) for x in (logprobs, values, adv, returns)]
+                    weight = torch.ones_like(old[0])
+                (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = new, old
+                if not self.minibatch_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret,
+                                           weight, stats):
+                    return self.skipped(lr)
+            recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
+            if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
+                break
+
+        live = masks.reshape(-1)
+        y_pred, y_true = values.reshape(-1)[live], returns.reshape(-1)[live]
+        var_y = torch.var(y_true) if len(y_true) > 1 else torch.tensor(0.0)
+        explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
+        # statistics stayed on the device during the epochs: one read each, here
+        out = {k: float(torch.stack(v).double().mean()) for k, v in stats.items()}
+        self.nonfinite = 0
+        return out | {"explained_variance": explained, "learning_rate": lr, "nonfinite_updates": 0}
+
+    def skipped(self, lr: float) -> dict[str, float]:
+        self.nonfinite += 1
+        return {"learning_rate": lr, "nonfinite_updates": self.nonfinite}
+
+    def minibatch_step(self, new_logprob: torch.Tensor, entropy: torch.Tensor, new_value: torch.Tensor,
+                       old_logprob: torch.Tensor, old_value: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> bool:
+        """One gradient step of the clipped PPO objective on a minibatch (weighted means); False (and no
+        step) when the loss or its gradient is not finite."""
+        hp = self.hp
+        total = weight.sum().clamp(min=1.0)
+        wmean = lambda x: (x * weight).sum() / total  # noqa: E731
+        logratio = new_logprob - old_logprob
+        ratio = logratio.exp()
+        with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)
+            stats["approx_kl"].append(wmean((ratio - 1) - logratio))
+            stats["clipfrac"].append(wmean(((ratio - 1.0).abs() > hp.clip_coef).float()))
+        if hp.norm_adv:  # a lone live transition has no spread: keep it as is (torch.where: no sync)
+            mean = wmean(adv)
+            std = (wmean((adv - mean) ** 2) * total / (total - 1).clamp(min=1e-8)).sqrt()
+            adv = torch.where(total > 1, (adv - mean) / (std + 1e-8), adv)
+        pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - hp.clip_coef, 1 + hp.clip_coef)))
+        if hp.clip_vloss:
+            v_clipped = old_value + (new_value - old_value).clamp(-hp.clip_coef, hp.clip_coef)
+            v_loss = 0.5 * wmean(torch.max((new_value - ret) ** 2, (v_clipped - ret) ** 2))
+        else:
+            v_loss = 0.5 * wmean((new_value - ret) ** 2)
+        entropy_loss = wmean(entropy)
+        loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.agent.parameters(), hp.max_grad_norm)
+        if not bool(torch.isfinite(loss.detach() + grad_norm)):  # one read per minibatch, as torch's GradScaler
+            self.optimizer.zero_grad(set_to_none=True)
+            return False
+        self.optimizer.step()
+        stats["policy_loss"].append(pg_loss.detach())
+        stats["value_loss"].append(v_loss.detach())
+        stats["entropy"].append(entropy_loss.detach())
+        return True
+
+    def load_weights(self, state: Mapping[str, Any]) -> None:
+        """Model and optimizer moments from a checkpoint's ``model`` and ``optimizer`` entries."""
+        self.agent.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def state_dict(self) -> dict[str, Any]:
+        """``model`` and ``optimizer`` entries of a checkpoint (:meth:`load_weights` reads them back)."""
+        return {"model": self.agent.state_dict(), "optimizer": self.optimizer.state_dict()}
