@@ -49,12 +49,13 @@ ARG PIP_FIND_LINKS=""
 ARG PIP_CERT=""
 
 # The pinned stack, from the constraints alone: torch first (an unpinned torch pulls GBs of
-# CUDA wheels), then every other pin; pycuda only where nvcc exists to build it.
-COPY --chown=${USER_UID}:${USER_GID} tank/constraints.txt /src/tank/constraints.txt
+# CUDA wheels) with its CUDA wheels pinned too (constraints-cuda.txt; a local CPU torch wheel
+# needs none), then every other pin; pycuda only where nvcc exists to build it.
+COPY --chown=${USER_UID}:${USER_GID} tank/constraints.txt tank/constraints-cuda.txt /src/tank/
 RUN [ -n "${PIP_FIND_LINKS}" ] || unset PIP_FIND_LINKS; [ -n "${PIP_CERT}" ] || unset PIP_CERT; \
     python3.11 -m venv "${VENV}" \
  && pip install --no-cache-dir --quiet -c /src/tank/constraints.txt pip setuptools wheel \
- && pip install --no-cache-dir --quiet -c /src/tank/constraints.txt torch \
+ && pip install --no-cache-dir --quiet -c /src/tank/constraints.txt -c /src/tank/constraints-cuda.txt torch \
  && grep -v -E '^(pycuda|torch)==' /src/tank/constraints.txt > /tmp/stack.txt \
  && pip install --no-cache-dir --quiet -r /tmp/stack.txt \
  && if command -v nvcc >/dev/null; then pip install --no-cache-dir --quiet -c /src/tank/constraints.txt pycuda; \
