@@ -23,6 +23,7 @@ repo=$(pwd)
 base_image=localhost/pufferbox-base:bookworm
 image=localhost/pufferbox-tank:ci
 project=pufferbox-ci
+dc_project=pufferboxcidc   # the Dev Containers CLI drops dashes from project names
 steps=${PUFFERBOX_CI_STEPS:-2048}
 uid=4242   # not the image's default 1000: any checkout owner must work (PUFFERBOX_UID)
 
@@ -106,7 +107,7 @@ teardown() {
     echo "kept: containers of projects $project*, workspaces under $work"
   else
     step "tear down"
-    for p in "$project" "$project-root" "$project-dc" pufferbox; do
+    for p in "$project" "$project-root" "$dc_project"; do
       for c in $(podman ps -aq --filter "label=io.podman.compose.project=$p"); do podman rm -f "$c" >/dev/null 2>&1 || true; done
       for volume in $(podman volume ls -q --filter "label=io.podman.compose.project=$p"); do
         podman volume rm -f "$volume" >/dev/null || true
@@ -124,8 +125,8 @@ step "podman-compose up (CPU variant: compose.cpu.yaml)"
 "${compose[@]}" up -d --no-build
 container=$(podman ps --filter "label=io.podman.compose.project=$project" --format '{{.Names}}' | head -1)
 [ -n "$container" ] || fail "no running container for project $project"
-for _ in $(seq 60); do   # the entrypoint's GPU status report ends with the PyCUDA line
-  podman logs "$container" 2>&1 | grep -q 'pycuda:' && break
+for _ in $(seq 60); do   # the entrypoint's banner ends with how to run commands ("Ready.")
+  podman logs "$container" 2>&1 | grep -q 'Ready\.' && break
   sleep 1
 done
 podman logs "$container"
@@ -217,16 +218,22 @@ if [ "${PUFFERBOX_CI_DEVCONTAINER:-1}" = 1 ]; then
     || fail "npm install @devcontainers/cli failed (no npm registry? PUFFERBOX_CI_DEVCONTAINER=0 skips this step)"
   devcontainer="$npm_prefix/node_modules/.bin/devcontainer"
   "$devcontainer" --version
+  # The CLI calls `compose config` and `compose version --short`, which Debian 12's podman-compose
+  # 1.0.3 lacks: a current podman-compose from PyPI, in a throwaway venv.
+  python3 -m venv "$work/podman-compose"
+  "$work/podman-compose/bin/pip" install --quiet podman-compose==1.6.0 2>&1 | grep -v -E '^(WARNING: Location|\[notice\])' || true
+  compose_cli="$work/podman-compose/bin/podman-compose"
+  "$compose_cli" version --short
   # The CLI reads the repository's devcontainer.json as is; compose.ci.yaml is compose.cpu.yaml
   # without `build:` so the CLI starts the image built above instead of building from a registry base.
-  python3 -c 'import sys, yaml; c = yaml.safe_load(open("compose.cpu.yaml")); del c["services"]["tank"]["build"]; yaml.safe_dump(c, open("compose.ci.yaml", "w"))' \
-    2>/dev/null || sed '/^    build:/,/^    image:/{/^    image:/!d}' compose.cpu.yaml >compose.ci.yaml
+  sed '/^    build:/,/^    image:/{/^    image:/!d}' compose.cpu.yaml >compose.ci.yaml
+  grep -q '^    image:' compose.ci.yaml && ! grep -q '^    build:' compose.ci.yaml || fail "compose.ci.yaml: build section not removed"
   chown "$uid:$uid" compose.ci.yaml
-  PUFFERBOX_COMPOSE_FILE=compose.ci.yaml COMPOSE_PROJECT_NAME="$project-dc" PUFFERBOX_IMAGE="$image" \
-    "$devcontainer" up --workspace-folder "$ws" --docker-path podman --docker-compose-path podman-compose \
+  PUFFERBOX_COMPOSE_FILE=compose.ci.yaml COMPOSE_PROJECT_NAME="$dc_project" PUFFERBOX_IMAGE="$image" \
+    "$devcontainer" up --workspace-folder "$ws" --docker-path podman --docker-compose-path "$compose_cli" \
     --log-level info 2>&1 | tail -25
-  PUFFERBOX_COMPOSE_FILE=compose.ci.yaml COMPOSE_PROJECT_NAME="$project-dc" \
-    "$devcontainer" exec --workspace-folder "$ws" --docker-path podman --docker-compose-path podman-compose \
+  PUFFERBOX_COMPOSE_FILE=compose.ci.yaml COMPOSE_PROJECT_NAME="$dc_project" \
+    "$devcontainer" exec --workspace-folder "$ws" --docker-path podman --docker-compose-path "$compose_cli" \
     bash -c 'id -u; pip show pufferbox | grep -i "^Editable project location"; pufferbox envs --json >/dev/null' \
     | tee "$work/dc.out"
   grep -q "^$uid\$" "$work/dc.out" || fail "the devcontainer does not run as the checkout owner $uid"
