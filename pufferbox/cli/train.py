@@ -80,6 +80,8 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
 
     from pufferbox.train.evaluate import evaluate
 
+    if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
+        raise UserError(f"{video}: video must end in .gif or .mp4")  # before any episode runs
     if checkpoint is None:
         if env is None:
             raise UserError("eval: name an env (newest run under runs/) or pass --checkpoint PATH")
