@@ -143,7 +143,8 @@ def test_entrypoint_reports_cpu_backends_without_a_gpu() -> None:
 
 
 def test_container_scripts_parse() -> None:
-    for script in ("ci/container-test.sh", "docker/build-base.sh", "docker/entrypoint.sh", "docker/dev-install.sh"):
+    for script in ("ci/container-test.sh", "docker/build-base.sh", "docker/entrypoint.sh", "docker/dev-install.sh",
+                   "docker/tank-up.sh"):
         result = subprocess.run(["bash", "-n", script], cwd=ROOT, capture_output=True, text=True)
         assert result.returncode == 0, f"{script}: {result.stderr}"
 
@@ -179,3 +180,42 @@ def test_dev_install_refuses_an_unwritable_checkout_in_one_line() -> None:
     line = result.stderr.strip()
     assert "\n" not in line and line.startswith(f"Error: {checkout} (owner uid 0) is not writable by the tank's uid 65534")
     assert "PUFFERBOX_UID=0 PUFFERBOX_GID=0 in .env" in line
+
+
+def fake_tools(bin_dir: Path, build_output: str, image_exists: bool) -> dict:
+    """A PATH whose `docker` has no compose and whose podman-compose/podman act as told."""
+    bin_dir.mkdir()
+    scripts = {
+        "docker": "exit 1",
+        "podman-compose": f'echo "podman-compose $*" >> "{bin_dir}/calls"\n'
+                          f'if [ "${{@: -1}}" = build ]; then printf %s "{build_output}"; fi\nexit 0',
+        "podman": f"exit {0 if image_exists else 1}",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_tank_up_fails_clearly_when_podman_compose_hides_a_failed_build(tmp_path) -> None:
+    """podman-compose 1.0.x exits 0 after `podman build` failed to pull the base: tank-up says so, exit 2."""
+    pull_error = ("Error: creating build container: initializing source docker://nvidia/cuda:12.4.1: "
+                  "pinging container registry: connection refused\\nexit code: 125\\n")
+    env = fake_tools(tmp_path / "bin", pull_error, image_exists=False)
+    result = subprocess.run(["bash", "docker/tank-up.sh", "-f", "compose.cpu.yaml"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: the tank image pufferbox-tank:latest was not built (Error: creating build")
+    assert "set PUFFERBOX_BASE_IMAGE" in line
+    calls = (tmp_path / "bin" / "calls").read_text()
+    assert "build" in calls and " up" not in calls  # nothing started on a failed build
+
+
+def test_tank_up_starts_the_tank_after_a_good_build(tmp_path) -> None:
+    env = fake_tools(tmp_path / "bin", "Successfully tagged pufferbox-tank:latest\\n", image_exists=True)
+    result = subprocess.run(["bash", "docker/tank-up.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "bin" / "calls").read_text().splitlines() == ["podman-compose build", "podman-compose up -d"]
+    assert "exec tank pufferbox train nethack" in result.stdout
