@@ -192,6 +192,11 @@ tank ls runs/ci-cartpole runs/ci-nethack
 [ ! -e "$ws/runs/ci-nethack" ] || fail "runs/ went to the bind-mounted workspace, not the runs volume"
 podman volume inspect --format '{{.Name}}: {{.Mountpoint}}' "${project}_runs"
 
+step "the README's one-liner: compose run --rm tank pufferbox train ..."
+"${compose[@]}" run --rm tank pufferbox train cartpole --total-steps 256 --run-dir runs/ci-run 2>&1 \
+  | grep -v -E "^(Error: inspecting object: no such volume|\['podman)" | tail -5
+tank ls runs/ci-run/checkpoints
+
 step "a root-owned checkout (PUFFERBOX_UID=0) with a host-built extension in it"
 (cd "$ws" && "${compose[@]}" down >/dev/null 2>&1) || true
 root_image=localhost/pufferbox-tank:ci-root
