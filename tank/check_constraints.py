@@ -8,9 +8,15 @@ specifier; otherwise the installed stack is not what the plugin asked for. Packa
 this repository (``pufferbox``, ``pufferbox-*`` plugins) are exempt: they are installed
 from the checkout.
 
+The CUDA wheels torch pulls on Linux (``nvidia-*``, ``cuda-*``, ``triton``) are pinned in
+``tank/constraints-cuda.txt``, used next to ``constraints.txt`` wherever torch is installed; the
+local CPU torch wheel requires none of them. Its lines must be exact pins too (environment
+markers allowed) and name no package that ``constraints.txt`` pins. ``--report`` checks a
+``pip install --dry-run --report`` resolution (e.g. of the CUDA torch) against both files.
+
 Usage (exit status 1 and one line per problem when something is off)::
 
-    python tank/check_constraints.py [--root DIR] [--constraints FILE]
+    python tank/check_constraints.py [--root DIR] [--constraints FILE] [--cuda-constraints FILE] [--report R.json]
 
 Example:
     >>> problems = check(Path("."), Path("tank/constraints.txt"))  # doctest: +SKIP
@@ -21,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tomllib
 from pathlib import Path
@@ -78,9 +85,15 @@ def pyprojects(root: Path) -> list[Path]:
     return files + sorted(root.glob("plugins/*/pyproject.toml"))
 
 
-def check(root: Path, constraints: Path) -> list[str]:
-    """One message per requirement that the constraints file does not pin compatibly."""
+def check(root: Path, constraints: Path, cuda_constraints: Path | None = None) -> list[str]:
+    """One message per requirement that the constraints files do not pin compatibly."""
     pins, problems = read_pins(constraints)
+    if cuda_constraints is not None:
+        cuda_pins, cuda_problems = read_pins(cuda_constraints)
+        problems += cuda_problems
+        problems += [f"{cuda_constraints}: {name} is pinned in {constraints} too (pin it in one place)"
+                     for name in sorted(set(cuda_pins) & set(pins))]
+        pins = {**cuda_pins, **pins}
     for pyproject in pyprojects(root):
         for where, text in declared_requirements(pyproject):
             req = parse_requirement(text, where, problems)
@@ -100,23 +113,57 @@ def check(root: Path, constraints: Path) -> list[str]:
     return problems
 
 
+def check_report(report: Path, pins: dict[str, Version]) -> list[str]:
+    """Every wheel a ``pip install --dry-run --report`` resolution installs must be pinned at its version.
+
+    A pin ``torch==2.13.0`` accepts a resolved ``2.13.0+cpu`` (PEP 440 ignores local labels).
+    """
+    try:
+        installs = json.loads(report.read_text())["install"]
+    except (OSError, ValueError, KeyError) as exc:
+        return [f"{report}: not a pip --report file ({exc})"]
+    problems = []
+    for item in installs:
+        name, version = canonicalize_name(item["metadata"]["name"]), Version(item["metadata"]["version"])
+        if name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + "-"):
+            continue
+        if name not in pins:
+            problems.append(f"{report}: the resolution installs {name}=={version}, which no constraints file pins "
+                            f"(add it to tank/constraints-cuda.txt if only the CUDA torch pulls it)")
+        elif pins[name] != Version(version.public):
+            problems.append(f"{report}: the resolution installs {name}=={version}, pinned at {pins[name]}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=here.parent, help="repository root (default: this checkout)")
     parser.add_argument("--constraints", type=Path, default=None, help="constraints file (default: ROOT/tank/constraints.txt)")
+    parser.add_argument("--cuda-constraints", type=Path, default=None,
+                        help="CUDA wheels' pins (default: ROOT/tank/constraints-cuda.txt when it exists)")
+    parser.add_argument("--report", type=Path, default=None, help="pip --report JSON whose installs must all be pinned")
     args = parser.parse_args(argv)
     constraints = args.constraints or args.root / "tank" / "constraints.txt"
-    if not constraints.exists():
-        print(f"error: constraints file {constraints} does not exist", file=sys.stderr)
-        return 1
-    problems = check(args.root, constraints)
+    cuda = args.cuda_constraints or args.root / "tank" / "constraints-cuda.txt"
+    for path in (constraints, args.cuda_constraints, args.report):
+        if path is not None and not path.exists():
+            print(f"error: {path} does not exist", file=sys.stderr)
+            return 1
+    cuda_constraints = cuda if cuda.exists() else None
+    problems = check(args.root, constraints, cuda_constraints)
+    if args.report is not None:
+        pins = read_pins(constraints)[0] | (read_pins(cuda_constraints)[0] if cuda_constraints else {})
+        problems += check_report(args.report, pins)
     for problem in problems:
         print(problem)
     if problems:
-        print(f"{len(problems)} requirement(s) fall outside {constraints}", file=sys.stderr)
+        print(f"{len(problems)} problem(s) with {constraints}" + (f" and {cuda_constraints}" if cuda_constraints else ""),
+              file=sys.stderr)
         return 1
-    print(f"ok: every declared requirement is pinned compatibly in {constraints}")
+    print(f"ok: every declared requirement is pinned compatibly in {constraints}"
+          + (f" (+ {cuda_constraints})" if cuda_constraints else "")
+          + (f"; every install of {args.report} is pinned" if args.report else ""))
     return 0
 
 

@@ -17,7 +17,8 @@ else
 fi
 "$PY" -m pip install --quiet --upgrade pip setuptools wheel -c tank/constraints.txt
 # torch first and pinned: an unpinned torch anywhere pulls GBs of CUDA wheels.
-"$PY" -m pip install --quiet -c tank/constraints.txt torch
+# Its CUDA wheels (Linux, no local CPU wheel) are pinned in constraints-cuda.txt.
+"$PY" -m pip install --quiet -c tank/constraints.txt -c tank/constraints-cuda.txt torch
 targets=(".[ray,test]")
 for plugin in plugins/*/; do
   [ -f "$plugin/pyproject.toml" ] && targets+=("$plugin")

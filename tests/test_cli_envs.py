@@ -127,9 +127,16 @@ def test_check_fails_with_exit_1_naming_the_check(monkeypatch):
 
 def test_check_cuda_missing_module_is_one_line_exit_2(monkeypatch):
     monkeypatch.setitem(sys.modules, "pufferbox.cuda.consistency", None)  # makes the import fail
-    result = invoke("check", "bandit", "--steps", "5", "--cuda")
+    result = invoke("check", "tag", "--steps", "5", "--check", "api", "--cuda")
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("Error: --cuda needs pufferbox.cuda.consistency")
+
+
+def test_check_cuda_on_an_env_without_kernel_is_one_line_exit_2():
+    result = invoke("check", "bandit", "--steps", "5", "--cuda", "--host")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == ("Error: --cuda: env 'bandit' has no CUDA kernel; "
+                                                      "`pufferbox envs` lists the cuda ones")
 
 
 def test_check_cuda_reports_the_consistency_result(monkeypatch):
@@ -141,13 +148,13 @@ def test_check_cuda_reports_the_consistency_result(monkeypatch):
         def summary(self):
             return "step 17: observations differ in env 3"
 
-    def check_env(spec, num_envs, steps, seed):
-        calls.append((spec.name, num_envs, steps, seed))
+    def check_env(spec, num_envs, steps, seed, device):
+        calls.append((spec.name, num_envs, steps, seed, device))
         return Report()
 
     monkeypatch.setitem(sys.modules, "pufferbox.cuda.consistency", types.SimpleNamespace(check_env=check_env))
-    result = invoke("check", "bandit", "--steps", "5", "--cuda")
-    assert calls == [("bandit", 8, 200, 0)]
+    result = invoke("check", "tag", "--steps", "5", "--check", "api", "--cuda")
+    assert calls == [("tag", 8, 200, 0, "gpu")]
     assert result.exit_code == 1 and "FAIL cuda: step 17: observations differ in env 3" in result.output
 
 

@@ -115,3 +115,45 @@ def test_reference_envs_follow_their_apis():
         total += r
         done = term or trunc
     assert 5 <= total <= 500 and (abs(obs[0]) > 2.4 or abs(obs[2]) > 0.2094 or trunc)
+
+
+@needs_cxx
+@pytest.mark.parametrize("name", ["cuda_cartpole", "tag"])
+def test_cli_check_cuda_host_runs_without_gpu(name, monkeypatch):
+    """`pufferbox check ENV --cuda --host`: the kernel source built with g++, never a GPU."""
+    from click.testing import CliRunner
+
+    import pufferbox.cuda.consistency as consistency
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    monkeypatch.setattr(consistency, "gpu_unavailable_reason", lambda: "no CUDA GPU: the host run must not ask")
+    result = CliRunner().invoke(cli, ["check", name, "--cuda", "--host", "--check", "api", "--steps", "5"])
+    assert result.exit_code == 0, result.output
+    assert f"{name}: ok   cuda: {name} (host): 200 steps x 8 envs, 0 mismatches" in result.output
+    assert f"{name}: all 2 checks passed" in result.output
+
+
+@needs_cxx
+def test_cli_check_cuda_host_reports_each_wrong_index(monkeypatch):
+    """A reference that disagrees with its kernel in one feature of one env: exit 1, the index named."""
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+    from pufferbox_warp.cartpole import CartPoleReference
+
+    observe = CartPoleReference.cartpole_observe
+
+    def off_by_one_in_env_1_feature_2(self):
+        observe(self)
+        if self.num_envs > 1:
+            self.arrays["observations"][1, 2] += 1.0
+
+    monkeypatch.setattr(CartPoleReference, "cartpole_observe", off_by_one_in_env_1_feature_2)
+    load_commands()
+    result = CliRunner().invoke(cli, ["check", "cuda_cartpole", "--host", "--check", "api", "--steps", "5"])
+    assert result.exit_code == 1, result.output
+    assert "cuda_cartpole: FAIL cuda: cuda_cartpole (host): " in result.output
+    assert "  step 0 observations[env 1 agent 0 feature 2]: cpu=" in result.output
+    assert "observations[env 0" not in result.output  # only the broken index is reported
+    assert "cuda_cartpole: failed cuda" in result.output

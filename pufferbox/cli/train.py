@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from pufferbox.cli import cli
+from pufferbox.cli import UserError, cli
+from pufferbox.registry import get_registry
 
 
 @cli.command()
@@ -59,21 +60,65 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
 @cli.command("eval")
 @click.argument("env", required=False)
-@click.option("--checkpoint", required=True, type=click.Path(exists=True), help="ckpt-*.pt file or a run directory.")
-@click.option("--episodes", type=int, default=10, show_default=True)
+@click.option("--checkpoint", type=click.Path(exists=True),
+              help="ckpt-*.pt file or a run directory (default: the newest checkpoint of ENV under --runs).")
+@click.option("--runs", "runs_root", default="runs", show_default=True, type=click.Path(file_okay=False),
+              help="Where to look for ENV's runs when --checkpoint is not given.")
+@click.option("--episodes", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--render", is_flag=True, help="Print ANSI frames (text envs).")
-@click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4.")
+@click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4 (headless).")
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
-def eval_(env, checkpoint, episodes, render, video, deterministic, seed):
-    """Evaluate a checkpoint: prints mean/std return as JSON."""
+def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed):
+    """Evaluate a checkpoint: prints mean/std return as JSON.
+
+    Without --checkpoint, takes the newest checkpoint of ENV's runs under ./runs
+    (`pufferbox eval nethack --render` right after `pufferbox train nethack`).
+    """
+    import os
     import sys
 
     from pufferbox.train.evaluate import evaluate
 
+    if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
+        raise UserError(f"{video}: video must end in .gif or .mp4")  # before any episode runs
+    if checkpoint is None:
+        if env is None:
+            raise UserError("eval: name an env (newest run under runs/) or pass --checkpoint PATH")
+        checkpoint = newest_checkpoint(get_registry().get(env).name, Path(runs_root))
+        click.echo(f"checkpoint: {checkpoint}", err=True)
+    if video is not None:
+        # rgb_array frames need no window; without this, pygame-drawn envs ask SDL for a display
+        # and print "XDG_RUNTIME_DIR is invalid" on headless machines and in containers.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     result = evaluate(env, checkpoint, episodes=episodes, render=render, video=video,
                       deterministic=deterministic, seed=seed, stream=sys.stderr if render else None)
     click.echo(json.dumps(result))
+
+
+def newest_checkpoint(env: str, root: Path) -> Path:
+    """The newest ``ckpt-*.pt`` among the run directories under ``root`` that trained ``env``.
+
+    A run directory is one with ``config.toml`` naming the env in ``[run] env`` (``runs/NAME/`` or,
+    for names with a slash such as ``procgen/bigfish``, ``runs/procgen/bigfish-.../``).
+    """
+    import tomllib
+
+    from pufferbox.train.checkpoint import latest_checkpoint
+
+    found = []
+    for config in [*root.glob("*/config.toml"), *root.glob("*/*/config.toml")]:
+        try:
+            trained = tomllib.loads(config.read_text()).get("run", {}).get("env")
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        ckpt = latest_checkpoint(config.parent / "checkpoints") if trained == env else None
+        if ckpt is not None:
+            found.append((Path(ckpt).stat().st_mtime, str(ckpt)))
+    if not found:
+        raise UserError(f"eval: no checkpoint of {env} under {root}/; train one (`pufferbox train {env}`) "
+                        "or pass --checkpoint PATH")
+    return Path(max(found)[1])
 
 
 @cli.command()

@@ -148,10 +148,10 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
                           f"{value!r} ({source})")
     if expected is float and not math.isfinite(value):
         raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
+    if f"{section}.{key}" in AT_LEAST_ONE and value < 1:  # before the >= 0 rule: 0 is no fix for -4
+        raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
-    if f"{section}.{key}" in AT_LEAST_ONE and value < 1:
-        raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     return value
 
 

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, latest_finite_checkpoint
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
@@ -73,6 +74,7 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
         else:
             config = merge(resolve_config(), config, "config")
     spec = get_registry().get(env)
+    check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)

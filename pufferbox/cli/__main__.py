@@ -1,0 +1,5 @@
+"""``python -m pufferbox.cli``: the same as the ``pufferbox`` script."""
+
+from pufferbox.cli import main
+
+main()

@@ -1,0 +1,97 @@
+"""Check a run's ``[env]`` table against what the env's creators accept, before any env is built.
+
+The ``[env]`` keys go as keyword arguments to the plugin's creator that the run uses: the
+native batched block (``spec.native``), the one-env binding (``spec.binding``), or, for
+``--backend cuda``, the kernel's CPU reference. A key a creator's signature does not name
+is refused with one line naming the key and the accepted ones. A creator that takes
+``**kwargs`` (``gymnasium.make`` pass-throughs) cannot be read statically: keys that only
+its ``**kwargs`` would take are tried by building that creator once, and a ``TypeError``
+naming such a key is turned into the same one-line error.
+
+Example:
+    >>> from pufferbox.registry import get_registry                      # doctest: +SKIP
+    >>> check_env_kwargs(get_registry().get("tag"), {"gravity_x": 3}, backend="cuda")  # doctest: +SKIP
+    Traceback (most recent call last):
+    pufferbox.envargs.EnvArgumentError: env.gravity_x: tag does not accept this key; accepted: ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Callable
+
+from pufferbox.registry import EnvSpec
+
+__all__ = ["EnvArgumentError", "check_env_kwargs", "creators"]
+
+# Passed by pufferbox itself, never by the user's [env] table.
+INTERNAL = {"num_envs"}
+
+
+class EnvArgumentError(ValueError):
+    """An ``[env]`` key that the env's creator does not accept."""
+
+
+def creators(spec: EnvSpec, native: bool = True, backend: str = "serial") -> list[tuple[str, Callable[..., Any]]]:
+    """``(role, callable)`` of what builds ``spec``'s envs in a run with these settings."""
+    if backend == "cuda" and spec.cuda is not None:
+        return [("kernel reference", spec.cuda.reference_class())]
+    if native and spec.native is not None:
+        return [("native", spec.native)]
+    return [("binding", spec.binding)]
+
+
+def signature_keys(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+    """``(named keyword parameters, takes **kwargs)`` of ``fn``; an unreadable signature is open."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set(), True
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return named - INTERNAL, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def check_env_kwargs(spec: EnvSpec, kwargs: dict, native: bool = True, backend: str = "serial") -> None:
+    """Raise :class:`EnvArgumentError` if a key of ``kwargs`` is not accepted by ``spec``'s creator."""
+    if not kwargs:
+        return
+    for role, fn in creators(spec, native, backend):
+        named, open_ = signature_keys(fn)
+        extra = sorted(set(kwargs) - named)
+        if not extra:
+            continue
+        if not open_:
+            raise EnvArgumentError(f"env.{extra[0]}: {spec.name} does not accept this key ({role} {qualname(fn)}); "
+                                   f"accepted: {', '.join(sorted(named)) or 'none'}")
+        probe(spec, role, fn, kwargs, extra)
+
+
+def known_keys(spec: EnvSpec) -> list[str]:
+    """Every key some creator of ``spec`` names: a hint when an open creator refused a key."""
+    fns = [spec.binding, spec.native, spec.cuda.reference_class() if spec.cuda is not None else None]
+    return sorted(set().union(*(signature_keys(fn)[0] for fn in fns if fn is not None)))
+
+
+def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra: list[str]) -> None:
+    """Build ``fn`` once with ``kwargs``; a ``TypeError`` naming one of ``extra`` becomes the one-line error."""
+    spec.ensure_available()
+    merged = {**spec.kwargs, **kwargs}
+    try:
+        env = fn(num_envs=1, **merged) if role == "native" else fn(**merged)
+    except TypeError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else "TypeError"
+        bad = [key for key in extra if re.search(rf"\b{re.escape(key)}\b", message)]
+        if not bad:
+            raise
+        reason = message.split(" was raised from the environment creator")[0]  # gymnasium.make's long suffix
+        hint = ", ".join(known_keys(spec))
+        raise EnvArgumentError(f"env.{bad[0]}: {spec.name} does not accept this key ({reason})"
+                               + (f"; known keys: {hint}" if hint else "")) from None
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
+
+
+def qualname(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
