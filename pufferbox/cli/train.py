@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
 
 import click
@@ -23,7 +25,8 @@ from pufferbox.cli import cli
 @click.option("--seed", type=int, help="Random seed.")
 @click.option("--device", help="cpu, cuda, cuda:N or auto.")
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the policy.")
-@click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run goes (default runs/ENV-TIMESTAMP).")
+@click.option("--run-dir", type=click.Path(file_okay=False),
+              help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
@@ -31,6 +34,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
+    A --run-dir that already holds a run is refused (continue it with --resume). Ctrl-C or
+    SIGTERM saves a checkpoint after the current update; exit status 0 after Ctrl-C, 143 after SIGTERM.
     """
     from pufferbox.train.config import ConfigError
     from pufferbox.train.runner import default_run_dir, run
@@ -40,10 +45,10 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
              "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
              "train.seed": seed, "train.device": device, "train.compile": compile_}
-    if resume is None:
+    if resume is None and not run_dir:
         from pufferbox.registry import get_registry
 
-        run_dir = Path(run_dir) if run_dir else default_run_dir(get_registry().get(env).name)
+        run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
     result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
                  run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard)
     solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
@@ -55,6 +60,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
                + (f"; {solved}" if solved else ""))
     click.echo(f"run directory: {result.run_dir}")
     click.echo(f"checkpoint: {result.checkpoint}")
+    if result.stop_signal == signal.SIGTERM:
+        sys.exit(128 + signal.SIGTERM)  # what supervisors (Slurm, Kubernetes) expect after a TERM
 
 
 @cli.command("eval")
@@ -67,8 +74,6 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 @click.option("--seed", type=int, default=12345, show_default=True)
 def eval_(env, checkpoint, episodes, render, video, deterministic, seed):
     """Evaluate a checkpoint: prints mean/std return as JSON."""
-    import sys
-
     from pufferbox.train.evaluate import evaluate
 
     result = evaluate(env, checkpoint, episodes=episodes, render=render, video=video,

@@ -1,7 +1,7 @@
 """Checkpoint files: atomic writes, the last K kept, loads that cannot run pickled code.
 
 A checkpoint is a dict of plain tensors, numbers and strings (state dicts, RNG states as
-uint8 tensors), saved with ``torch.save`` to ``ckpt-<update>.pt.tmp`` in the same
+uint8 tensors), saved with ``torch.save`` to a uniquely named ``.ckpt-<update>.pt.*.tmp`` in the same
 folder, fsynced, then renamed over ``ckpt-<update>.pt`` with ``os.replace``: a crash
 mid-write leaves only a stray ``.tmp`` and every earlier checkpoint intact.
 Loading uses ``torch.load(weights_only=True)``.
@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +62,25 @@ def fsync_dir(directory: Path) -> None:
 
 
 def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, keep: int = 3) -> Path:
-    """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``."""
+    """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``.
+
+    The checkpoint just written is never deleted, whatever numbers other files in ``directory`` carry.
+    The state is serialized in memory first, so a full disk surfaces as ``OSError(ENOSPC)`` from the
+    write (torch's own writer reports it as ``unexpected pos``).
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"ckpt-{update:08d}.pt"
-    tmp = final.with_name(final.name + ".tmp")
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
     try:
-        with open(tmp, "wb") as fh:
-            torch.save(state, fh)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buffer.getbuffer())
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; checkpoints are shared like any output file
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -77,7 +88,8 @@ def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, k
     fsync_dir(directory)
     if keep > 0:
         for old in list_checkpoints(directory)[:-keep]:
-            old.unlink(missing_ok=True)
+            if old != final:
+                old.unlink(missing_ok=True)
     return final
 
 
