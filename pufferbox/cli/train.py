@@ -72,12 +72,15 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 @click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4.")
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
-def eval_(env, checkpoint, episodes, render, video, deterministic, seed):
+@click.option("--encoder", metavar="MODULE:ATTR", help="Trust this encoder, named by the checkpoint but registered "
+              "by no installed plugin (a checkpoint alone never makes pufferbox import code).")
+def eval_(env, checkpoint, episodes, render, video, deterministic, seed, encoder):
     """Evaluate a checkpoint: prints mean/std return as JSON."""
     from pufferbox.train.evaluate import evaluate
 
     result = evaluate(env, checkpoint, episodes=episodes, render=render, video=video,
-                      deterministic=deterministic, seed=seed, stream=sys.stderr if render else None)
+                      deterministic=deterministic, seed=seed, stream=sys.stderr if render else None,
+                      encoder=encoder)
     click.echo(json.dumps(result))
 
 

@@ -27,7 +27,8 @@ import torch
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError"]
+__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "list_checkpoints", "CheckpointError",
+           "check_encoder_is_trusted"]
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 
@@ -106,5 +107,45 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
-        raise CheckpointError(f"{path}: not a loadable pufferbox checkpoint ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        # Never quote torch's message: it advises ``weights_only=False``, i.e. running the file's code.
+        why = ("it holds pickled Python objects, which pufferbox never loads (only tensors, numbers, strings)"
+               if "Unsupported global" in str(exc) else "not written by torch.save, or truncated or corrupt")
+        raise CheckpointError(f"{path}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a "
+                              f"ckpt-*.pt that pufferbox wrote") from None
+
+
+BUILTIN_ENCODERS = ("auto", "mlp", "cnn")
+
+
+def registered_encoders() -> set[str]:
+    """``module:attr`` names of the default policies that installed plugins register."""
+    from pufferbox.registry import get_registry
+
+    names = set()
+    for spec in get_registry().all_envs():
+        if isinstance(spec.policy, str):
+            names.add(spec.policy)
+        elif spec.policy is not None:
+            names.add(f"{spec.policy.__module__}:{spec.policy.__qualname__}")
+    return names
+
+
+def check_encoder_is_trusted(policy: dict, source: str, explicit: str | None = None) -> None:
+    """Refuse a ``policy.encoder`` that only ``source`` (a checkpoint, a run dir) names.
+
+    A checkpoint is data: resolving its ``encoder = "module:attr"`` would import that module and
+    call the attribute. Allowed: the built-in encoders, encoders that installed plugins register,
+    and ``explicit``, the one the user passed on the command line (or in their own config).
+
+    Example:
+        >>> check_encoder_is_trusted({"encoder": "mlp"}, "ckpt-1.pt")
+        >>> check_encoder_is_trusted({"encoder": "os:system"}, "ckpt-1.pt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        pufferbox.train.checkpoint.CheckpointError: ckpt-1.pt names policy.encoder 'os:system', ...
+    """
+    choice = policy.get("encoder", "auto")
+    if choice in BUILTIN_ENCODERS or choice == explicit or choice in registered_encoders():
+        return
+    raise CheckpointError(f"{source} names policy.encoder {choice!r}, which no installed plugin registers; "
+                          f"a checkpoint cannot make pufferbox import code: if you trust it, pass it yourself "
+                          f"(eval: --encoder {choice}; train --resume: --set policy.encoder={choice})")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint
+from pufferbox.train.checkpoint import CheckpointError, check_encoder_is_trusted, latest_checkpoint
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
@@ -43,8 +43,12 @@ def resolve_resume(env: str | None, resume: str | Path, overrides: list[str] | N
     if env is not None and env_name is not None and env != env_name:
         raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
     config = base
+    explicit = None
     for text in overrides or []:
         config = resolve_config(config, overrides=[text])
+        if text.replace(" ", "").startswith("policy.encoder="):
+            explicit = config["policy"]["encoder"]
+    check_encoder_is_trusted(config["policy"], str(run_dir / "config.toml"), explicit=explicit)
     return env or env_name, resolve_config(config, flags=flags), checkpoint
 
 
