@@ -29,8 +29,9 @@ from pufferbox.cli import cli
               help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
+@click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard):
+          device, compile_, run_dir, resume, no_tensorboard, ray_address):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -42,6 +43,13 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
+    if ray_address:
+        import os
+
+        from pufferbox.vector.ray import check_reachable
+
+        check_reachable(ray_address)  # fail in seconds, before a run directory is made
+        os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
              "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
              "train.seed": seed, "train.device": device, "train.compile": compile_}

@@ -111,6 +111,17 @@ def lagging(live: dict, best_score: float | None, below: float, min_episodes: in
     return trained >= best_trained and live["mean_return"] < best_score - below * abs(best_score)
 
 
+def tournament_started(run_dir: Path) -> bool:
+    """True if ``run_dir`` holds a tournament that got as far as recording its settings."""
+    if not (run_dir / "leaderboard.sqlite").exists():
+        return False
+    board = Leaderboard.open_read_only(run_dir)
+    try:
+        return board.get_state("settings") is not None
+    finally:
+        board.close()
+
+
 def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps: int | None = None,
                    hours: float | None = None, slice_steps: int | None = None, first_slice_steps: int | None = None,
                    slice_growth: float = 2.0, truncate_below: float = 0.5, halving: bool = False,
@@ -132,14 +143,17 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
     from pufferbox.vector.ray import ensure_ray
 
     run_dir = Path(run_dir)
-    board_exists = (run_dir / "leaderboard.sqlite").exists()
-    if resume and not board_exists:
+    started = tournament_started(run_dir)
+    if resume and not (run_dir / "leaderboard.sqlite").exists():
         raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
-    if not resume and board_exists:
+    if resume and not started:
+        raise TournamentError(f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite has "
+                              f"no settings); start it again without --resume")
+    if not resume and started:
         raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir")
-    # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
-    board = Leaderboard(run_dir, capacity=capacity, keep_recent=pods)
     if resume:
+        # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
+        board = Leaderboard(run_dir, capacity=capacity, keep_recent=pods)
         settings = board.get_state("settings")
         env = settings["env"]
         pods, total_steps, hours = settings["pods"], settings["total_steps"], settings["hours"]
@@ -174,10 +188,9 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
                     "first_slice_steps": first_slice_steps, "slice_growth": slice_growth,
                     "truncate_below": truncate_below, "halving": halving, "eval_episodes": eval_episodes,
                     "capacity": capacity, "cpus_per_pod": cpus_per_pod, "seed": seed}
-        board.set_state("settings", settings)
-        board.set_state("config", config)
-        board.set_state("progress", {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0, "wall_time": 0.0,
-                                     "pod_time": 0.0, "train_time": 0.0, "eval_time": 0.0})
+        board = Leaderboard(run_dir, capacity=capacity, keep_recent=pods)  # only now: a failed start writes nothing
+        board.start(settings, config, {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0, "wall_time": 0.0,
+                                       "pod_time": 0.0, "train_time": 0.0, "eval_time": 0.0})
     progress = {"truncated": 0, "eval_steps": 0, "lost_steps": 0, **board.get_state("progress")}
     hyper = base_hyperparams(config)
     # About one finished episode per env (and a few dozen at least) before a pod is judged.
@@ -216,6 +229,12 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
         if total_steps is not None:
             return progress["steps"] + sum(task.steps for _, task, _ in busy.values()) < total_steps
         return wall_time() < hours * 3600
+
+    def count_pod_time() -> None:  # while slots run, so a board saved mid-run never has train > pod time
+        now = time.perf_counter()
+        for held in slot_since:
+            progress["pod_time"] += now - slot_since[held]
+            slot_since[held] = now
 
     def release(slot: int) -> None:
         actor = slots.pop(slot, None)
@@ -330,6 +349,7 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
                          slice_steps=result.steps, reason=result.truncated)
                     continue
                 poll_progress(list(busy), timeout=1.0)  # the steps the other pods have taken by now count too
+                count_pod_time()
                 rank = board.insert(
                     Entry(pod=task.pod, score=result.score, score_std=result.score_std, episodes=result.episodes,
                           steps=result.lineage_steps, hyperparams=task.hyperparams, parent=task.parent,

@@ -23,7 +23,7 @@ def read_curve(run_dir: str | Path) -> tuple[list[float], list[float], list[floa
     if (Path(run_dir) / "leaderboard.sqlite").is_file():
         from pufferbox.tournament.leaderboard import Leaderboard
 
-        board = Leaderboard(run_dir)
+        board = Leaderboard.open_read_only(run_dir)  # never writes (read-only storage, a live tournament)
         history = board.history()
         board.close()
         return [h[1] for h in history], [h[0] for h in history], [h[2] for h in history]
