@@ -230,3 +230,13 @@ def test_a_read_only_run_dir_is_a_one_line_error(finished, tmp_path):
     proc = in_mount_namespace(f"{ro} && {py} train cartpole --run-dir {store}/new {' '.join(QUICK)}")
     one_line_error(proc, "EROFS", str(store / "new"))
     assert list_checkpoints(store / "run" / "checkpoints")  # nothing lost
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_a_start_that_fails_leaves_no_run_directory(tmp_path, monkeypatch, explicit):
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "cartpole", "--set", "train.no_such_key=1", *(["--run-dir", "mine"] if explicit else [])]
+    result = CliRunner().invoke(cli, args)
+    one_line_error(result, "no_such_key")
+    assert not (tmp_path / "mine").exists()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["RunDirError", "RunDirLock", "claim_run_dir", "new_run_dir", "holds_run", "trim_metrics", "disk_error"]
+__all__ = ["RunDirError", "RunDirLock", "claim_run_dir", "new_run_dir", "discard_empty_run_dir", "holds_run",
+           "trim_metrics", "disk_error"]
 
 LOCK_NAME = ".lock"
 HELD_FDS: set[int] = set()  # lock fds of this process; forked workers close their copies
@@ -57,6 +58,7 @@ class RunDirLock:
     def __init__(self, run_dir: str | Path):
         self.path = Path(run_dir) / LOCK_NAME
         self.fd: int | None = None
+        self.fresh = False  # the directory was empty when claimed (a failed start may remove it)
 
     def acquire(self) -> "RunDirLock":
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -95,12 +97,29 @@ def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
     """Create (if needed) and lock ``run_dir``; refuse one that holds a run unless ``resume``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    fresh = not any(p.name != LOCK_NAME for p in run_dir.iterdir())
     lock = RunDirLock(run_dir).acquire()
+    lock.fresh = fresh
     if not resume and holds_run(run_dir):
         lock.release()
         raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` "
                           f"or pick another --run-dir")
     return lock
+
+
+def discard_empty_run_dir(run_dir: Path) -> None:
+    """Remove ``run_dir`` if it holds nothing but empty folders and the lock file (a start that failed)."""
+    try:
+        for path in sorted(run_dir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir():
+                path.rmdir()
+            elif path.name == LOCK_NAME and path.parent == run_dir:
+                path.unlink()
+            else:
+                return
+        run_dir.rmdir()
+    except OSError:  # not empty after all, or not ours to remove: leave it
+        pass
 
 
 def new_run_dir(env: str, root: str | Path = "runs") -> Path:

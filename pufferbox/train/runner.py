@@ -21,7 +21,7 @@ from pufferbox.train.checkpoint import CheckpointError, check_encoder_is_trusted
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
-from pufferbox.train.rundir import claim_run_dir, disk_error, new_run_dir, trim_metrics
+from pufferbox.train.rundir import claim_run_dir, discard_empty_run_dir, disk_error, new_run_dir, trim_metrics
 
 __all__ = ["run", "default_run_dir"]
 
@@ -91,8 +91,12 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
             lock = claim_run_dir(run_dir, resume=resume is not None)
         return run_locked(env, config, config_file=config_file, overrides=overrides, flags=flags, run_dir=run_dir,
                           resume=resume, stop_after=stop_after, dashboard=dashboard, tensorboard=tensorboard)
-    except OSError as exc:
-        error = disk_error(exc, run_dir or ".")
+    except BaseException as exc:
+        if lock is not None and lock.fresh and run_dir is not None:
+            lock.release()
+            lock = None
+            discard_empty_run_dir(Path(run_dir))  # a failed start leaves no empty run directory behind
+        error = disk_error(exc, run_dir or ".") if isinstance(exc, OSError) else None
         if error is None:
             raise
         raise error from None
