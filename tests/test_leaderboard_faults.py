@@ -59,7 +59,8 @@ def can_mount() -> bool:
         ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(not can_mount(), reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) for read-only storage")
+@pytest.mark.skipif(not can_mount(),
+                    reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) for read-only storage")
 def test_leaderboard_and_plot_work_on_read_only_storage(board_dir, tmp_path):
     png = tmp_path / "out" / "c.png"
     png.parent.mkdir()

@@ -1,4 +1,5 @@
-"""Run directories survive misuse and faults: reuse, failed resume, two trainers, kills, SIGTERM, full/read-only disks."""
+"""Run directories survive misuse and faults: reuse, failed resume, two trainers, kills, SIGTERM, full or
+read-only disks."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from click.testing import CliRunner
 
 from pufferbox.cli import cli, load_commands
 from pufferbox.train.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
-from pufferbox.train.rundir import RunDirLock
 
 QUICK = ["--num-envs", "4", "--set", "train.num_steps=32", "--set", "train.checkpoint_interval=2", "--no-tensorboard"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}

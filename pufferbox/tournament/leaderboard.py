@@ -255,7 +255,8 @@ class Leaderboard:
         """The best-score history as dicts: ``wall_time``, ``total_steps``, ``best_score``, ``eval_steps``."""
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
         eval_steps = "eval_steps" if "eval_steps" in columns else "0 AS eval_steps"  # boards from before it
-        cur = self.db.execute(f"SELECT wall_time, total_steps, best_score, {eval_steps} FROM best_history ORDER BY rowid")
+        cur = self.db.execute(
+            f"SELECT wall_time, total_steps, best_score, {eval_steps} FROM best_history ORDER BY rowid")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur]
 

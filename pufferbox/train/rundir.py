@@ -12,7 +12,7 @@ Example:
     >>> lock = claim_run_dir(d, resume=False)
     >>> claim_run_dir(d, resume=False)                       # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    pufferbox.train.rundir.RunDirError: ...: in use by another trainer (pid ...); wait for it to finish or pick another --run-dir
+    pufferbox.train.rundir.RunDirError: ...: in use by another trainer (pid ...); wait for it ... --run-dir
     >>> lock.release()
 """
 
