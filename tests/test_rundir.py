@@ -240,3 +240,19 @@ def test_a_start_that_fails_leaves_no_run_directory(tmp_path, monkeypatch, expli
     one_line_error(result, "no_such_key")
     assert not (tmp_path / "mine").exists()
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.slow
+def test_sigterm_with_worker_processes_closes_them(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    run_dir = tmp_path / "workers"
+    proc = start_trainer(run_dir, "--backend", "multiprocessing", "--num-workers", "2")
+    wait_for_metric_lines(proc, run_dir, 1)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert len(workers) >= 2
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, f"workers left running: {alive}"
+    assert latest_checkpoint(run_dir / "checkpoints") is not None
