@@ -71,3 +71,15 @@ def test_tournament_with_a_wrong_ray_address_leaves_no_board(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "127.0.0.1:1" in proc.stderr, proc.stderr
     assert not (tmp_path / "t" / "leaderboard.sqlite").exists()
+
+
+def test_ray_address_with_another_backend_is_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    result = CliRunner().invoke(cli, ["train", "cartpole", "--backend", "serial", "--ray-address", "127.0.0.1:1",
+                                      "--run-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2 and result.output.strip() == (
+        "Error: --ray-address applies to --backend ray, not 'serial'; drop one of them")

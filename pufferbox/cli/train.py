@@ -43,6 +43,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
+    if ray_address and backend not in (None, "ray"):
+        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them")
     if ray_address:
         import os
 
