@@ -19,7 +19,10 @@ import functools
 import importlib
 import importlib.util
 import os
+import re
+import threading
 import traceback
+import types
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable
@@ -31,6 +34,9 @@ from pufferbox import hookspecs
 ENTRY_POINT_GROUP = "pufferbox"
 PLUGINS_ENV_VAR = "PUFFERBOX_PLUGINS"
 IMPLEMENTATIONS = ("cpu", "cuda")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*(/[A-Za-z0-9][A-Za-z0-9_.+-]*)*$")
+IMPORT_TIMEOUT_VAR = "PUFFERBOX_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds; generous: some plugins import torch or a simulator
 
 __all__ = ["EnvSpec", "PluginInfo", "Registry", "RegistryError", "UnknownEnvError", "get_registry"]
 
@@ -86,11 +92,19 @@ class EnvSpec:
     version: str = ""
 
     def __post_init__(self) -> None:
+        for name in (self.name, *self.aliases):
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                raise RegistryError(f"env name {name!r}: use letters, digits and _ . + - in /-separated parts "
+                                    f"(no empty, absolute or ../ names: they become paths under runs/)")
         if self.implementation not in IMPLEMENTATIONS:
             raise RegistryError(f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, "
                                 f"got {self.implementation!r}")
         if not callable(self.binding):
             raise RegistryError(f"env {self.name!r}: binding must be callable, got {self.binding!r}")
+        qualname = getattr(self.binding, "__qualname__", "")
+        if isinstance(self.binding, types.FunctionType) and ("<lambda>" in qualname or "<locals>" in qualname):
+            raise RegistryError(f"env {self.name!r}: binding {qualname} is not importable by reference (workers "
+                                f"rebuild the env from it); define it with `def` at module level")
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -154,6 +168,7 @@ class PluginInfo:
     envs: list[str] = field(default_factory=list)
     error: str | None = None
     traceback: str | None = None
+    notes: list[str] = field(default_factory=list)  # refused aliases and commands (the plugin still works)
 
     @property
     def ok(self) -> bool:
@@ -179,6 +194,12 @@ class Registry:
 
     # -- loading ----------------------------------------------------------------------
     def load(self) -> "Registry":
+        """Import every plugin and call its ``register_envs`` hook, one plugin at a time.
+
+        A plugin that fails (import error, ``SystemExit``, an import that does not finish within
+        ``PUFFERBOX_PLUGIN_IMPORT_TIMEOUT`` seconds, a duplicate env name, an error in its hook) is
+        marked broken and registers nothing; the plugins before and after it are unaffected.
+        """
         if self.loaded:
             return self
         self.loaded = True
@@ -191,25 +212,31 @@ class Registry:
             candidates.append((PluginInfo(ep.name, dist, version, ep.value), ep.load))
         for name, obj in self.extra_plugins:
             candidates.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), lambda o=obj: o))
+        timeout = float(os.environ.get(IMPORT_TIMEOUT_VAR) or DEFAULT_IMPORT_TIMEOUT)
         for info, loader in candidates:
             self.plugins.append(info)
             try:
-                self.manager.register(loader(), name=info.name)
-            except Exception as exc:  # a broken plugin is reported, never fatal
+                self.manager.register(bounded_import(loader, info, timeout), name=info.name)
+            except (Exception, SystemExit) as exc:  # a broken plugin is reported, never fatal
                 self.mark_broken(info, exc)
-        for impl in self.manager.hook.register_envs.get_hookimpls():
-            info = next(p for p in self.plugins if p.name == impl.plugin_name)
+                continue
             try:
-                impl.function(register=functools.partial(self.register, plugin=info))
-            except RegistryError:
-                raise
-            except Exception as exc:
+                self.hook_of(info, "register_envs")(register=functools.partial(self.register, plugin=info))
+            except (Exception, SystemExit) as exc:
                 self.mark_broken(info, exc)
         return self
 
-    def mark_broken(self, info: PluginInfo, exc: Exception) -> None:
-        info.error = f"{type(exc).__name__}: {exc}"
-        info.traceback = traceback.format_exc()
+    def hook_of(self, info: PluginInfo, hook: str) -> Any:
+        """Pluggy's caller of ``hook`` restricted to the plugin ``info`` (so errors are its own)."""
+        others = [p for p in self.manager.get_plugins() if self.manager.get_name(p) != info.name]
+        return self.manager.subset_hook_caller(hook, remove_plugins=others)
+
+    def mark_broken(self, info: PluginInfo, exc: BaseException) -> None:
+        if isinstance(exc, PluginImportError):  # the import's own error and traceback, from its thread
+            info.error = str(exc)
+        else:
+            info.error = f"{type(exc).__name__}: {exc}"
+            info.traceback = traceback.format_exc()
         for name in info.envs:  # a plugin that failed half-way registers nothing
             spec = self.envs.pop(name, None)
             for alias in spec.aliases if spec else ():
@@ -219,22 +246,45 @@ class Registry:
             self.manager.unregister(name=info.name)
 
     def register(self, spec: EnvSpec, plugin: PluginInfo | None = None) -> None:
-        """Add ``spec``; two envs of one name (or alias) fail naming both distributions."""
+        """Add ``spec``. Rules (first come keeps a name; an alias never takes a name from an env):
+
+        * its name already an env's name: :class:`RegistryError` naming both distributions
+          (the registering plugin is then reported broken);
+        * its name an earlier env's alias: the alias is withdrawn from that env (noted on its plugin);
+        * one of its aliases already taken: that alias is refused (noted on this plugin).
+        """
         if plugin is not None:
             spec.plugin, spec.distribution, spec.version = plugin.name, plugin.distribution, plugin.version
-        for name in (spec.name, *spec.aliases):
-            owner = self.envs.get(name) or self.envs.get(self.aliases.get(name, ""))
-            if owner is not None:
-                raise RegistryError(
-                    f"env name {name!r} is registered twice: by {owner.distribution} (plugin {owner.plugin!r}) "
-                    f"and by {spec.distribution} (plugin {spec.plugin!r}); uninstall one, or restrict plugins "
-                    f"with {PLUGINS_ENV_VAR}=..."
-                )
+        owner = self.envs.get(spec.name)
+        if owner is not None:
+            raise RegistryError(
+                f"env name {spec.name!r} is registered twice: by {owner.distribution} (plugin {owner.plugin!r}) "
+                f"and by {spec.distribution} (plugin {spec.plugin!r}); uninstall one, or restrict plugins "
+                f"with {PLUGINS_ENV_VAR}=..."
+            )
+        if spec.name in self.aliases:
+            earlier = self.envs[self.aliases.pop(spec.name)]
+            earlier.aliases = tuple(a for a in earlier.aliases if a != spec.name)
+            self.note(earlier.plugin, f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of "
+                                      f"an env of {spec.distribution}")
+        kept = []
+        for alias in spec.aliases:
+            taken = alias in self.envs or alias in self.aliases or alias == spec.name or alias in kept
+            if taken:
+                self.note(spec.plugin, f"alias {alias!r} of {spec.name!r} refused: the name is already taken")
+            else:
+                kept.append(alias)
+        spec.aliases = tuple(kept)
         self.envs[spec.name] = spec
         for alias in spec.aliases:
             self.aliases[alias] = spec.name
         if plugin is not None:
             plugin.envs.append(spec.name)
+
+    def note(self, plugin_name: str, text: str) -> None:
+        for info in self.plugins:
+            if info.name == plugin_name:
+                info.notes.append(text)
 
     # -- queries ----------------------------------------------------------------------
     def get(self, name: str) -> EnvSpec:
@@ -260,15 +310,52 @@ class Registry:
         return [p for p in self.plugins if not p.ok]
 
     def add_commands(self, cli: Any) -> None:
-        """Let plugins add CLI commands (errors are reported by ``pufferbox plugins``)."""
+        """Let plugins add CLI commands through the ``register_commands`` hook.
+
+        A plugin cannot replace a command that exists already (built-in or another plugin's): the
+        original is put back and the attempt noted. Errors are reported by ``pufferbox plugins``.
+        """
         self.load()
         for info in self.plugins:
-            plugin = self.manager.get_plugin(info.name)
-            if info.ok and plugin is not None and hasattr(plugin, "register_commands"):
-                try:
-                    plugin.register_commands(cli=cli)
-                except Exception as exc:
-                    info.error = f"register_commands failed: {type(exc).__name__}: {exc}"
+            if not info.ok:
+                continue
+            before = dict(cli.commands)
+            try:
+                self.hook_of(info, "register_commands")(cli=cli)
+            except (Exception, SystemExit) as exc:
+                info.error = f"register_commands failed: {type(exc).__name__}: {exc}"
+            for name, command in before.items():
+                if cli.commands.get(name) is not command:
+                    cli.commands[name] = command
+                    info.notes.append(f"command {name!r} refused: it exists already")
+
+
+def bounded_import(loader: Callable[[], Any], info: PluginInfo, timeout: float) -> Any:
+    """``loader()`` in a daemon thread: a plugin whose import hangs is reported, not waited for forever."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["plugin"] = loader()
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a plugin's argparse, say
+            box["error"] = exc
+            box["traceback"] = traceback.format_exc()
+
+    thread = threading.Thread(target=target, name=f"pufferbox-plugin-{info.name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"importing {info.module} did not finish within {timeout:g} s (it hangs?); "
+                           f"uninstall it, skip it with {PLUGINS_ENV_VAR}=..., or raise {IMPORT_TIMEOUT_VAR}")
+    if "error" in box:
+        exc = box["error"]
+        info.traceback = box["traceback"]
+        raise PluginImportError(f"{type(exc).__name__}: {exc}")
+    return box["plugin"]
+
+
+class PluginImportError(RuntimeError):
+    """A plugin's import raised (any exception, ``SystemExit`` included)."""
 
 
 @functools.lru_cache(maxsize=1)

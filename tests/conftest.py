@@ -14,13 +14,15 @@ import pytest
 def local_ray() -> Iterator[Any]:
     """One local 2-CPU Ray per test module (it takes seconds to start); yields the ``ray`` module."""
     ray = pytest.importorskip("ray")
-    from pufferbox.vector.ray import ensure_ray
+    import pufferbox.vector.ray as pb_ray
 
     os.environ.pop("RAY_ADDRESS", None)  # never attach to a cluster the developer happens to run
-    ensure_ray(num_cpus=2)
+    pb_ray.ensure_ray(num_cpus=2)
+    temp_dir = pb_ray.local_temp_dir  # a private mkdtemp: only ensure_ray knows its name
     yield ray
     ray.shutdown()
-    shutil.rmtree(f"/tmp/pbray-{os.getpid()}", ignore_errors=True)
+    if temp_dir:
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture

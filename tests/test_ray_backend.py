@@ -55,22 +55,27 @@ def test_ray_local_start_is_loopback_without_home_files(local_ray) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("keep", [False, True])
 def test_local_ray_session_files_removed_at_exit(tmp_path, keep: bool) -> None:
-    """A process that started a local Ray leaves no /tmp/pbray-<pid> behind (unless asked to keep logs)."""
+    """A process that started a local Ray leaves no private session dir behind (unless asked to keep logs)."""
     import subprocess
     import sys
 
     script = ("import os, pufferbox.vector as v\n"
               "with v.make('cartpole', backend='ray', num_envs=2, num_workers=1, native=False) as venv:\n"
               "    venv.reset(seed=0)\n"
-              "print(os.getpid())\n")
-    env = {**os.environ, "PUFFERBOX_KEEP_RAY_LOGS": "1" if keep else "0"}
+              "import pufferbox.vector.ray as r\n"
+              "print(r.local_temp_dir, oct(os.stat(r.local_temp_dir).st_mode & 0o777))\n")
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="pbt-", dir="/tmp")  # short: Unix socket paths are limited to 107 bytes
+    env = {**os.environ, "PUFFERBOX_KEEP_RAY_LOGS": "1" if keep else "0", "PUFFERBOX_RAY_TMPDIR": root}
     env.pop("RAY_ADDRESS", None)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    temp_dir = f"/tmp/pbray-{done.stdout.split()[-1]}"
     try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        temp_dir, mode = done.stdout.split()[-2:]
+        assert os.path.dirname(temp_dir) == root and os.path.basename(temp_dir).startswith("pbray-")
+        assert mode == "0o700"  # private: Ray makes sockets/ and logs/ inside it world-writable
         assert os.path.isdir(temp_dir) == keep, f"{temp_dir} exists: {os.path.isdir(temp_dir)}, expected {keep}"
     finally:
-        import shutil
-
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)

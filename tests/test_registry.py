@@ -46,9 +46,8 @@ def test_broken_plugin_is_reported_and_others_still_work(tmp_path, monkeypatch, 
 def test_duplicate_name_fails_naming_both_distributions(tmp_path, monkeypatch, request):
     plugin_dists.install("duplicate_plugin", tmp_path, monkeypatch, request)
     registry = Registry(only=["classic", "duplicate_example"])
-    with pytest.raises(RegistryError) as err:
-        registry.load()
-    message = str(err.value)
+    (broken,) = registry.broken()  # the later plugin is broken; the first keeps the name
+    message = broken.error
     assert "'cartpole' is registered twice" in message
     assert "pufferbox-classic" in message and "pufferbox-duplicate-example" in message
 

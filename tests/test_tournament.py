@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -195,7 +196,8 @@ def test_driver_killed_and_resumed(tmp_path):
     total = 8 * SLICE
     args = [*PUFFERBOX, "tournament", "cartpole", "--pods", "2", "--total-steps", str(total),
             "--slice-steps", str(SLICE), "--eval-episodes", "2", "--run-dir", str(run_dir)]
-    env = {**os.environ, "RAY_ADDRESS": ""}
+    ray_root = tempfile.mkdtemp(prefix="pbt-", dir="/tmp")  # short (socket paths) and ours to delete
+    env = {**os.environ, "RAY_ADDRESS": "", "PUFFERBOX_RAY_TMPDIR": ray_root}
     proc = subprocess.Popen(args, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180
@@ -203,7 +205,9 @@ def test_driver_killed_and_resumed(tmp_path):
         time.sleep(0.2)
     assert proc.poll() is None, f"the driver ended before it could be killed: {proc.stderr.read()}"
     process_tree_kill(proc)
-    shutil.rmtree(f"/tmp/pbray-{proc.pid}", ignore_errors=True)  # a SIGKILLed driver cannot remove its Ray dir
+    shutil.rmtree(ray_root, ignore_errors=True)  # a SIGKILLed driver cannot remove its Ray dir
+    ray_root = tempfile.mkdtemp(prefix="pbt-", dir="/tmp")
+    env["PUFFERBOX_RAY_TMPDIR"] = ray_root
     before = {e.id: e.score for e in Leaderboard(run_dir, capacity=8).entries(on_board_only=False)}
     assert len(before) >= 2
 
@@ -212,6 +216,8 @@ def test_driver_killed_and_resumed(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout.strip().splitlines()[-1])
     assert summary["total_steps"] >= total
+    assert 0.0 <= summary["overhead"] < 1.0, "pod time of the killed session was counted while it ran"
+    shutil.rmtree(ray_root, ignore_errors=True)
     after = {e.id: e.score for e in Leaderboard(run_dir, capacity=8).entries(on_board_only=False)}
     assert all(after[i] == s for i, s in before.items()), "entries written before the kill survived unchanged"
     # At most the slices in flight (one per pod) were lost: every finished slice is on record,

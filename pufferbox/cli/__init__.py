@@ -3,7 +3,8 @@
 Each topic's commands live in their own module of this package and call one library
 function each. Expected failures (unknown env, bad config, bad backend options) print
 one ``Error: ...`` line and exit with status 2; plugins may add commands through the
-``register_commands`` hook.
+``register_commands`` hook (imported only when a command name is not built in; they can never
+replace a built-in command).
 """
 
 from __future__ import annotations
@@ -38,6 +39,24 @@ class UserError(click.ClickException):
 
 
 class PufferboxGroup(click.Group):
+    """Built-in commands are listed and run without importing any plugin (``--help`` stays fast and
+    safe); plugin commands are looked up only when a name is not built in."""
+
+    plugin_commands_loaded = False
+
+    def get_command(self, ctx: click.Context, name: str):
+        command = super().get_command(ctx, name)
+        if command is None and not self.plugin_commands_loaded:
+            self.plugin_commands_loaded = True
+            from pufferbox.registry import get_registry
+
+            try:
+                get_registry().add_commands(self)
+            except Exception as exc:  # registry problems must not make the CLI unusable
+                click.echo(f"Error: loading plugin commands failed: {exc}", err=True)
+            command = super().get_command(ctx, name)
+        return command
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -45,7 +64,8 @@ class PufferboxGroup(click.Group):
             raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
-@click.group(cls=PufferboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PufferboxGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Plugins may add commands: `pufferbox plugins` lists what is installed.")
 @click.version_option(__version__, prog_name="pufferbox")
 def cli() -> None:
     """pufferbox: environments, fast vectorization and PPO in one box."""
@@ -64,12 +84,6 @@ def load_commands() -> None:
 
 def main() -> None:
     load_commands()
-    from pufferbox.registry import get_registry
-
-    try:
-        get_registry().add_commands(cli)
-    except Exception as exc:  # registry problems must not make the CLI unusable
-        click.echo(f"Error: loading plugins failed: {exc}", err=True)
     cli(prog_name="pufferbox")
 
 

@@ -14,8 +14,30 @@ from pufferbox.registry import EnvSpec, get_registry
 
 
 def env_status(spec: EnvSpec) -> tuple[str, str]:
+    """What happens when you train ``spec`` here: ``ok``, ``unavailable`` or ``broken``, and why.
+
+    Declared spaces are checked for flattening without building the env; a kernel env
+    (``implementation="cuda"``) on a machine without a usable GPU trains its CPU reference.
+    """
     reason = spec.unavailable_reason
-    return ("unavailable", reason) if reason else ("ok", "")
+    if reason:
+        return "unavailable", reason
+    from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
+
+    try:
+        if spec.observation_space is not None:
+            ObservationSpec(spec.observation_space)
+        if spec.action_space is not None:
+            ActionSpec(spec.action_space)
+    except SpaceError as exc:
+        return "broken", f"{exc} (pufferbox cannot flatten it)"
+    if spec.implementation == "cuda":
+        from pufferbox.cuda.device import gpu_unavailable_reason
+
+        no_gpu = gpu_unavailable_reason()
+        if no_gpu:
+            return "ok (cpu reference; --backend cuda needs a GPU)", no_gpu
+    return "ok", ""
 
 
 @cli.command()
@@ -39,27 +61,35 @@ def envs(as_json: bool) -> None:
         return
     table = Table("env", "plugin", "version", "impl", "status")
     for row in rows:
-        status = row["status"] if row["status"] == "ok" else f"[red]{row['status']}[/]: {row['reason']}"
+        status = (row["status"] if row["status"].startswith("ok") else
+                  f"[red]{row['status']}[/]: {row['reason']}")
         impl = row["implementation"] + (" +native" if row["native"] else "")
         table.add_row(row["name"], row["plugin"], row["version"], impl, status)
     Console().print(table)
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def plugins(as_json: bool) -> None:
-    """List installed plugins, their envs, and errors of broken ones."""
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (with every env name).")
+@click.option("--all", "-v", "show_all", is_flag=True, help="List each plugin's env names too.")
+def plugins(as_json: bool, show_all: bool) -> None:
+    """List installed plugins (one row each, with their env count) and errors of broken ones."""
     registry = get_registry().load()
     rows = [{"name": p.name, "distribution": p.distribution, "version": p.version, "module": p.module,
-             "envs": p.envs, "status": "ok" if p.ok else "broken", "error": p.error} for p in registry.plugins]
+             "envs": p.envs, "status": "ok" if p.ok else "broken", "error": p.error, "notes": p.notes}
+            for p in registry.plugins]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     table = Table("plugin", "distribution", "version", "envs", "status")
     for row in rows:
         status = "ok" if row["status"] == "ok" else f"[red]broken[/]: {row['error']}"
-        table.add_row(row["name"], row["distribution"], row["version"], ", ".join(row["envs"]), status)
+        if row["notes"]:
+            status += "".join(f"\n[yellow]note[/]: {note}" for note in row["notes"])
+        envs = f"{len(row['envs'])}" + (f": {', '.join(row['envs'])}" if show_all and row["envs"] else "")
+        table.add_row(row["name"], row["distribution"], row["version"], envs, status)
     Console().print(table)
+    if not show_all:
+        click.echo("(env names: pufferbox plugins --all, or pufferbox envs)")
 
 
 def describe(spec: EnvSpec) -> dict:

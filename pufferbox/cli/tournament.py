@@ -51,6 +51,10 @@ def tournament(env, pods, ray_address, hours, total_steps, slice_steps, first_sl
         raise UserError("name an env: pufferbox tournament ENV --pods N --total-steps T")
     if not resume and (total_steps is None) == (hours is None):
         raise UserError("give exactly one budget: --total-steps T or --hours H")
+    if ray_address:
+        from pufferbox.vector.ray import check_reachable
+
+        check_reachable(ray_address)  # fail in seconds, before the leaderboard is created
     run_dir = run_dir or str(default_run_dir(f"{env}-tournament"))
 
     def log(event: dict) -> None:
@@ -81,13 +85,9 @@ def tournament(env, pods, ray_address, hours, total_steps, slice_steps, first_sl
 @click.option("--all", "show_all", is_flag=True, help="Include entries that fell off the board.")
 def leaderboard(run_dir: str, as_json: bool, show_all: bool) -> None:
     """Show the leaderboard of the tournament in RUN_DIR, best first."""
-    from pathlib import Path
-
     from pufferbox.tournament.leaderboard import Leaderboard
 
-    if not (Path(run_dir) / "leaderboard.sqlite").exists():
-        raise UserError(f"{run_dir}: no leaderboard.sqlite (not a tournament run directory)")
-    board = Leaderboard(run_dir)
+    board = Leaderboard.open_read_only(run_dir)  # never writes: works on read-only storage
     entries = board.entries(on_board_only=not show_all)
     if as_json:
         rows = [dict(e.__dict__, rank=i) for i, e in enumerate(entries, start=1)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
 
 import click
@@ -24,27 +26,40 @@ from pufferbox.registry import get_registry
 @click.option("--seed", type=int, help="Random seed.")
 @click.option("--device", help="cpu, cuda, cuda:N or auto.")
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the policy.")
-@click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run goes (default runs/ENV-TIMESTAMP).")
+@click.option("--run-dir", type=click.Path(file_okay=False),
+              help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
+@click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard):
+          device, compile_, run_dir, resume, no_tensorboard, ray_address):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
+    A --run-dir that already holds a run is refused (continue it with --resume). Ctrl-C or
+    SIGTERM saves a checkpoint after the current update; exit status 0 after Ctrl-C, 143 after SIGTERM.
     """
     from pufferbox.train.config import ConfigError
     from pufferbox.train.runner import default_run_dir, run
 
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
+    if ray_address and backend not in (None, "ray"):
+        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them")
+    if ray_address:
+        import os
+
+        from pufferbox.vector.ray import check_reachable
+
+        check_reachable(ray_address)  # fail in seconds, before a run directory is made
+        os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
              "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
              "train.seed": seed, "train.device": device, "train.compile": compile_}
-    if resume is None:
+    if resume is None and not run_dir:
         from pufferbox.registry import get_registry
 
-        run_dir = Path(run_dir) if run_dir else default_run_dir(get_registry().get(env).name)
+        run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
     result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
                  run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard)
     solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
@@ -56,6 +71,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
                + (f"; {solved}" if solved else ""))
     click.echo(f"run directory: {result.run_dir}")
     click.echo(f"checkpoint: {result.checkpoint}")
+    if result.stop_signal == signal.SIGTERM:
+        sys.exit(128 + signal.SIGTERM)  # what supervisors (Slurm, Kubernetes) expect after a TERM
 
 
 @cli.command("eval")
@@ -69,7 +86,9 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 @click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4 (headless).")
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
-def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed):
+@click.option("--encoder", metavar="MODULE:ATTR", help="Trust this encoder, named by the checkpoint but registered "
+              "by no installed plugin (a checkpoint alone never makes pufferbox import code).")
+def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder):
     """Evaluate a checkpoint: prints mean/std return as JSON.
 
     Without --checkpoint, takes the newest checkpoint of ENV's runs under ./runs
@@ -92,7 +111,8 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
         # and print "XDG_RUNTIME_DIR is invalid" on headless machines and in containers.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     result = evaluate(env, checkpoint, episodes=episodes, render=render, video=video,
-                      deterministic=deterministic, seed=seed, stream=sys.stderr if render else None)
+                      deterministic=deterministic, seed=seed, stream=sys.stderr if render else None,
+                      encoder=encoder)
     click.echo(json.dumps(result))
 
 

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pufferbox.train.config import ConfigError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,24 +73,85 @@ class Entry:
     created: float = 0.0
 
 
+class LeaderboardError(ConfigError):
+    """The leaderboard database is missing, empty or unreadable (a user error: one line, exit 2)."""
+
+
+def check_file(path: Path) -> None:
+    if path.exists() and path.stat().st_size == 0:
+        raise LeaderboardError(f"{path}: empty file, not a leaderboard (a tournament that never started?); "
+                               f"delete it and start the tournament again")
+
+
+def unreadable(path: Path, exc: sqlite3.Error) -> LeaderboardError:
+    return LeaderboardError(f"{path}: not a readable leaderboard database ({exc}); restore it from a backup "
+                            f"or start a new --run-dir")
+
+
 class Leaderboard:
-    """Best-``capacity`` agents by evaluated score, persisted in ``RUN_DIR/leaderboard.sqlite``."""
+    """Best-``capacity`` agents by evaluated score, persisted in ``RUN_DIR/leaderboard.sqlite``.
+
+    ``Leaderboard(run_dir)`` opens (or creates) it for the tournament driver;
+    :meth:`open_read_only` is for readers (``leaderboard``, ``plot``): it never writes, so it
+    works on read-only storage and next to a running tournament.
+    """
 
     def __init__(self, run_dir: str | os.PathLike, capacity: int = 8, keep_recent: int = 0):
         self.keep_recent = keep_recent
         self.run_dir = Path(run_dir)
+        self.capacity = capacity
+        self.path = self.run_dir / "leaderboard.sqlite"
+        check_file(self.path)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.run_dir / "leaderboard"
         self.checkpoint_dir.mkdir(exist_ok=True)
-        self.capacity = capacity
-        self.path = self.run_dir / "leaderboard.sqlite"
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
-        if "eval_steps" not in columns:  # a board written before evaluation steps were recorded
-            self.db.execute("ALTER TABLE best_history ADD COLUMN eval_steps INTEGER NOT NULL DEFAULT 0")
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
+            if "eval_steps" not in columns:  # a board written before evaluation steps were recorded
+                self.db.execute("ALTER TABLE best_history ADD COLUMN eval_steps INTEGER NOT NULL DEFAULT 0")
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise unreadable(self.path, exc) from None
+
+    @classmethod
+    def open_read_only(cls, run_dir: str | os.PathLike) -> "Leaderboard":
+        """The board of ``run_dir`` for reading only (``mode=ro``: no WAL, schema or file changes).
+
+        Raises :class:`LeaderboardError` (one line, naming the file) when it is missing, empty or corrupt.
+        """
+        board = cls.__new__(cls)
+        board.run_dir, board.capacity, board.keep_recent = Path(run_dir), 8, 0
+        board.path = board.run_dir / "leaderboard.sqlite"
+        board.checkpoint_dir = board.run_dir / "leaderboard"
+        if not board.path.is_file():
+            raise LeaderboardError(f"{run_dir}: no leaderboard.sqlite (not a tournament run directory)")
+        check_file(board.path)
+        uri = board.path.resolve().as_uri()
+        # A live driver keeps ``-wal`` beside the file: read through it (mode=ro). Without one nobody is
+        # writing, and ``immutable`` reads without creating ``-wal``/``-shm`` (works on read-only storage).
+        live = board.path.with_name(board.path.name + "-wal").exists()
+        try:
+            board.db = sqlite3.connect(f"{uri}?mode=ro" if live else f"{uri}?immutable=1", uri=True,
+                                       isolation_level=None, timeout=30)
+            board.db.execute("SELECT COUNT(*) FROM entries").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise unreadable(board.path, exc) from None
+        return board
+
+    def start(self, settings: dict, config: dict, progress: dict) -> None:
+        """Record a new tournament's settings, config and initial progress in one transaction."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for key, value in (("settings", settings), ("config", config), ("progress", progress)):
+                self.set_state(key, value)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -190,7 +253,10 @@ class Leaderboard:
 
     def history_rows(self) -> list[dict]:
         """The best-score history as dicts: ``wall_time``, ``total_steps``, ``best_score``, ``eval_steps``."""
-        cur = self.db.execute("SELECT wall_time, total_steps, best_score, eval_steps FROM best_history ORDER BY rowid")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
+        eval_steps = "eval_steps" if "eval_steps" in columns else "0 AS eval_steps"  # boards from before it
+        cur = self.db.execute(
+            f"SELECT wall_time, total_steps, best_score, {eval_steps} FROM best_history ORDER BY rowid")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur]
 

@@ -154,6 +154,17 @@ def new_settings(env: str, pods: int, config: dict, total_steps: int | None, hou
                     cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0, seed=seed)
 
 
+def tournament_started(run_dir: Path) -> bool:
+    """True if ``run_dir`` holds a tournament that got as far as recording its settings."""
+    if not (run_dir / "leaderboard.sqlite").exists():
+        return False
+    board = Leaderboard.open_read_only(run_dir)
+    try:
+        return board.get_state("settings") is not None
+    finally:
+        board.close()
+
+
 class Tournament:
     """The driver: a pool of pod actors, the board, and one loop of small steps.
 
@@ -197,16 +208,19 @@ class Tournament:
         from pufferbox.train.config import resolve_config
 
         run_dir = Path(run_dir)
-        board_exists = (run_dir / "leaderboard.sqlite").exists()
-        if resume and not board_exists:
+        started = tournament_started(run_dir)
+        if resume and not (run_dir / "leaderboard.sqlite").exists():
             raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without "
                                   "--resume")
-        if not resume and board_exists:
+        if resume and not started:
+            raise TournamentError(f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite "
+                                  "has no settings); start it again without --resume")
+        if not resume and started:
             raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a "
                                   "new --run-dir")
-        # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
-        board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
         if resume:
+            # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
+            board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
             settings = Settings.from_board(board.get_state("settings"))
             board.capacity, board.keep_recent = settings.capacity, settings.pods
             config = board.get_state("config")
@@ -216,10 +230,11 @@ class Tournament:
             # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
             config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
             settings = new_settings(spec.name, pods, config, **budget)
-            board.set_state("settings", asdict(settings))
-            board.set_state("config", config)
-            board.set_state("progress", {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0, "wall_time": 0.0,
-                                         "pod_time": 0.0, "train_time": 0.0, "eval_time": 0.0})
+            # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
+            board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
+            board.start(asdict(settings), config, {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0,
+                                                   "wall_time": 0.0, "pod_time": 0.0, "train_time": 0.0,
+                                                   "eval_time": 0.0})
         return cls(board, settings, config, run_dir, resume, ray_address, on_event)
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -244,6 +259,13 @@ class Tournament:
 
     def in_flight_steps(self) -> int:
         return sum(self.live.get(ref, {}).get("steps", 0) for ref in self.busy)
+
+    def count_pod_time(self) -> None:
+        """Add the running slots' time so far, so a board saved mid-run never has train time > pod time."""
+        now = time.perf_counter()
+        for held in self.slot_since:
+            self.progress["pod_time"] += now - self.slot_since[held]
+            self.slot_since[held] = now
 
     def release(self, slot: int) -> None:
         actor = self.slots.pop(slot, None)
@@ -391,6 +413,7 @@ class Tournament:
     def commit(self, slot: int, task: PodTask, result: SliceResult) -> None:
         """Insert an evaluated slice into the board (with the steps every pod has taken by now)."""
         self.poll_progress(list(self.busy), timeout=1.0)  # the steps the other pods have taken by now count too
+        self.count_pod_time()
         progress = self.progress
         rank = self.board.insert(
             Entry(pod=task.pod, score=result.score, score_std=result.score_std, episodes=result.episodes,

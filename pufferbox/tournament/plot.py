@@ -29,7 +29,7 @@ def read_curve(run_dir: str | Path) -> train_plot.Curve:
         return train_plot.read_curve(run_dir)
     from pufferbox.tournament.leaderboard import Leaderboard
 
-    board = Leaderboard(run_dir)
+    board = Leaderboard.open_read_only(run_dir)  # never writes (read-only storage, a live tournament)
     try:
         history = board.history()
     finally:

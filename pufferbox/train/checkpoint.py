@@ -1,7 +1,7 @@
 """Checkpoint files: atomic writes, the last K kept, loads that cannot run pickled code.
 
 A checkpoint is a dict of plain tensors, numbers and strings (state dicts, RNG states as
-uint8 tensors), saved with ``torch.save`` to ``ckpt-<update>.pt.tmp`` in the same
+uint8 tensors), saved with ``torch.save`` to a uniquely named ``.ckpt-<update>.pt.*.tmp`` in the same
 folder, fsynced, then renamed over ``ckpt-<update>.pt`` with ``os.replace``: a crash
 mid-write leaves only a stray ``.tmp`` and every earlier checkpoint intact.
 Loading uses ``torch.load(weights_only=True)``.
@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ import torch
 from pufferbox.train.config import ConfigError
 
 __all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "latest_finite_checkpoint", "list_checkpoints",
-           "weights_finite", "CheckpointError"]
+           "weights_finite", "CheckpointError", "check_encoder_is_trusted"]
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 
@@ -82,19 +84,28 @@ def fsync_dir(directory: Path) -> None:
 
 
 def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, keep: int = 3) -> Path:
-    """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``."""
+    """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``.
+
+    The checkpoint just written is never deleted, whatever numbers other files in ``directory`` carry.
+    The state is serialized in memory first, so a full disk surfaces as ``OSError(ENOSPC)`` from the
+    write (torch's own writer reports it as ``unexpected pos``).
+    """
     directory = Path(directory)
     final = directory / f"ckpt-{update:08d}.pt"
     if not weights_finite(state):
         raise CheckpointError(f"{final}: not written: the model's weights are not finite (NaN/inf); "
                               "earlier checkpoints are kept")
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(final.name + ".tmp")
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
     try:
-        with open(tmp, "wb") as fh:
-            torch.save(state, fh)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buffer.getbuffer())
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; checkpoints are shared like any output file
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -102,7 +113,8 @@ def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, k
     fsync_dir(directory)
     if keep > 0:
         for old in list_checkpoints(directory)[:-keep]:
-            old.unlink(missing_ok=True)
+            if old != final:
+                old.unlink(missing_ok=True)
     return final
 
 
@@ -122,5 +134,45 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
-        raise CheckpointError(f"{path}: not a loadable pufferbox checkpoint ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        # Never quote torch's message: it advises ``weights_only=False``, i.e. running the file's code.
+        why = ("it holds pickled Python objects, which pufferbox never loads (only tensors, numbers, strings)"
+               if "Unsupported global" in str(exc) else "not written by torch.save, or truncated or corrupt")
+        raise CheckpointError(f"{path}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a "
+                              f"ckpt-*.pt that pufferbox wrote") from None
+
+
+BUILTIN_ENCODERS = ("auto", "mlp", "cnn")
+
+
+def registered_encoders() -> set[str]:
+    """``module:attr`` names of the default policies that installed plugins register."""
+    from pufferbox.registry import get_registry
+
+    names = set()
+    for spec in get_registry().all_envs():
+        if isinstance(spec.policy, str):
+            names.add(spec.policy)
+        elif spec.policy is not None:
+            names.add(f"{spec.policy.__module__}:{spec.policy.__qualname__}")
+    return names
+
+
+def check_encoder_is_trusted(policy: dict, source: str, explicit: str | None = None) -> None:
+    """Refuse a ``policy.encoder`` that only ``source`` (a checkpoint, a run dir) names.
+
+    A checkpoint is data: resolving its ``encoder = "module:attr"`` would import that module and
+    call the attribute. Allowed: the built-in encoders, encoders that installed plugins register,
+    and ``explicit``, the one the user passed on the command line (or in their own config).
+
+    Example:
+        >>> check_encoder_is_trusted({"encoder": "mlp"}, "ckpt-1.pt")
+        >>> check_encoder_is_trusted({"encoder": "os:system"}, "ckpt-1.pt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        pufferbox.train.checkpoint.CheckpointError: ckpt-1.pt names policy.encoder 'os:system', ...
+    """
+    choice = policy.get("encoder", "auto")
+    if choice in BUILTIN_ENCODERS or choice == explicit or choice in registered_encoders():
+        return
+    raise CheckpointError(f"{source} names policy.encoder {choice!r}, which no installed plugin registers; "
+                          f"a checkpoint cannot make pufferbox import code: if you trust it, pass it yourself "
+                          f"(eval: --encoder {choice}; train --resume: --set policy.encoder={choice})")

@@ -44,12 +44,16 @@ class JsonlWriter:
 
 
 class TensorBoardWriter:
-    """Scalars under ``charts/`` (returns, sps), ``losses/`` and ``time/`` (phases)."""
+    """Scalars under ``charts/`` (returns, sps), ``losses/`` and ``time/`` (phases).
 
-    def __init__(self, log_dir: str | Path):
+    ``purge_step``: on resume, events at steps ``>= purge_step`` (written after the checkpoint, then
+    replayed) are discarded by TensorBoard, so curves show each step once.
+    """
+
+    def __init__(self, log_dir: str | Path, purge_step: int | None = None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(log_dir))
+        self.writer = SummaryWriter(str(log_dir), purge_step=purge_step)
 
     def __call__(self, metrics: dict) -> None:
         step = metrics["global_step"]

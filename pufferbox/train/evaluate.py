@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import load_checkpoint
+from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
 from pufferbox.train.policies import build_agent
@@ -26,11 +26,12 @@ __all__ = ["evaluate"]
 
 def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render: bool = False,
              video: str | Path | None = None, deterministic: bool = False, seed: int = 12345,
-             num_envs: int = 8, stream: TextIO | None = None) -> dict[str, Any]:
+             num_envs: int = 8, stream: TextIO | None = None, encoder: str | None = None) -> dict[str, Any]:
     """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict.
 
     ``render`` prints ANSI frames (text envs such as NetHack) to ``stream``; ``video``
-    (``.gif`` or ``.mp4``) saves ``rgb_array`` frames of the first env.
+    (``.gif`` or ``.mp4``) saves ``rgb_array`` frames of the first env. ``encoder``: the user's
+    ``module:attr`` for a checkpoint whose encoder no installed plugin registers.
     """
     import pufferbox.vector
 
@@ -42,6 +43,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
     spec = get_registry().get(env or env_name)
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
+    check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
     env_kwargs = dict(config.get("env", {}))
     visual = render or video is not None
     render_mode = None

@@ -64,6 +64,7 @@ class TrainResult:
     solved_at_time: float | None
     checkpoint: str | None
     interrupted: bool = False
+    stop_signal: int | None = None  # SIGINT/SIGTERM that stopped the run (set by train.runner)
     history: list[dict] = field(default_factory=list, repr=False)
 
     def summary(self) -> dict:

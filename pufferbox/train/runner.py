@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import datetime
 import signal
 import threading
 from pathlib import Path
@@ -19,22 +18,61 @@ from typing import Any
 
 from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, latest_finite_checkpoint
+from pufferbox.train.checkpoint import (CheckpointError, check_encoder_is_trusted, latest_checkpoint,
+                                       latest_finite_checkpoint)
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
+from pufferbox.train.rundir import claim_run_dir, discard_empty_run_dir, disk_error, new_run_dir, trim_metrics
 
 __all__ = ["run", "default_run_dir"]
 
 
 def default_run_dir(env: str, root: str | Path = "runs") -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(root) / f"{env}-{stamp}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = Path(root) / f"{env}-{stamp}-{n}"
-    return path
+    """A fresh ``root/ENV-TIMESTAMP[-N]``, created now (so no other run can take the same name)."""
+    return new_run_dir(env, root)
+
+
+def resolve_resume(env: str | None, resume: str | Path, overrides: list[str] | None,
+                   flags: dict | None) -> tuple[str, dict, Path]:
+    """The env, config and checkpoint of ``--resume RUN_DIR`` plus ``overrides``/``flags`` (nothing written)."""
+    run_dir = Path(resume)
+    if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
+        raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
+    checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
+    if checkpoint is None:
+        raise CheckpointError(f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds "
+                              "NaN/inf); start a new run")
+    base = load_toml(run_dir / "config.toml")
+    env_name = base.pop("run", {}).get("env")
+    if env is not None and env_name is not None and env != env_name:
+        raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
+    config = base
+    explicit = None
+    for text in overrides or []:
+        config = resolve_config(config, overrides=[text])
+        if text.replace(" ", "").startswith("policy.encoder="):
+            explicit = config["policy"]["encoder"]
+    check_encoder_is_trusted(config["policy"], str(run_dir / "config.toml"), explicit=explicit)
+    return env or env_name, resolve_config(config, flags=flags), checkpoint
+
+
+class Writers:
+    """The metric writers, as one callback; filled only once the run has been validated."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def __call__(self, metrics: dict) -> None:
+        for writer in self.items:
+            writer(metrics)
+
+    def close(self) -> None:
+        for writer in self.items:
+            try:
+                writer.close()
+            except OSError:  # a full disk fails the final flush too; the first error is the one reported
+                pass
 
 
 def run(env: str | None = None, config: dict | None = None, *, config_file: str | Path | None = None,
@@ -43,92 +81,126 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
         tensorboard: bool = True) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (resolved) or the layers.
 
+    ``run_dir`` must not hold a run already (:class:`RunDirError`); it is locked while training.
     ``resume`` is a run directory: its ``config.toml`` is the base (``overrides``/``flags`` may
     extend it, e.g. ``total_steps``) and training continues from its newest checkpoint in it.
-    ``stop_after`` stops after that many steps of this call (for tests and tournaments).
+    Everything (config, policy shape, worker counts) is validated before anything is written, so a
+    failed resume leaves the run directory as it was. ``stop_after`` stops after that many steps of
+    this call (for tests and tournaments). SIGINT and SIGTERM checkpoint after the current update.
     """
     if resume is not None:
         run_dir = Path(resume)
-        if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
-            raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
-        checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
-        if checkpoint is None:
-            raise CheckpointError(f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds "
-                                  "NaN/inf); start a new run")
-        base = load_toml(run_dir / "config.toml")
-        env_name = base.pop("run", {}).get("env")
-        if env is not None and env_name is not None and env != env_name:
-            raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
-        env = env or env_name
-        config = base
-        for text in overrides or []:
-            config = resolve_config(config, overrides=[text])
-        config = resolve_config(config, flags=flags)
+    lock = None
+    try:
+        if run_dir is not None:  # before reading anything: a live trainer may be writing it
+            lock = claim_run_dir(run_dir, resume=resume is not None)
+        return run_locked(env, config, config_file=config_file, overrides=overrides, flags=flags, run_dir=run_dir,
+                          resume=resume, stop_after=stop_after, dashboard=dashboard, tensorboard=tensorboard)
+    except BaseException as exc:
+        if lock is not None and lock.fresh and run_dir is not None:
+            lock.release()
+            lock = None
+            discard_empty_run_dir(Path(run_dir))  # a failed start leaves no empty run directory behind
+        error = disk_error(exc, run_dir or ".") if isinstance(exc, OSError) else None
+        if error is None:
+            raise
+        raise error from None
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def run_locked(env: str | None, config: dict | None, *, config_file: str | Path | None,
+               overrides: list[str] | None, flags: dict | None, run_dir: str | Path | None,
+               resume: str | Path | None, stop_after: int | None,
+               dashboard: bool, tensorboard: bool) -> TrainResult:
+    checkpoint = None
+    if resume is not None:
+        env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
+    elif env is None:
+        raise ConfigError("run(): name an env")
+    elif config is None:
+        config = resolve_config(get_registry().get(env).defaults, config_file, overrides, flags)
     else:
-        checkpoint = None
-        if env is None:
-            raise ConfigError("run(): name an env")
-        if config is None:
-            spec = get_registry().get(env)
-            config = resolve_config(spec.defaults, config_file, overrides, flags)
-        else:
-            config = merge(resolve_config(), config, "config")
+        config = merge(resolve_config(), config, "config")
     spec = get_registry().get(env)
     check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
-    if run_dir is not None:
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        dump_toml({"run": {"env": spec.name}, **config}, run_dir / "config.toml")
-
-    writers: list[Any] = []
-    if run_dir is not None:
-        writers.append(JsonlWriter(run_dir / "metrics.jsonl"))
-        if tensorboard:
-            writers.append(TensorBoardWriter(run_dir / "tb"))
-    if dashboard:
-        writers.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
-                                       config["train"]["total_steps"]))
-    trainer = Trainer(spec, config, run_dir=run_dir, callbacks=writers)
+    writers = Writers()
+    trainer = Trainer(spec, config, run_dir=run_dir, callbacks=[writers])
     try:
         if checkpoint is not None:
-            trainer.load_checkpoint(checkpoint)
+            load_resumed(trainer, checkpoint)
+        if run_dir is not None:
+            run_dir = Path(run_dir)
+            dump_toml({"run": {"env": spec.name}, **config}, run_dir / "config.toml")
+            if checkpoint is not None:
+                trim_metrics(run_dir / "metrics.jsonl", trainer.update)
+            writers.items.append(JsonlWriter(run_dir / "metrics.jsonl"))
+            if tensorboard:
+                writers.items.append(TensorBoardWriter(run_dir / "tb", purge_step=trainer.global_step + 1
+                                                       if checkpoint is not None else None))
+        if dashboard:
+            writers.items.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
+                                                 config["train"]["total_steps"]))
         total = config["train"]["total_steps"]
         if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
             print(f"note: train.total_steps={total:,} is not a multiple of the "
                   f"{trainer.num_rows} agent rows stepped together; the run ends at {trainer.planned_steps():,} "
                   "steps (the last rollout is cut short to stay as close as it can)", flush=True)
-        with stop_on_sigint(trainer):
+        with stop_on_signals(trainer) as stop:
             if stop_after is not None:
                 trainer.train_steps(stop_after)
                 if run_dir is not None:
                     trainer.save_checkpoint()
-                return trainer.result()
-            return trainer.train()
+                result = trainer.result()
+            else:
+                result = trainer.train()
+        result.stop_signal = stop.signum
+        return result
     finally:
         trainer.close()
-        for writer in writers:
-            writer.close()
+        writers.close()
 
 
-class stop_on_sigint:
-    """First Ctrl-C: finish the current update, checkpoint, return. Second: interrupt now."""
+def load_resumed(trainer: Trainer, checkpoint: Path) -> None:
+    """Load ``checkpoint``; a policy that does not fit (e.g. ``--set policy.hidden_size``) is a user error."""
+    try:
+        trainer.load_checkpoint(checkpoint)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        raise CheckpointError(f"--resume: {checkpoint} does not fit this config "
+                              f"({first[-1].strip() if first else type(exc).__name__}); drop the --set that "
+                              f"changed [policy] or start a new --run-dir") from None
+
+
+class stop_on_signals:
+    """First SIGINT (Ctrl-C) or SIGTERM (docker stop, Kubernetes, Slurm): finish the current update,
+    checkpoint, return (the CLI then exits 0 after SIGINT, 143 = 128+SIGTERM after SIGTERM).
+    A second signal interrupts at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, trainer: Trainer):
         self.trainer = trainer
-        self.previous: Any = None
+        self.previous: dict[int, Any] = {}
+        self.signum: int | None = None
 
     def handler(self, signum: int, frame: Any) -> None:
         if self.trainer.stop_requested:
             raise KeyboardInterrupt
         self.trainer.stop_requested = True
-        print("\nCtrl-C: saving a checkpoint after this update (again to abort)", flush=True)
+        self.signum = signum
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
 
-    def __enter__(self) -> "stop_on_sigint":
+    def __enter__(self) -> "stop_on_signals":
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self.handler)
+            for signum in self.SIGNALS:
+                self.previous[signum] = signal.signal(signum, self.handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
+        self.previous.clear()
 

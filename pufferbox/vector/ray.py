@@ -7,8 +7,8 @@ kept until it is returned, so no actor sits idle while others are polled.
 
 ``address`` (or ``RAY_ADDRESS``) joins an existing cluster; otherwise a local Ray starts
 bound to 127.0.0.1, without dashboard, with ``RAY_AUTH_MODE=disabled`` (nothing written to
-the home directory) and a short temp dir (``/tmp/pbray-<pid>``: Unix socket paths are
-limited to 107 bytes), deleted at exit (``PUFFERBOX_KEEP_RAY_LOGS=1`` keeps it).
+the home directory) and a private temp dir (``mkdtemp`` under ``/tmp``, mode 0700: Unix socket
+paths are limited to 107 bytes), deleted at exit (``PUFFERBOX_KEEP_RAY_LOGS=1`` keeps it).
 
 Example:
     >>> import pufferbox.vector
@@ -29,11 +29,27 @@ from pufferbox.buffers import Buffers
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
 from pufferbox.vector.native import concat_infos, join_infos, relabel_infos
 
-__all__ = ["RayVectorEnv", "ensure_ray"]
+__all__ = ["RayVectorEnv", "RayConnectError", "ensure_ray"]
+
+
+TEMP_ROOT_VAR = "PUFFERBOX_RAY_TMPDIR"
+CONNECT_TIMEOUT = 15.0  # seconds to reach a cluster's GCS before giving up (Ray itself retries for minutes)
+local_temp_dir: str | None = None  # the private session dir of the local Ray this process started, if any
+
+
+class RayConnectError(VectorConfigError):
+    """The Ray cluster address cannot be reached (one line, naming the address and the fix)."""
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
-    """Connect to ``address`` (or ``$RAY_ADDRESS``), or start a local, loopback-only Ray."""
+    """Connect to ``address`` (or ``$RAY_ADDRESS``), or start a local, loopback-only Ray.
+
+    A cluster address that does not answer within ``CONNECT_TIMEOUT`` seconds raises
+    :class:`RayConnectError`. The local Ray's session dir is a fresh ``mkdtemp`` (mode 0700) under
+    ``$PUFFERBOX_RAY_TMPDIR`` (default ``/tmp``: Unix socket paths are limited to 107 bytes); a root
+    dir owned by another user, or writable by others without the sticky bit, is refused.
+    """
+    global local_temp_dir
     address = address or os.environ.get("RAY_ADDRESS")
     if not address:
         # On Linux Ray rewrites 127.0.0.1 to the host's routable address unless "cluster mode" is
@@ -48,16 +64,57 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
 
         ray_constants.ENABLE_RAY_CLUSTER = False  # ray may have been imported before the variable was set
     if address:
+        check_reachable(address)
         ray.init(address=address, log_to_driver=False)
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        temp_dir = f"/tmp/pbray-{os.getpid()}"
+        temp_dir = private_temp_dir(os.environ.get(TEMP_ROOT_VAR) or "/tmp")
+        # Ray makes its own temp dir 0777: give it a subdir, so the private 0700 parent guards it.
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, _node_ip_address="127.0.0.1",
-                 _temp_dir=temp_dir, log_to_driver=False)
+                 _temp_dir=os.path.join(temp_dir, "r"), log_to_driver=False)
+        local_temp_dir = temp_dir
         # Registered after ray.init, so it runs before Ray's own exit hook: stop the local Ray,
         # then remove its session files (sockets, logs) unless asked to keep them for debugging.
         atexit.register(shutdown_local_ray, ray, temp_dir)
     return ray
+
+
+def private_temp_dir(root: str) -> str:
+    """A fresh 0700 dir under ``root``; ``root`` must be ours, or shared only with the sticky bit (like /tmp)."""
+    import stat
+    import tempfile
+
+    try:
+        info = os.stat(root)
+    except OSError as exc:
+        raise VectorConfigError(f"Ray temp root {root}: {exc.strerror}; create it or set {TEMP_ROOT_VAR}") from None
+    others_write = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if info.st_uid != os.getuid() and (info.st_uid != 0 or (others_write and not info.st_mode & stat.S_ISVTX)):
+        raise VectorConfigError(f"Ray temp root {root} is owned by uid {info.st_uid}, not you (uid {os.getuid()}): "
+                                f"another user could read or replace Ray's sockets; set {TEMP_ROOT_VAR} to a "
+                                f"directory you own")
+    if others_write and not info.st_mode & stat.S_ISVTX:
+        raise VectorConfigError(f"Ray temp root {root} is writable by other users (mode {stat.filemode(info.st_mode)}) "
+                                f"without the sticky bit; set {TEMP_ROOT_VAR} to a directory only you can write")
+    path = tempfile.mkdtemp(prefix="pbray-", dir=root)  # 0700, unpredictable name: nobody can pre-create it
+    return path
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail fast (one line) when a ``host:port`` (or ``ray://host:port``) Ray address does not answer."""
+    import socket
+
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", "local" and other forms: Ray resolves them (and fails fast when none is running)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
+        raise RayConnectError(f"cannot reach the Ray cluster at {address} ({why} within {timeout:g} s); check "
+                              f"--ray-address/RAY_ADDRESS (the head's `ray start --head` prints it) or drop "
+                              f"both for a local Ray") from None
 
 
 def shutdown_local_ray(ray: Any, temp_dir: str) -> None:

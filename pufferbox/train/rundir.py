@@ -1,0 +1,175 @@
+"""Run directories: one trainer at a time, never reused by accident, disk faults named.
+
+A run directory belongs to one run. :func:`claim_run_dir` takes an exclusive ``flock`` on
+``RUN_DIR/.lock`` (held until the process exits, so a killed trainer never leaves a stale
+lock) and refuses a directory that already holds a run unless it is being resumed.
+:func:`trim_metrics` drops the metric lines of updates that a resume will replay, and
+:func:`disk_error` turns ENOSPC / read-only / permission faults into one-line errors.
+
+Example:
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> lock = claim_run_dir(d, resume=False)
+    >>> claim_run_dir(d, resume=False)                       # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pufferbox.train.rundir.RunDirError: ...: in use by another trainer (pid ...); wait for it ... --run-dir
+    >>> lock.release()
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from pufferbox.train.config import ConfigError
+
+__all__ = ["RunDirError", "RunDirLock", "claim_run_dir", "new_run_dir", "discard_empty_run_dir", "holds_run",
+           "trim_metrics", "disk_error"]
+
+LOCK_NAME = ".lock"
+HELD_FDS: set[int] = set()  # lock fds of this process; forked workers close their copies
+
+
+def close_inherited_locks() -> None:
+    # A forked worker shares the lock's open file description: closing its copy (never LOCK_UN, which
+    # would unlock the parent too) means the lock ends with the trainer even if a worker outlives it.
+    for fd in HELD_FDS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    HELD_FDS.clear()
+
+
+os.register_at_fork(after_in_child=close_inherited_locks)
+
+
+class RunDirError(ConfigError):
+    """The run directory cannot be used as asked (a user error: one line, exit 2)."""
+
+
+class RunDirLock:
+    """An exclusive, non-blocking ``flock`` on ``RUN_DIR/.lock`` that records the holder's pid."""
+
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self.fd: int | None = None
+        self.fresh = False  # the directory was empty when claimed (a failed start may remove it)
+
+    def acquire(self) -> "RunDirLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunDirError(f"{self.path.parent}: in use by another trainer (pid {holder}); "
+                              f"wait for it to finish or pick another --run-dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        HELD_FDS.add(fd)
+        return self
+
+    def release(self) -> None:
+        # The file stays: unlinking it would let a third process lock a new inode while a second holds the old one.
+        if self.fd is not None:
+            HELD_FDS.discard(self.fd)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def holds_run(run_dir: str | Path) -> bool:
+    """True if ``run_dir`` has a config, a checkpoint or metrics of an earlier run."""
+    run_dir = Path(run_dir)
+    metrics = run_dir / "metrics.jsonl"
+    ckpts = run_dir / "checkpoints"
+    return ((run_dir / "config.toml").exists() or (metrics.exists() and metrics.stat().st_size > 0)
+            or (ckpts.is_dir() and any(p.name.startswith("ckpt-") for p in ckpts.iterdir())))
+
+
+def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
+    """Create (if needed) and lock ``run_dir``; refuse one that holds a run unless ``resume``."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fresh = not any(p.name != LOCK_NAME for p in run_dir.iterdir())
+    lock = RunDirLock(run_dir).acquire()
+    lock.fresh = fresh
+    if not resume and holds_run(run_dir):
+        lock.release()
+        raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` "
+                          f"or pick another --run-dir")
+    return lock
+
+
+def discard_empty_run_dir(run_dir: Path) -> None:
+    """Remove ``run_dir`` if it holds nothing but empty folders and the lock file (a start that failed)."""
+    try:
+        for path in sorted(run_dir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir():
+                path.rmdir()
+            elif path.name == LOCK_NAME and path.parent == run_dir:
+                path.unlink()
+            else:
+                return
+        run_dir.rmdir()
+    except OSError:  # not empty after all, or not ours to remove: leave it
+        pass
+
+
+def new_run_dir(env: str, root: str | Path = "runs") -> Path:
+    """Create a fresh ``root/ENV-TIMESTAMP[-N]`` atomically: two runs started in the same second get two dirs."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    Path(root).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        path = Path(root) / (f"{env}-{stamp}" if n == 1 else f"{env}-{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RunDirError(f"{root}: no free run directory name for {env}-{stamp}; pass --run-dir")
+
+
+def trim_metrics(path: str | Path, update: int) -> None:
+    """Keep only the lines of updates ``<= update`` (a resume from that update replays the rest).
+
+    A torn last line (the process was killed mid-write) is dropped too. Rewritten atomically.
+    """
+    path = Path(path)
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if int(record.get("update", 0)) <= update:
+            kept.append(line + "\n")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text("".join(kept))
+    os.replace(tmp, path)
+
+
+DISK_FAULTS = {
+    errno.ENOSPC: "no space left on device (ENOSPC); free some space or pick another --run-dir (earlier "
+                  "checkpoints are intact: continue with --resume)",
+    errno.EDQUOT: "disk quota exceeded (EDQUOT); free some space or pick another --run-dir",
+    errno.EROFS: "read-only file system (EROFS); pick a writable --run-dir",
+    errno.EACCES: "permission denied (EACCES); pick a --run-dir you can write to",
+    errno.EPERM: "operation not permitted (EPERM); pick a --run-dir you can write to",
+}
+
+
+def disk_error(exc: OSError, run_dir: str | Path) -> RunDirError | None:
+    """A one-line :class:`RunDirError` for a storage fault, naming the path; ``None`` for other errors."""
+    reason = DISK_FAULTS.get(exc.errno or 0)
+    if reason is None:
+        return None
+    return RunDirError(f"{exc.filename or run_dir}: {reason}")
