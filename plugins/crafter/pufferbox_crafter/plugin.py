@@ -21,7 +21,7 @@ crafter is imported inside :class:`CrafterEnv` only: without it the envs are lis
 unavailable with the install command.
 
 Example:
-    >>> env = CrafterEnv()  # doctest: +SKIP
+    >>> env = CrafterEnv()
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, env.action_space
     ((64, 64, 3), Discrete(17))

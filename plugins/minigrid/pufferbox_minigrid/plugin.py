@@ -14,7 +14,7 @@ minigrid is imported inside :func:`make_minigrid` only: without it the envs are 
 unavailable with the install command.
 
 Example:
-    >>> env = make_minigrid("MiniGrid-DoorKey-5x5-v0")  # doctest: +SKIP
+    >>> env = make_minigrid("MiniGrid-DoorKey-5x5-v0")
     >>> obs, _ = env.reset(seed=0)
     >>> bytes(obs["mission"]).rstrip(b"\\0")
     b'use the key to open the door and then get to the goal'

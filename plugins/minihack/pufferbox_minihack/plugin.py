@@ -17,7 +17,7 @@ minihack is imported inside :func:`make_minihack` only: without it (or without n
 envs are listed as unavailable with the install command.
 
 Example:
-    >>> env = make_minihack("MiniHack-Room-5x5-v0")  # doctest: +SKIP
+    >>> env = make_minihack("MiniHack-Room-5x5-v0")
     >>> sorted(env.observation_space.spaces)
     ['blstats', 'glyphs', 'message']
 """

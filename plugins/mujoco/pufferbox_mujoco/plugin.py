@@ -13,7 +13,7 @@ Gymnasium imports mujoco when a task is made: without it the envs are listed as 
 with the install command.
 
 Example:
-    >>> env = make_mujoco("Hopper-v5")  # doctest: +SKIP
+    >>> env = make_mujoco("Hopper-v5")
     >>> env.action_space
     Box(-1.0, 1.0, (3,), float32)
 """
