@@ -1,6 +1,7 @@
 """Throughput of the environment plugins: the raw env, pufferbox's backends and peers, one run.
 
-For NetHack, Breakout, Procgen bigfish and two PettingZoo envs: a raw single-env loop
+For NetHack, Breakout, LunarLander, BipedalWalker, MiniGrid DoorKey, Crafter, MuJoCo Hopper
+and Humanoid, MiniHack Room-5x5, Procgen bigfish and two PettingZoo envs: a raw single-env loop
 (random actions, reset on episode end), Gymnasium's vectorizers as peers (single-agent
 envs), Procgen's own batched gym3 env, and pufferbox through ``pufferbox.bench.bench``
 (serial, multiprocessing, native). Multi-agent rows count agent steps. Writes its
@@ -147,7 +148,11 @@ def puffer(name: str, seconds: float, **kwargs: Any) -> float:
 
 def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]]:
     s = seconds
-    single = {"nethack": "NetHackScore-v0 (nle 1.3.0)", "breakout": "ALE Breakout-v5 + preprocessing"}
+    single = {"nethack": "NetHackScore-v0 (nle 1.3.0)", "breakout": "ALE Breakout-v5 + preprocessing",
+              "lunarlander": "LunarLander-v3 (Box2D)", "bipedalwalker": "BipedalWalker-v3 (Box2D)",
+              "minigrid/doorkey-5x5": "MiniGrid-DoorKey-5x5-v0 + mission bytes",
+              "crafter": "Crafter (64x64 frames)", "mujoco/hopper": "Hopper-v5 (MuJoCo)",
+              "mujoco/humanoid": "Humanoid-v5 (MuJoCo)", "minihack/room-5x5": "MiniHack-Room-5x5-v0 (nle 1.3.0)"}
     out: dict[str, list[tuple[str, Callable[[], float]]]] = {}
     for name, what in single.items():
         out[name] = [

@@ -16,6 +16,8 @@ plugin_dists = importlib.util.module_from_spec(_helper)
 _helper.loader.exec_module(plugin_dists)
 
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
+CLASSIC = {"cartpole", "acrobot", "mountaincar", "mountaincar_continuous", "pendulum", "lunarlander",
+           "lunarlander_continuous", "bipedalwalker"}
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 def test_first_party_plugins_register_cartpole_and_ocean():
     registry = Registry(only=["classic", "ocean"])
     names = {spec.name for spec in registry.all_envs()}
-    assert names == OCEAN | {"cartpole"}
+    assert names == OCEAN | CLASSIC
     assert all(p.ok for p in registry.plugins)
     spec = registry.get("ocean/spaces")  # alias
     assert spec.name == "spaces" and spec.distribution == "pufferbox-ocean" and spec.native is not None
@@ -38,7 +40,7 @@ def test_broken_plugin_is_reported_and_others_still_work(tmp_path, monkeypatch, 
     assert broken.error.startswith("ImportError: pufferbox_broken_example needs")
     assert "Traceback" in broken.traceback
     assert registry.get("cartpole").make_emulated() is not None
-    assert {s.name for s in registry.all_envs()} == OCEAN | {"cartpole"}
+    assert {s.name for s in registry.all_envs()} == OCEAN | CLASSIC
     with pytest.raises(UnknownEnvError, match="broken plugins: broken_example"):
         registry.get("no_such_env")
 

@@ -1,0 +1,1 @@
+"""Crafter as a pufferbox plugin."""

@@ -1,0 +1,1 @@
+"""MiniGrid and BabyAI as a pufferbox plugin."""

@@ -1,0 +1,1 @@
+"""MiniHack as a pufferbox plugin."""

@@ -1,0 +1,1 @@
+"""Gymnasium MuJoCo as a pufferbox plugin."""
