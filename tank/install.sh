@@ -18,7 +18,7 @@ fi
 "$PY" -m pip install --quiet --upgrade pip setuptools wheel -c tank/constraints.txt
 # torch first and pinned: an unpinned torch anywhere pulls GBs of CUDA wheels.
 "$PY" -m pip install --quiet -c tank/constraints.txt torch
-targets=(".[ray,test]")
+targets=(".[ray,test,sb3,sweep,wandb]")
 for plugin in plugins/*/; do
   [ -f "$plugin/pyproject.toml" ] && targets+=("$plugin")
 done
