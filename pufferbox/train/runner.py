@@ -39,12 +39,14 @@ def default_run_dir(env: str, root: str | Path = "runs") -> Path:
 def run(env: str | None = None, config: dict | None = None, *, config_file: str | Path | None = None,
         overrides: list[str] | None = None, flags: dict | None = None, run_dir: str | Path | None = None,
         resume: str | Path | None = None, stop_after: int | None = None, dashboard: bool = True,
-        tensorboard: bool = True) -> TrainResult:
+        tensorboard: bool = True, callbacks: list[Any] | None = None) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (resolved) or the layers.
 
     ``resume`` is a run directory: its ``config.toml`` is the base (``overrides``/``flags`` may
     extend it, e.g. ``total_steps``) and training continues from its newest checkpoint in it.
     ``stop_after`` stops after that many steps of this call (for tests and tournaments).
+    ``callbacks`` get each update's metrics after the writers (trackers, sweep reporters); each
+    has a ``close()``, called when the run ends.
     """
     if resume is not None:
         run_dir = Path(resume)
@@ -83,6 +85,7 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     if dashboard:
         writers.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
                                        config["train"]["total_steps"]))
+    writers.extend(callbacks or [])
     trainer = Trainer(spec, config, run_dir=run_dir, callbacks=writers)
     try:
         if checkpoint is not None:
