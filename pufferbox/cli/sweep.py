@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
+from pathlib import Path
+
 from pufferbox.cli import cli
+from pufferbox.cli.tracking import tracker_factory, wandb_options
 
 
 @cli.command()
@@ -21,8 +24,9 @@ from pufferbox.cli import cli
 @click.option("--pruner", default="median", show_default=True, help="median, hyperband or none.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sampler (trials keep train.seed).")
 @click.option("--show", "show_dir", type=click.Path(file_okay=False, exists=True), help="Report the sweep in this directory.")
+@wandb_options
 def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, objective, storage, study_name, pruner,
-          seed, show_dir):
+          seed, show_dir, **tracking):
     """Tune PPO on ENV with Optuna: each trial is a training run in RUN_DIR/trials/<n>.
 
     Prints the best trials (the Pareto front with two objectives) and writes RUN_DIR/sweep.png.
@@ -42,5 +46,6 @@ def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, o
         run_dir = default_run_dir(f"{get_registry().get(env).name}-sweep")
     run_sweep(env, trials, run_dir, parallel=parallel, ray_address=ray_address, overrides=list(overrides),
               config_file=config_file, objective=objective, storage=storage, study_name=study_name, pruner=pruner,
-              seed=seed, log=click.echo)
+              seed=seed, log=click.echo,
+              callbacks=tracker_factory(tracking, default_group=study_name or Path(run_dir).resolve().name))
     show(run_dir)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from pufferbox.cli import cli
+from pufferbox.cli.tracking import tracker_factory, wandb_options
 
 
 @cli.command()
@@ -26,8 +27,9 @@ from pufferbox.cli import cli
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run goes (default runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
+@wandb_options
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard):
+          device, compile_, run_dir, resume, no_tensorboard, **tracking):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -45,7 +47,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
         run_dir = Path(run_dir) if run_dir else default_run_dir(get_registry().get(env).name)
     result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
-                 run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard)
+                 run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard,
+                 callbacks=tracker_factory(tracking)(str(resume or run_dir)))
     solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
               f"after {result.solved_at_time:.1f} s" if result.solved_at_step is not None else
               "not solved" if result.solved_return is not None else "")

@@ -129,11 +129,11 @@ class DirectoryLock:
 def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_address: str | None = None,
           overrides: list[str] | None = None, config_file: str | Path | None = None, objective: str | None = None,
           storage: str | None = None, study_name: str | None = None, pruner: str = "median",
-          prune_startup: int = 2, seed: int = 0, callbacks: Callable[[int], list[Any]] | None = None,
+          prune_startup: int = 2, seed: int = 0, callbacks: Callable[[str, str], list[Any]] | None = None,
           log: Callable[[str], None] = print) -> SweepResult:
     """Run (or continue) a sweep of ``trials`` finished trials; see the module docstring.
 
-    ``callbacks(trial_number)`` gives extra training callbacks per trial (e.g. a W&B tracker).
+    ``callbacks(trial_dir, trial_name)`` gives extra training callbacks per trial (e.g. a W&B tracker).
     """
     import optuna
 
@@ -245,7 +245,7 @@ def drive(study: Any, trials: int, parallel: int, submit: Callable, space: dict[
             params = {name: param.suggest(trial) for name, param in space.items()}
             trial_dir = run_dir / "trials" / str(trial.number)
             trial.set_user_attr("run_dir", str(trial_dir))
-            extra = callbacks(trial.number) if callbacks else []
+            extra = callbacks(str(trial_dir), f"{study.study_name}-trial-{trial.number}") if callbacks else []
             try:
                 cfg = trial_config(config, params)
             except ConfigError as exc:
