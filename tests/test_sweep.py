@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from click.testing import CliRunner
 
 optuna = pytest.importorskip("optuna", reason="optuna is the pufferbox[sweep] extra")
@@ -59,6 +60,7 @@ def test_three_trials_are_ordinary_training_runs(three):
         # the default objective: steps to solve; unsolved trials score between budget and 2x budget
         assert 4096 <= t.value <= 2 * 4096
     assert len({t.params["train.learning_rate"] for t in study.trials}) == 3
+    assert {t.user_attrs["worker"] for t in study.trials} == {f"{socket.gethostname()}:{os.getpid()}"}  # in-process
 
 
 @pytest.mark.slow
@@ -136,6 +138,8 @@ def test_parallel_trials_run_in_worker_processes(tmp_path):
     study = study_of(tmp_path / "par")
     assert [t.state.name for t in study.trials] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "PRUNED"])
     assert all((tmp_path / "par" / "trials" / str(n) / "metrics.jsonl").is_file() for n in (0, 1))
+    workers = {t.user_attrs["worker"] for t in study.trials}
+    assert len(workers) == 2 and f"{socket.gethostname()}:{os.getpid()}" not in workers
 
 
 def test_space_is_centred_on_the_plugin_defaults():
@@ -222,3 +226,17 @@ def test_a_second_sweep_in_the_same_directory_is_refused(tmp_path):
             DirectoryLock(tmp_path)
     finally:
         lock.release()
+
+
+@pytest.mark.slow
+def test_trials_run_as_ray_tasks(tmp_path, local_ray):
+    import os
+
+    result = sweep("cartpole", 2, tmp_path / "ray", parallel=2, ray_address="local", pruner="none",
+                   overrides=["train.total_steps=2048", "vec.num_envs=4"], log=lambda s: None)
+    trials = result.study.trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"]
+    for t in trials:  # each trial trained in a Ray worker, not in this process
+        metrics = [json.loads(line) for line in (tmp_path / "ray" / "trials" / str(t.number) / "metrics.jsonl").open()]
+        assert metrics[-1]["global_step"] >= 2048
+        assert t.user_attrs["worker"].rsplit(":", 1)[1] != str(os.getpid())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import click
-
 from pathlib import Path
+
+import click
 
 from pufferbox.cli import cli
 from pufferbox.cli.tracking import tracker_factory, wandb_options
@@ -31,7 +31,8 @@ def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, o
 
     Prints the best trials (the Pareto front with two objectives) and writes RUN_DIR/sweep.png.
     """
-    from pufferbox.sweep import show, sweep as run_sweep
+    from pufferbox.sweep import show
+    from pufferbox.sweep import sweep as run_sweep
     from pufferbox.sweep.study import SweepError
 
     if show_dir is not None:

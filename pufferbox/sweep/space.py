@@ -131,7 +131,7 @@ def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | fro
         if section not in DEFAULTS or section == "env":
             raise ConfigError(f"sweep.space.{name}: unknown section {section!r}; use train.*, vec.* or policy.*")
         try:
-            check_value(section, key, config[section][key] if key in config[section] else value, "sweep.space")
+            check_value(section, key, config[section].get(key, value), "sweep.space")
         except ConfigError as exc:
             raise ConfigError(f"sweep.space: {exc}") from None
         if value is False or not isinstance(value, dict):

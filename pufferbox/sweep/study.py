@@ -20,9 +20,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import fcntl
 import multiprocessing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pufferbox.registry import get_registry
 from pufferbox.sweep.objective import Objective, parse_objective
@@ -138,6 +139,9 @@ def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_
     import optuna
 
     check_args(trials, parallel, pruner)
+    if ray_address not in (None, "local") and storage is None:
+        log("warning: trials on other machines cannot reach the sweep directory's SQLite study; "
+            "pass --storage with an RDB URL they can reach")
     spec = get_registry().get(env)
     overrides = list(overrides or [])
     config, table = base_config(spec, config_file, overrides)
@@ -276,6 +280,7 @@ def tell(study: Any, trial: Any, outcome: TrialOutcome, log: Callable[[str], Non
     S = optuna.trial.TrialState
     trial.set_user_attr("global_step", outcome.global_step)
     trial.set_user_attr("wall_time", outcome.wall_time)
+    trial.set_user_attr("worker", outcome.worker)
     if outcome.state == "complete":
         study.tell(trial, outcome.values)
         values = ", ".join(fmt_value(v) for v in outcome.values)

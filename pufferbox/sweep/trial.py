@@ -7,6 +7,8 @@ task (``--ray-address``); it never raises for a failed run: it returns a :class:
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,7 @@ class TrialOutcome:
     error: str | None = None
     global_step: int = 0
     wall_time: float = 0.0
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")  # where it trained
 
 
 class Reporter:

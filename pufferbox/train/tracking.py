@@ -19,8 +19,9 @@ from __future__ import annotations
 import netrc
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pufferbox.train.dashboard import LOSS_KEYS
 
