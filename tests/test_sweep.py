@@ -107,6 +107,26 @@ def test_a_killed_sweep_continues_where_it_stopped(tmp_path):
 
 
 @pytest.mark.slow
+def test_ctrl_c_stops_the_sweep_after_the_current_update(tmp_path):
+    run_dir = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "3", "--run-dir", str(run_dir),
+           "--pruner", "none", "--set", "train.total_steps=200000", "--set", "vec.num_envs=8",
+           "--set", "train.checkpoint_interval=0", "--set", "train.stop_on_solve=false"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics, deadline = run_dir / "trials" / "0" / "metrics.jsonl", time.time() + 240
+    while not (metrics.is_file() and metrics.read_text()) and time.time() < deadline:  # training, not starting
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, output
+    assert "trial 0: interrupted; run the same command again to continue the sweep" in output
+    trials = study_of(run_dir).trials
+    assert [t.state.name for t in trials] == ["FAIL", "WAITING"]  # no further trial started; trial 0 re-queued
+    assert trials[1].system_attrs["fixed_params"] == trials[0].params  # how Optuna stores a queued trial
+    assert not (run_dir / "trials" / "1").exists()
+
+
+@pytest.mark.slow
 def test_a_hopeless_trial_is_pruned_and_stops_training(tmp_path):
     common = ["train.total_steps=16384", "vec.num_envs=8", "train.checkpoint_interval=0", "train.stop_on_solve=false"]
     sweep("cartpole", 1, tmp_path / "sw", overrides=common, objective="return", prune_startup=1, log=lambda s: None)

@@ -242,9 +242,10 @@ def drive(study: Any, trials: int, parallel: int, submit: Callable, space: dict[
     import optuna
 
     pending: dict[cf.Future, Any] = {}
+    stopping = False
     while True:
         done = sum(counted(t) for t in study.get_trials(deepcopy=False))
-        while len(pending) < parallel and done + len(pending) < trials:
+        while not stopping and len(pending) < parallel and done + len(pending) < trials:
             trial = study.ask()
             params = {name: param.suggest(trial) for name, param in space.items()}
             trial_dir = run_dir / "trials" / str(trial.number)
@@ -264,7 +265,9 @@ def drive(study: Any, trials: int, parallel: int, submit: Callable, space: dict[
         finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
         for future in finished:
             trial = pending.pop(future)
-            tell(study, trial, outcome_of(future), log)
+            outcome = outcome_of(future)
+            tell(study, trial, outcome, log)
+            stopping = stopping or outcome.state == "interrupted"
 
 
 def outcome_of(future: cf.Future) -> TrialOutcome:
@@ -285,6 +288,10 @@ def tell(study: Any, trial: Any, outcome: TrialOutcome, log: Callable[[str], Non
         study.tell(trial, outcome.values)
         values = ", ".join(fmt_value(v) for v in outcome.values)
         log(f"trial {trial.number}: complete, {'/'.join(study.metric_names or []) or 'value'} {values}")
+    elif outcome.state == "interrupted":  # Ctrl-C: not counted; the same settings run first next time
+        study.tell(trial, state=S.FAIL)
+        study.enqueue_trial(trial.params)
+        log(f"trial {trial.number}: interrupted; run the same command again to continue the sweep")
     elif outcome.state == "pruned":
         study.tell(trial, state=S.PRUNED)
         log(f"trial {trial.number}: pruned ({outcome.error})")

@@ -36,7 +36,7 @@ class TrialJob:
 
 @dataclass
 class TrialOutcome:
-    state: str  # "complete", "pruned" or "fail"
+    state: str  # "complete", "pruned", "fail" or "interrupted" (Ctrl-C)
     values: list[float] | None = None
     error: str | None = None
     global_step: int = 0
@@ -97,6 +97,8 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
         return TrialOutcome("pruned", error=str(exc))
     except Exception as exc:  # a trial's failure is the sweep's data, not its end
         return TrialOutcome("fail", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    if result.interrupted:
+        return TrialOutcome("interrupted", global_step=result.global_step, wall_time=result.wall_time)
     summary = {"episode_return": result.episode_return, "solved_at_step": result.solved_at_step,
                "global_step": result.global_step, "wall_time": result.wall_time}
     return TrialOutcome("complete", job.objective.values(summary, budget), global_step=result.global_step,
