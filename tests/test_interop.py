@@ -84,6 +84,15 @@ def test_sb3_refuses_an_async_pool():
         venv.close()
 
 
+def test_sb3_refuses_multiagent_envs():
+    venv = pufferbox.vector.make("multiagent", backend="serial", num_envs=2)
+    try:
+        with pytest.raises(InteropError, match="multiagent is multi-agent; SB3 has no agent masks"):
+            SB3VecEnv(venv)
+    finally:
+        venv.close()
+
+
 def test_cleanrl_loop_reads_episode_statistics():
     envs = EpisodeStatistics(pufferbox.vector.make("cartpole", backend="serial", num_envs=4))
     lengths, running = [], np.zeros(4, dtype=int)

@@ -107,6 +107,41 @@ def test_a_killed_sweep_continues_where_it_stopped(tmp_path):
 
 
 @pytest.mark.slow
+def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_path):
+    import psutil
+
+    run_dir = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "2", "--parallel", "2",
+           "--run-dir", str(run_dir), "--pruner", "none", "--set", "vec.num_envs=8",
+           "--set", "train.checkpoint_interval=0", "--set", "train.stop_on_solve=false"]
+    # long trials: a worker that survived the kill would still be training when we look
+    proc = subprocess.Popen([*cmd, "--set", "train.total_steps=1000000"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and not all(
+                (run_dir / "trials" / n / "metrics.jsonl").is_file() for n in ("0", "1")):
+            time.sleep(0.2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(children) >= 2
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"workers outlived the killed sweep: {alive}"
+    assert [t.state.name for t in study_of(run_dir).trials] == ["RUNNING", "RUNNING"]
+    result = subprocess.run([*cmd, "--set", "train.total_steps=4000"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    trials = study_of(run_dir).trials
+    assert [t.state.name for t in trials] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
+    assert sorted(map(str, (t.params for t in trials[2:]))) == sorted(map(str, (t.params for t in trials[:2])))
+    assert trials[2].params["train.learning_rate"] in (trials[0].params["train.learning_rate"],
+                                                       trials[1].params["train.learning_rate"])
+    config = tomllib.loads((run_dir / "trials" / "2" / "config.toml").read_text())
+    assert config["train"]["torch_threads"] == max(1, os.cpu_count() // 2)  # K trials share the cores
+
+
+@pytest.mark.slow
 def test_ctrl_c_stops_the_sweep_after_the_current_update(tmp_path):
     run_dir = tmp_path / "sw"
     cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "3", "--run-dir", str(run_dir),

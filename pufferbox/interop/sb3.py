@@ -1,9 +1,9 @@
 """A pufferbox vector env as a Stable-Baselines3 ``VecEnv``.
 
-Each buffer row (one agent slot) is one SB3 env, so ``num_envs`` here is the vector env's
-``num_agents``. Finished episodes arrive as SB3's ``Monitor`` would report them:
-``infos[i]["episode"] = {"r", "l", "t"}`` on the row of the env that finished (its first
-agent row for multi-agent envs), so ``model.ep_info_buffer`` and SB3's logger work.
+Each env is one SB3 env. Multi-agent envs are refused: their padded agent slots (masked out
+of pufferbox's PPO) would reach SB3, which has no masks, as real transitions. Finished
+episodes arrive as SB3's ``Monitor`` would report them: ``infos[i]["episode"] = {"r", "l", "t"}``,
+so ``model.ep_info_buffer`` and SB3's logger work.
 
 ``terminal_observation``: pufferbox resets finished episodes on the same step
 (``SAME_STEP``), so the row already holds the next episode's first observation and the
@@ -44,9 +44,11 @@ class SB3VecEnv(VecEnv):
         if venv.batch_envs != venv.num_envs:
             raise InteropError(f"SB3VecEnv needs a synchronous vector env; this one steps {venv.batch_envs} of "
                                f"{venv.num_envs} envs per batch (make it with batch_size=num_envs)")
+        if venv.agents_per_env > 1 or venv.is_multiagent:
+            raise InteropError(f"{venv.env_name} is multi-agent; SB3 has no agent masks, so SB3VecEnv takes "
+                               f"single-agent envs only (train multi-agent envs with `pufferbox train`)")
         self.venv = venv
-        self.agents_per_env = venv.agents_per_env
-        super().__init__(venv.num_agents, venv.single_observation_space, venv.single_action_space)
+        super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
         self.actions: np.ndarray | None = None
         self.start = time.perf_counter()
 
@@ -73,7 +75,7 @@ class SB3VecEnv(VecEnv):
         if mask is not None:
             elapsed = round(time.perf_counter() - self.start, 6)
             for env in np.flatnonzero(mask):
-                infos[env * self.agents_per_env]["episode"] = {
+                infos[env]["episode"] = {
                     "r": float(info["episode_return"][env]), "l": int(info["episode_length"][env]), "t": elapsed}
         # copies: the backend reuses its buffers on the next step, SB3 keeps references
         return np.array(obs, copy=True), np.array(rewards, dtype=np.float32), dones, infos

@@ -20,6 +20,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import fcntl
 import multiprocessing
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +150,9 @@ def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_
     obj = parse_objective(objective, spec.solved_return, spec.name)
     fixed = {parse_name(text) for text in overrides} | set(fixed_values(table))
     space = resolve_space(config, table, fixed)
+    if parallel > 1 and "train.torch_threads" not in fixed and config["train"]["torch_threads"] == 0:
+        # K trials at once share the cores instead of each taking up to 4 threads
+        config = merge(config, {"train": {"torch_threads": max(1, (os.cpu_count() or 1) // parallel)}}, "--parallel")
     # with a cost objective the budget itself is searched, up to the configured total_steps
     if obj.multi and "train.total_steps" not in set(space) | set(flatten(table)):
         budget = config["train"]["total_steps"]
@@ -301,6 +306,16 @@ def tell(study: Any, trial: Any, outcome: TrialOutcome, log: Callable[[str], Non
         log(f"trial {trial.number}: fail ({outcome.error})")
 
 
+def die_with_parent() -> None:
+    """A worker of a killed sweep stops too (Linux), instead of training on for a study nobody drives."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: orphaned workers finish their trial, then exit
+        pass
+
+
 class make_executor:
     """``submit(job, trial) -> Future``: in this process, in worker processes, or as Ray tasks."""
 
@@ -317,7 +332,7 @@ class make_executor:
         if self.parallel > 1:
             # spawn: a forked child would inherit torch's threads and the driver's SQLite connections
             self.pool = cf.ProcessPoolExecutor(self.parallel, mp_context=multiprocessing.get_context("spawn"),
-                                               max_tasks_per_child=1)
+                                               max_tasks_per_child=1, initializer=die_with_parent)
             return lambda job, trial: self.pool.submit(run_trial, job)
         return self.inline
 
