@@ -104,6 +104,7 @@ def test_a_killed_sweep_continues_where_it_stopped(tmp_path):
     assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
     assert trials[2].params == interrupted.params  # the interrupted trial ran again with its settings
     assert "3 of 3 trials finished" in subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    assert len({str(t.params) for t in trials}) == 3  # the resumed sweep did not replay earlier draws
 
 
 @pytest.mark.slow
@@ -195,6 +196,24 @@ def test_parallel_trials_run_in_worker_processes(tmp_path):
     assert all((tmp_path / "par" / "trials" / str(n) / "metrics.jsonl").is_file() for n in (0, 1))
     workers = {t.user_attrs["worker"] for t in study.trials}
     assert len(workers) == 2 and f"{socket.gethostname()}:{os.getpid()}" not in workers
+
+
+@pytest.mark.slow
+def test_config_file_sets_every_trial_and_its_space_table_is_recorded(tmp_path):
+    config = tmp_path / "sweep.toml"
+    config.write_text('[train]\nnum_steps = 16\n\n[sweep.space]\nlearning_rate = {low = 1e-3, high = 2e-3}\n'
+                      'gamma = 0.9\nent_coef = false\n"vec.num_envs" = {choices = [4]}\n')
+    result = invoke("cartpole", "--trials", "1", "--run-dir", str(tmp_path / "sw"), "--config", str(config),
+                    "--set", "train.total_steps=256", "--pruner", "none")
+    assert result.exit_code == 0, result.output
+    meta = tomllib.loads((tmp_path / "sw" / "sweep.toml").read_text())
+    assert meta["space"]["train.learning_rate"] == {"low": 1e-3, "high": 2e-3, "log": False}
+    assert meta["space"]["vec.num_envs"] == {"choices": [4]}
+    assert "train.gamma" not in meta["space"] and "train.ent_coef" not in meta["space"]
+    trial = tomllib.loads((tmp_path / "sw" / "trials" / "0" / "config.toml").read_text())
+    assert trial["train"]["gamma"] == 0.9 and trial["vec"]["num_envs"] == 4
+    assert 1e-3 <= trial["train"]["learning_rate"] <= 2e-3  # the defaults' 3e-3 is outside: sampled instead
+    assert trial["train"]["num_steps"] in (8, 16, 32)  # the space is centred on the file's num_steps
 
 
 def test_space_is_centred_on_the_plugin_defaults():

@@ -166,10 +166,13 @@ def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_
     try:
         dump_toml(meta, run_dir / "sweep.toml")
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
         study = optuna.create_study(storage=open_storage(meta["storage"]), study_name=meta["study_name"],
-                                    directions=obj.directions, sampler=sampler,
-                                    pruner=make_pruner(pruner, prune_startup), load_if_exists=True)
+                                    directions=obj.directions, pruner=make_pruner(pruner, prune_startup),
+                                    load_if_exists=True)
+        # seeded past the trials so far: a resumed sweep must not replay the first run's random draws;
+        # constant_liar keeps K trials sampled at once from landing on the same point
+        study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials), multivariate=True,
+                                                   constant_liar=parallel > 1)
         if not study.trials:
             study.enqueue_trial({n: v for n, v in defaults_of(config, space).items()})
         requeue_interrupted(study, embedded=storage is None, log=log)
