@@ -189,7 +189,8 @@ def test_two_objectives_report_the_pareto_front(tmp_path):
 
 @pytest.mark.slow
 def test_parallel_trials_run_in_worker_processes(tmp_path):
-    result = invoke("cartpole", "--trials", "2", "--parallel", "2", "--run-dir", str(tmp_path / "par"), *TINY)
+    result = invoke("cartpole", "--trials", "2", "--parallel", "2", "--run-dir", str(tmp_path / "par"), *TINY,
+                    "--pruner", "hyperband")
     assert result.exit_code == 0, result.output
     study = study_of(tmp_path / "par")
     assert [t.state.name for t in study.trials] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "PRUNED"])

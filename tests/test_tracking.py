@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,21 @@ def read_offline_run(path: Path) -> list:
     return records
 
 
-def offline_runs(root: Path) -> list[dict]:
+def finished_files(root: Path, count: int, timeout: float = 60.0) -> list[Path]:
+    """The ``count`` offline run files once each ends with its exit record: ``run.finish()`` returns
+    before wandb-core (another process) has flushed the last records to disk."""
+    deadline = time.monotonic() + timeout
+    while True:
+        paths = sorted(root.glob("wandb/offline-run-*/run-*.wandb"))
+        done = [p for p in paths if any(r.WhichOneof("record_type") == "exit" for r in read_offline_run(p))]
+        if len(done) >= count or time.monotonic() > deadline:
+            return paths
+        time.sleep(0.2)
+
+
+def offline_runs(root: Path, count: int = 1) -> list[dict]:
     runs = []
-    for path in sorted(root.glob("wandb/offline-run-*/run-*.wandb")):
+    for path in finished_files(root, count):
         out = {"history": [], "artifacts": []}
         for record in read_offline_run(path):
             kind = record.WhichOneof("record_type")
@@ -81,7 +94,9 @@ def test_offline_run_holds_metrics_config_and_checkpoints(tmp_path, offline_wand
     result = train("--run-dir", str(run_dir), "--wandb", "--wandb-project", "proj", "--wandb-group", "grp",
                    "--wandb-tags", "a, b", "--wandb-artifacts")
     assert result.exit_code == 0, result.output
+    assert "W&B" not in result.stderr, result.stderr
     (run,) = offline_runs(offline_wandb)
+    assert "run" in run, f"no run record in the offline file: {run}"
     assert (run["run"].project, run["run"].run_group, list(run["run"].tags)) == ("proj", "grp", ["a", "b"])
     assert run["run"].display_name == "run"
     assert run["config"]["train"]["num_steps"] == 32 and run["config"]["run"]["env"] == "cartpole"
@@ -179,6 +194,6 @@ def test_sweep_trials_are_tracked_in_one_group(tmp_path, offline_wandb):
                                       "--pruner", "none", "--set", "train.total_steps=1024", "--set",
                                       "vec.num_envs=4", "--wandb"])
     assert result.exit_code == 0, result.output
-    runs = offline_runs(offline_wandb)
+    runs = offline_runs(offline_wandb, count=2)
     assert sorted(r["run"].display_name for r in runs) == ["sw-trial-0", "sw-trial-1"]
     assert {r["run"].run_group for r in runs} == {"sw"}

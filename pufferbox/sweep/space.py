@@ -72,7 +72,8 @@ def builtin_space(config: dict) -> dict[str, Param]:
     params = [
         Param("train.learning_rate", lr / 4, min(lr * 4, 0.05), log=True),
         # ent_coef 0 (many tuned envs) cannot be the centre of a log range: search [0, 0.01] linearly
-        Param("train.ent_coef", ent / 10, min(ent * 10, 0.2), log=True) if ent > 0 else Param("train.ent_coef", 0.0, 0.01),
+        (Param("train.ent_coef", ent / 10, min(ent * 10, 0.2), log=True) if ent > 0
+         else Param("train.ent_coef", 0.0, 0.01)),
         Param("train.gamma", 1 - min(0.5, gamma_gap * 3), 1 - gamma_gap / 3),
         Param("train.gae_lambda", 1 - min(0.5, lam_gap * 2), 1 - lam_gap / 2),
         Param("train.clip_coef", 0.1, 0.3),

@@ -68,7 +68,8 @@ def load_sweep(run_dir: str | Path) -> tuple[dict, Any]:
 
     path = Path(run_dir) / "sweep.toml"
     if not path.is_file():
-        raise SweepError(f"{run_dir}: not a sweep directory (no sweep.toml); run `pufferbox sweep ENV --run-dir DIR` first")
+        raise SweepError(f"{run_dir}: not a sweep directory (no sweep.toml); "
+                         f"run `pufferbox sweep ENV --run-dir DIR` first")
     meta = load_toml(path)
     return meta, optuna.load_study(study_name=meta["study_name"], storage=open_storage(meta["storage"]))
 
