@@ -93,6 +93,16 @@ def test_sb3_refuses_multiagent_envs():
         venv.close()
 
 
+def test_without_sb3_the_import_error_names_the_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "stable_baselines3.common.vec_env.base_vec_env", None)
+    monkeypatch.delitem(sys.modules, "pufferbox.interop.sb3")
+    with pytest.raises(ImportError, match=r"pip install 'pufferbox\[sb3\]'"):
+        importlib.import_module("pufferbox.interop.sb3")
+
+
 def test_cleanrl_loop_reads_episode_statistics():
     envs = EpisodeStatistics(pufferbox.vector.make("cartpole", backend="serial", num_envs=4))
     lengths, running = [], np.zeros(4, dtype=int)

@@ -292,6 +292,13 @@ def test_continuing_with_another_objective_is_refused(tmp_path):
     assert result.exit_code == 2 and "this sweep has objective ['steps'], not ['return']" in result.output
 
 
+def test_without_optuna_the_error_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna raises ImportError
+    result = invoke("cartpole", "--run-dir", str(tmp_path / "sw"))
+    assert result.exit_code == 2
+    assert result.output.strip() == "Error: sweep needs optuna, which is not installed; pip install 'pufferbox[sweep]'"
+
+
 def test_a_second_sweep_in_the_same_directory_is_refused(tmp_path):
     from pufferbox.sweep.study import DirectoryLock, SweepError
 

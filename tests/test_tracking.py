@@ -133,6 +133,16 @@ def test_init_failure_is_one_warning_and_training_finishes(tmp_path, monkeypatch
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 8
 
 
+def test_missing_wandb_is_one_warning_naming_the_extra(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    result = train("--run-dir", str(tmp_path / "run"), "--wandb")
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.stderr.splitlines() if "W&B" in line] == [
+        "warning: W&B tracking off: RuntimeError: wandb is not installed; pip install 'pufferbox[wandb]'"]
+
+
 def test_logging_failure_mid_run_is_one_warning(tmp_path, monkeypatch):
     class FlakyRun:
         calls = 0

@@ -37,6 +37,11 @@ def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, o
     from pufferbox.sweep import sweep as run_sweep
     from pufferbox.sweep.study import SweepError
 
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise SweepError("sweep needs optuna, which is not installed; pip install 'pufferbox[sweep]'") from None
+
     if show_dir is not None:
         show(show_dir)
         return

@@ -28,7 +28,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+try:
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+except ImportError as exc:  # an optional extra: say how to get it
+    raise ImportError(f"pufferbox.interop.sb3 needs stable-baselines3 ({exc}); pip install 'pufferbox[sb3]'") from exc
 
 __all__ = ["SB3VecEnv", "InteropError"]
 

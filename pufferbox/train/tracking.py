@@ -65,7 +65,10 @@ class WandbTracker:
         self.logged_checkpoints: set[str] = set()
 
     def start(self) -> None:
-        import wandb
+        try:
+            import wandb
+        except ImportError:
+            raise RuntimeError("wandb is not installed; pip install 'pufferbox[wandb]'") from None
 
         from pufferbox.train.config import load_toml
 
