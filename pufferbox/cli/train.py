@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from pufferbox.cli import UserError, cli
+from pufferbox.cli.tracking import tracker_factory, wandb_options
 from pufferbox.registry import get_registry
 
 
@@ -31,8 +32,9 @@ from pufferbox.registry import get_registry
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
 @click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
+@wandb_options
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard, ray_address):
+          device, compile_, run_dir, resume, no_tensorboard, ray_address, **tracking):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -61,7 +63,8 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
         run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
     result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
-                 run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard)
+                 run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard,
+                 callbacks=tracker_factory(tracking)(str(resume or run_dir)))
     solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
               f"after {result.solved_at_time:.1f} s" if result.solved_at_step is not None else
               "not solved" if result.solved_return is not None else "")

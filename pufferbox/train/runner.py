@@ -78,7 +78,7 @@ class Writers:
 def run(env: str | None = None, config: dict | None = None, *, config_file: str | Path | None = None,
         overrides: list[str] | None = None, flags: dict | None = None, run_dir: str | Path | None = None,
         resume: str | Path | None = None, stop_after: int | None = None, dashboard: bool = True,
-        tensorboard: bool = True) -> TrainResult:
+        tensorboard: bool = True, callbacks: list[Any] | None = None) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (resolved) or the layers.
 
     ``run_dir`` must not hold a run already (:class:`RunDirError`); it is locked while training.
@@ -87,6 +87,8 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     Everything (config, policy shape, worker counts) is validated before anything is written, so a
     failed resume leaves the run directory as it was. ``stop_after`` stops after that many steps of
     this call (for tests and tournaments). SIGINT and SIGTERM checkpoint after the current update.
+    ``callbacks`` get each update's metrics after the writers (trackers, sweep reporters); each
+    has a ``close()``, called when the run ends.
     """
     if resume is not None:
         run_dir = Path(resume)
@@ -95,7 +97,8 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
         if run_dir is not None:  # before reading anything: a live trainer may be writing it
             lock = claim_run_dir(run_dir, resume=resume is not None)
         return run_locked(env, config, config_file=config_file, overrides=overrides, flags=flags, run_dir=run_dir,
-                          resume=resume, stop_after=stop_after, dashboard=dashboard, tensorboard=tensorboard)
+                          resume=resume, stop_after=stop_after, dashboard=dashboard, tensorboard=tensorboard,
+                          callbacks=callbacks)
     except BaseException as exc:
         if lock is not None and lock.fresh and run_dir is not None:
             lock.release()
@@ -113,7 +116,7 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
 def run_locked(env: str | None, config: dict | None, *, config_file: str | Path | None,
                overrides: list[str] | None, flags: dict | None, run_dir: str | Path | None,
                resume: str | Path | None, stop_after: int | None,
-               dashboard: bool, tensorboard: bool) -> TrainResult:
+               dashboard: bool, tensorboard: bool, callbacks: list[Any] | None = None) -> TrainResult:
     checkpoint = None
     if resume is not None:
         env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
@@ -142,6 +145,7 @@ def run_locked(env: str | None, config: dict | None, *, config_file: str | Path 
         if dashboard:
             writers.items.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
                                                  config["train"]["total_steps"]))
+        writers.items.extend(callbacks or [])
         total = config["train"]["total_steps"]
         if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
             print(f"note: train.total_steps={total:,} is not a multiple of the "

@@ -1,0 +1,105 @@
+"""One sweep trial: an ordinary training run in ``SWEEP_DIR/trials/<n>`` that reports its learning
+curve to Optuna and stops early when the pruner says so.
+
+:func:`run_trial` runs in the sweep's process, in a worker process (``--parallel``) or in a Ray
+task (``--ray-address``); it never raises for a failed run: it returns a :class:`TrialOutcome`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from pufferbox.sweep.objective import Objective
+
+__all__ = ["TrialJob", "TrialOutcome", "run_trial", "REPORTS"]
+
+REPORTS = 20  # learning-curve points each trial reports to the pruner (one per 1/20 of its budget)
+
+
+@dataclass
+class TrialJob:
+    """Everything a worker needs (picklable): the resolved config and where the study lives."""
+
+    env: str
+    config: dict
+    run_dir: str
+    objective: Objective
+    storage: str
+    study_name: str
+    trial_id: int
+    prune: bool
+    callbacks: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class TrialOutcome:
+    state: str  # "complete", "pruned", "fail" or "interrupted" (Ctrl-C)
+    values: list[float] | None = None
+    error: str | None = None
+    global_step: int = 0
+    wall_time: float = 0.0
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")  # where it trained
+
+
+class Reporter:
+    """Training callback: reports the objective-so-far at REPORTS evenly spaced steps; prunes."""
+
+    def __init__(self, trial: Any, objective: Objective, budget: int, prune: bool):
+        self.trial, self.objective, self.budget, self.prune = trial, objective, budget, prune
+        self.every = max(1, budget // REPORTS)
+        self.next_point = 1
+        self.solved_at: int | None = None
+
+    def __call__(self, metrics: dict) -> None:
+        import optuna
+
+        if metrics.get("solved") and self.solved_at is None:
+            self.solved_at = metrics["global_step"]
+        if self.objective.multi:  # Optuna cannot prune multi-objective trials
+            return
+        while metrics["global_step"] >= self.next_point * self.every:
+            value = self.objective.intermediate(metrics, self.budget, self.solved_at)
+            if value is not None:
+                self.trial.report(value, self.next_point)
+            self.next_point += 1
+            if self.prune and value is not None and self.trial.should_prune():
+                raise optuna.TrialPruned(f"pruned at step {metrics['global_step']}")
+
+    def close(self) -> None:
+        pass
+
+
+def open_trial(job: TrialJob) -> Any:
+    import optuna
+
+    from pufferbox.sweep.study import open_storage
+
+    study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage))
+    return optuna.trial.Trial(study, job.trial_id)
+
+
+def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
+    """Train ``job.config`` with a :class:`Reporter`; ``trial`` is the live Optuna trial in-process."""
+    import optuna
+
+    from pufferbox.train.runner import run
+
+    trial = trial if trial is not None else open_trial(job)
+    budget = job.config["train"]["total_steps"]
+    reporter = Reporter(trial, job.objective, budget, job.prune)
+    try:
+        result = run(job.env, config=job.config, run_dir=job.run_dir, dashboard=False,
+                     callbacks=[reporter, *job.callbacks])
+    except optuna.TrialPruned as exc:
+        return TrialOutcome("pruned", error=str(exc))
+    except Exception as exc:  # a trial's failure is the sweep's data, not its end
+        return TrialOutcome("fail", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    if result.interrupted:
+        return TrialOutcome("interrupted", global_step=result.global_step, wall_time=result.wall_time)
+    summary = {"episode_return": result.episode_return, "solved_at_step": result.solved_at_step,
+               "global_step": result.global_step, "wall_time": result.wall_time}
+    return TrialOutcome("complete", job.objective.values(summary, budget), global_step=result.global_step,
+                        wall_time=result.wall_time)
