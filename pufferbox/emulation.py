@@ -15,9 +15,12 @@ Multi-agent envs get one row per agent of ``possible_agents``, in that order. An
 absent from an observation has a zero row, reward 0, terminal ``True`` and mask ``False``.
 
 Spaces are checked on the first reset and the first step only; an error names the field.
-Episode statistics (``episode_return``, ``episode_length``) arrive in the info of the
-step that ended an episode; other infos are forwarded only on that step, since per-step
-infos would cost an IPC message per step.
+``vec_step`` returns the episode that ended as an :class:`~pufferbox.episodes.Episodes`
+(return, length, and the values of the final ``info`` named by ``episode_metrics``); other
+infos are dropped, since per-step infos would cost an IPC message per step.
+
+Rows: a backend hands the emulator its rows with ``set_buffers`` before the first reset; an
+emulator used on its own (notebooks, the Gymnasium/PettingZoo API) allocates its own on reset.
 
 Zero-copy observations (single-agent): a raw env whose outermost object has a method
 ``pufferbox_bind_observation_buffers(views)`` (:data:`BIND_OBSERVATION_BUFFERS`) is handed,
@@ -38,6 +41,7 @@ import gymnasium
 import numpy as np
 
 from pufferbox.buffers import Buffers
+from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 
 __all__ = ["APIUsageError", "BIND_OBSERVATION_BUFFERS", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
@@ -69,16 +73,17 @@ class GymnasiumEmulator(gymnasium.Env):
     is_multiagent = False
 
     def __init__(self, env: gymnasium.Env, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env"):
+                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = ()):
         self.env = env
         self.name = name
+        self.episode_metrics = tuple(episode_metrics)
+        self.buffers: Buffers | None = None  # the backend's row (set_buffers); standalone use owns one
         self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
         self.act_spec = act_spec or ActionSpec(env.action_space)
         self.single_observation_space = self.observation_space = self.obs_spec.flat_space
         self.single_action_space = self.action_space = self.act_spec.flat_space
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
-        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, 1))
         self.obs_checked = self.act_checked = False
         self.needs_reset = True
         self.episode_return = 0.0
@@ -127,7 +132,13 @@ class GymnasiumEmulator(gymnasium.Env):
                 if value is not target:
                     target[...] = value
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def own_rows(self) -> None:
+        """Rows of its own, for use without a backend (notebooks, tests); a backend's come by set_buffers."""
+        if self.buffers is None:
+            self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents))
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        self.own_rows()
         obs, info = seeded_reset(self.env, seed)
         self.write_observation(obs)
         b = self.buffers
@@ -136,9 +147,9 @@ class GymnasiumEmulator(gymnasium.Env):
         b.masks[0] = True
         self.needs_reset = False
         self.episode_return, self.episode_length = 0.0, 0
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         """Step with ``actions[0]`` (the backend's action row); auto-reset when done."""
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
@@ -157,19 +168,19 @@ class GymnasiumEmulator(gymnasium.Env):
         self.episode_return += float(reward)
         self.episode_length += 1
         if terminated or truncated:
-            info = dict(info)
-            info["episode_return"] = self.episode_return
-            info["episode_length"] = self.episode_length
+            episode = Episodes.one(0, self.episode_return, self.episode_length,
+                                   {name: metric(info, name) for name in self.episode_metrics})
             self.episode_return, self.episode_length = 0.0, 0
             obs, _ = self.env.reset()
             self.write_observation(obs)
-            return [info]
+            return episode
         self.write_observation(obs)
-        return []
+        return NO_EPISODES
 
     # -- Gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)  # seeds self.np_random, as Gymnasium's checker expects of any Env
+        self.own_rows()
         obs, info = self.env.reset(seed=seed, options=options)
         self.write_observation(obs)
         self.needs_reset = False
@@ -206,9 +217,11 @@ class PettingZooEmulator:
     is_multiagent = True
 
     def __init__(self, env: Any, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env"):
+                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = ()):
         self.env = env
         self.name = name
+        self.episode_metrics = tuple(episode_metrics)
+        self.buffers: Buffers | None = None  # the backend's rows (set_buffers); standalone use owns some
         self.possible_agents = list(env.possible_agents)
         self.num_agents = len(self.possible_agents)
         first = self.possible_agents[0]
@@ -227,7 +240,6 @@ class PettingZooEmulator:
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
         self.slot = {agent: i for i, agent in enumerate(self.possible_agents)}
-        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents))
         self.obs_checked = self.act_checked = False
         self.needs_reset = True
         self.agents: list = []
@@ -265,7 +277,10 @@ class PettingZooEmulator:
             b.masks[row] = True
         self.obs_checked = True
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    own_rows = GymnasiumEmulator.own_rows
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        self.own_rows()
         observations, _ = seeded_reset(self.env, seed)
         self.write_observations(observations)
         b = self.buffers
@@ -275,9 +290,9 @@ class PettingZooEmulator:
         self.needs_reset = False
         self.episode_returns[:] = 0.0
         self.episode_length = 0
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
         if not self.act_checked:
@@ -299,18 +314,20 @@ class PettingZooEmulator:
         self.episode_length += 1
         live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
         if not self.env.agents or not live:
-            info = {"episode_return": float(self.episode_returns.mean()),
-                    "episode_length": self.episode_length}
+            final = {name: np.mean([metric(info, name) for info in infos.values()]) if infos else np.nan
+                     for name in self.episode_metrics}  # per-agent values, averaged like the return
+            episode = Episodes.one(0, float(self.episode_returns.mean()), self.episode_length, final)
             terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
             self.vec_reset()
             b.terminals[:], b.truncations[:], b.rewards[:] = terminals, truncs, rews
-            return [info]
+            return episode
         self.write_observations(observations)
         self.agents = list(observations)
-        return []
+        return NO_EPISODES
 
     # -- ParallelEnv API --------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        self.own_rows()
         observations, infos = self.env.reset(seed=seed, options=options)
         self.write_observations(observations)
         self.agents = list(self.env.agents)
@@ -357,13 +374,24 @@ def check_action(spec: ActionSpec, action: np.ndarray, who: str) -> None:
                          f"{spec.flat_space} (the env's own space is {spec.space})")
 
 
+def metric(info: Any, name: str) -> float:
+    """``info[name]`` as a float, NaN when the env did not report it (or it is not a number)."""
+    try:
+        return float(info[name])
+    except (KeyError, TypeError, ValueError):
+        return float("nan")
+
+
 def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None,
-            act_spec: ActionSpec | None = None) -> GymnasiumEmulator | PettingZooEmulator:
-    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator."""
+            act_spec: ActionSpec | None = None, episode_metrics: tuple[str, ...] = ()) -> GymnasiumEmulator | PettingZooEmulator:
+    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator.
+
+    ``episode_metrics``: names in an episode's final ``info`` reported with it (``Episodes.metrics``).
+    """
     if isinstance(env, gymnasium.Env):
-        return GymnasiumEmulator(env, obs_spec, act_spec, name)
+        return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics)
     if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
-        return PettingZooEmulator(env, obs_spec, act_spec, name)
+        return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics)
     raise TypeError(f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Episodes", "episodes_from_infos"]
+__all__ = ["Episodes", "NO_EPISODES", "episodes_from_infos"]
 
 
 def _array(values: Any, dtype: Any) -> np.ndarray:
@@ -52,6 +52,13 @@ class Episodes:
         """Build from anything array-like, converting to the canonical dtypes."""
         return cls(_array(env_ids, np.int64), _array(returns, np.float64), _array(lengths, np.int64),
                    {name: _array(v, np.float64) for name, v in (metrics or {}).items()})
+
+    @classmethod
+    def one(cls, env_id: int, episode_return: float, length: int,
+            metrics: Mapping[str, float] | None = None) -> "Episodes":
+        """One episode (what an emulated env reports when its episode ends)."""
+        return cls(np.array([env_id], np.int64), np.array([episode_return], np.float64), np.array([length], np.int64),
+                   {name: np.array([value], np.float64) for name, value in (metrics or {}).items()})
 
     @classmethod
     def empty(cls, metric_names: Iterable[str] = ()) -> "Episodes":
@@ -88,6 +95,8 @@ class Episodes:
     def info_dict(self, num_envs: int) -> dict[str, np.ndarray]:
         """Gymnasium's vector info layout (``key`` array and ``_key`` mask per env), as ``VectorEnv.step`` returns."""
         out: dict[str, np.ndarray] = {}
+        if not len(self):
+            return out  # Gymnasium leaves keys out when no env reports them
         columns = {"episode_return": self.returns, "episode_length": self.lengths, **self.metrics}
         for key, values in columns.items():
             out[key] = np.zeros(num_envs, dtype=values.dtype)
@@ -102,15 +111,16 @@ class Episodes:
                 f"lengths={self.lengths.tolist()}{extra})")
 
 
-def episodes_from_infos(infos: Any, key: str = "env_id") -> Episodes:
-    """Transitional: the episodes in today's per-step infos (a list of dicts or an ``EpisodeInfos``).
+NO_EPISODES = Episodes.empty()  # what most steps return: shared, since an Episodes is never mutated
 
-    Goes away once every backend reports :class:`Episodes` itself (issue 14, one episode channel).
+
+def episodes_from_infos(infos: Any, key: str = "env_id") -> Episodes:
+    """The episodes in ``infos``: identity on an :class:`Episodes` (what every backend reports),
+    else read from a list of info dicts (``key`` env id, ``episode_return``, ``episode_length``,
+    numeric extras as metrics), e.g. from code written against Gymnasium-style infos.
     """
     if isinstance(infos, Episodes):
         return infos
-    if hasattr(infos, "returns") and hasattr(infos, "lengths") and hasattr(infos, "envs"):
-        return Episodes.from_arrays(infos.envs, infos.returns, infos.lengths)
     rows = [info for info in infos if "episode_return" in info]
     if not rows:
         return Episodes.empty()

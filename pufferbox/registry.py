@@ -65,6 +65,8 @@ class EnvSpec:
         solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
         requires: ``{import name: pip requirement}`` that must be importable for the env to work.
         aliases: other names that resolve to this env.
+        episode_metrics: names of values in an episode's final ``info`` reported with each
+            finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
     """
 
     name: str
@@ -84,6 +86,7 @@ class EnvSpec:
     plugin: str = ""
     distribution: str = ""
     version: str = ""
+    episode_metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.implementation not in IMPLEMENTATIONS:
@@ -115,7 +118,7 @@ class EnvSpec:
         """The raw env wrapped in its flattening emulator."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name)
+        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""

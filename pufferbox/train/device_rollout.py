@@ -31,6 +31,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from pufferbox.episodes import Episodes
+
 __all__ = ["DeviceRollout", "EVENT_METRICS"]
 
 # Kernel state arrays that flag an event of the current step, and the metric reporting their rate:
@@ -126,7 +128,7 @@ class DeviceRollout:
         for t in range(first, self.horizon + 1):
             self.step(t, phase_time)
         t0 = time.perf_counter()
-        episodes = self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else []
+        episodes = self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else Episodes.empty()
         per_env_step = max(1, self.num_envs * self.sent_steps)
         metrics = {metric: float(total) / per_env_step for metric, total in self.event_totals.items()}
         if hasattr(self.venv, "episodes_dropped"):

@@ -19,7 +19,7 @@ from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import load_checkpoint
 from pufferbox.train.config import ConfigError, merge, resolve_config
 from pufferbox.train.policies import build_agent
-from pufferbox.vector.native import EpisodeInfos
+from pufferbox.episodes import episodes_from_infos
 
 __all__ = ["evaluate"]
 
@@ -81,15 +81,10 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
                     print(frame, file=out, flush=True)
                 elif frame is not None:
                     frames.append(np.asarray(frame))
-            if isinstance(infos, EpisodeInfos):  # a native block's episodes as arrays
-                episode_returns, episode_lengths = infos.episode_stats()
-                returns += episode_returns.tolist()
-                lengths += episode_lengths.tolist()
-            else:
-                for info in infos:
-                    if "episode_return" in info:
-                        returns.append(float(info["episode_return"]))
-                        lengths.append(float(info["episode_length"]))
+            if len(infos):
+                finished = episodes_from_infos(infos)
+                returns += finished.returns.tolist()
+                lengths += finished.lengths.astype(float).tolist()
             with torch.no_grad():
                 obs_t, starts_t = torch.from_numpy(obs), torch.from_numpy(starts)
                 if deterministic:

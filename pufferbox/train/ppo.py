@@ -52,7 +52,7 @@ from pufferbox.train.config import ConfigError
 from pufferbox.train.device_rollout import DeviceRollout
 from pufferbox.train.optim import Adam
 from pufferbox.train.policies import build_agent
-from pufferbox.vector.native import EpisodeInfos
+from pufferbox.episodes import episodes_from_infos
 
 __all__ = ["Trainer", "TrainResult", "Rollout"]
 
@@ -302,7 +302,8 @@ class Trainer:
         """Step the envs until ``num_rows`` segments are full (or a row has nowhere to write); returns them."""
         if self.on_device:
             infos, self.rollout_metrics = self.rollout.collect(self.phase_time)
-            self.new_episodes += [(float(i["episode_return"]), float(i["episode_length"])) for i in infos]
+            episodes = episodes_from_infos(infos)
+            self.new_episodes += zip(episodes.returns.tolist(), episodes.lengths.tolist())
             return self.all_rows
         ro, apE = self.rollout, self.agents_per_env
         while True:
@@ -321,12 +322,9 @@ class Trainer:
             ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
             starts = np.logical_or(terminals, truncations) | self.first[rows]
             self.first[rows] = False
-            if isinstance(infos, EpisodeInfos):  # a native block's episodes as arrays: no dicts built
-                self.new_episodes += zip(*(stat.tolist() for stat in infos.episode_stats()))
-            else:
-                for info in infos:
-                    if "episode_return" in info:
-                        self.new_episodes.append((float(info["episode_return"]), float(info["episode_length"])))
+            if len(infos):
+                episodes = episodes_from_infos(infos)
+                self.new_episodes += zip(episodes.returns.tolist(), episodes.lengths.tolist())
             ro.np_obs[seg, ptr] = obs
             ro.np_starts[seg, ptr] = starts
             ro.np_masks[seg, ptr] = masks
