@@ -66,6 +66,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "batch_size": 0,  # envs per recv(); 0: all of them (no pool)
         "main_envs": 0,  # multiprocessing: envs the main process steps itself while the workers step
         "native": True,  # use the plugin's batched implementation when it has one
+        "step_timeout": 60.0,  # multiprocessing/ray: seconds a worker may take per step before WorkerTimeoutError
+        "check_obs": False,  # check every observation against its space's bounds and for NaN/inf (slow)
         "device": "gpu",  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
     },
     "policy": {

@@ -219,6 +219,8 @@ class Trainer:
             backend_kwargs["batch_size"] = vc["batch_size"]
         if vc.get("main_envs"):  # absent from configs saved before the option existed
             backend_kwargs["main_envs"] = vc["main_envs"]
+        if vc["backend"] in ("multiprocessing", "ray"):  # the backends with workers to wait for
+            backend_kwargs["step_timeout"] = vc.get("step_timeout", 60.0)
         # The cuda backend's recv() returns tensors on its device: rollout, sampling and update stay there.
         self.on_device = vc["backend"] == "cuda"
         if self.on_device:
