@@ -114,11 +114,12 @@ class EnvSpec:
         self.ensure_available()
         return self.binding(**{**self.kwargs, **kwargs})
 
-    def make_emulated(self, **kwargs: Any) -> Any:
-        """The raw env wrapped in its flattening emulator."""
+    def make_emulated(self, check_obs: bool = False, **kwargs: Any) -> Any:
+        """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics)
+        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics,
+                       check_obs=check_obs)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""

@@ -26,8 +26,10 @@ from pufferbox.cli import cli
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run goes (default runs/ENV-TIMESTAMP).")
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
+@click.option("--check-obs", is_flag=True, default=None,
+              help="Check every observation of emulated envs against its space's bounds and for NaN/inf (slow).")
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard):
+          device, compile_, run_dir, resume, no_tensorboard, check_obs):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -39,7 +41,7 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
              "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
-             "train.seed": seed, "train.device": device, "train.compile": compile_}
+             "train.seed": seed, "train.device": device, "train.compile": compile_, "vec.check_obs": check_obs}
     if resume is None:
         from pufferbox.registry import get_registry
 

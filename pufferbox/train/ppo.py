@@ -231,7 +231,7 @@ class Trainer:
                               f"drop it or add --backend cuda")
         self.venv = pufferbox.vector.make(self.spec, backend=vc["backend"], num_envs=vc["num_envs"],
                                           env_kwargs=dict(config.get("env", {})), native=vc["native"],
-                                          **backend_kwargs)
+                                          check_obs=vc.get("check_obs", False), **backend_kwargs)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env = self.venv.agents_per_env
         self.num_rows = self.venv.num_agents

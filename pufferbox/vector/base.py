@@ -77,6 +77,7 @@ class EnvFactory:
     spec: EnvSpec
     kwargs: dict = field(default_factory=dict)
     use_native: bool = True
+    check_obs: bool = False  # emulated envs: every observation against its space (bounds, NaN/inf)
 
     @property
     def native(self) -> bool:
@@ -89,7 +90,7 @@ class EnvFactory:
             self.spec.ensure_available()
             blocks = [self.spec.native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
         else:
-            blocks = [self.spec.make_emulated(**self.kwargs) for _ in range(num_envs)]
+            blocks = [self.spec.make_emulated(check_obs=self.check_obs, **self.kwargs) for _ in range(num_envs)]
         row = 0
         for block in blocks:
             block.set_buffers(buffers.slice(row, row + block.num_agents))
