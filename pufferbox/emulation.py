@@ -104,7 +104,8 @@ class GymnasiumEmulator(gymnasium.Env):
         self.obs_targets = [(leaf.path, view[0:1].reshape(leaf.shape))
                             for leaf, view in zip(self.obs_spec.leaves, self.obs_views)]
         self.obs_depth = max(len(path) for path, _ in self.obs_targets)
-        self.obs_keyed = [(path[0] if path else None, target, target.dtype) for path, target in self.obs_targets]
+        self.obs_keyed = [(path[0] if path else None, target, target.shape, target.dtype)
+                          for path, target in self.obs_targets]
         # Looked up on the outermost env only: the layer that offers it vouches that what it
         # returns is what it bound (an inner env's arrays may be transformed on the way out).
         bind = getattr(self.env, BIND_OBSERVATION_BUFFERS, None)
@@ -121,16 +122,16 @@ class GymnasiumEmulator(gymnasium.Env):
         # anything else (a scalar, a castable dtype, a wrong shape, None) takes check_leaf's slow path,
         # so a (1,) value is never broadcast into a (4,) leaf nor None written as NaN.
         if self.obs_depth == 1:
-            for key, target, dtype in self.obs_keyed:
+            for key, target, shape, dtype in self.obs_keyed:
                 value = obs[key]
                 if value is not target:
-                    if type(value) is not np.ndarray or value.shape != target.shape or value.dtype is not dtype:
+                    if type(value) is not np.ndarray or value.shape != shape or value.dtype is not dtype:
                         self.check_leaf(value, target, (key,))
                     target[...] = value
         elif self.obs_depth == 0:
-            _, target, dtype = self.obs_keyed[0]
+            _, target, shape, dtype = self.obs_keyed[0]
             if obs is not target:
-                if type(obs) is not np.ndarray or obs.shape != target.shape or obs.dtype is not dtype:
+                if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype is not dtype:
                     self.check_leaf(obs, target, ())
                 target[...] = obs
         else:

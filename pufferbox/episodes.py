@@ -47,6 +47,16 @@ class Episodes:
             raise ValueError(f"Episodes: {', '.join(bad)} not of the {n} episodes' length")
 
     @classmethod
+    def trusted(cls, env_ids: np.ndarray, returns: np.ndarray, lengths: np.ndarray,
+                metrics: Mapping[str, np.ndarray]) -> "Episodes":
+        """Build from arrays already of the canonical dtypes and one length, skipping the check
+        (what internal paths that produced them use: one emulator step ends at most one episode,
+        and each allocation here is on the per-step path)."""
+        self = object.__new__(cls)
+        self.__dict__.update(env_ids=env_ids, returns=returns, lengths=lengths, metrics=metrics)
+        return self
+
+    @classmethod
     def from_arrays(cls, env_ids: Any, returns: Any, lengths: Any,
                     metrics: Mapping[str, Any] | None = None) -> "Episodes":
         """Build from anything array-like, converting to the canonical dtypes."""
@@ -57,8 +67,9 @@ class Episodes:
     def one(cls, env_id: int, episode_return: float, length: int,
             metrics: Mapping[str, float] | None = None) -> "Episodes":
         """One episode (what an emulated env reports when its episode ends)."""
-        return cls(np.array([env_id], np.int64), np.array([episode_return], np.float64), np.array([length], np.int64),
-                   {name: np.array([value], np.float64) for name, value in (metrics or {}).items()})
+        return cls.trusted(np.array([env_id], np.int64), np.array([episode_return], np.float64),
+                           np.array([length], np.int64),
+                           {name: np.array([value], np.float64) for name, value in metrics.items()} if metrics else {})
 
     @classmethod
     def empty(cls, metric_names: Iterable[str] = ()) -> "Episodes":
@@ -71,12 +82,35 @@ class Episodes:
         """The same episodes with ``first_env`` added to each env id (block-local -> backend-wide)."""
         if not first_env or not len(self):
             return self
-        return Episodes(self.env_ids + first_env, self.returns, self.lengths, self.metrics)
+        return Episodes.trusted(self.env_ids + first_env, self.returns, self.lengths, self.metrics)
 
     def select(self, index: Any) -> "Episodes":
         """A subset (boolean mask, index array or slice)."""
         return Episodes(self.env_ids[index], self.returns[index], self.lengths[index],
                         {name: arr[index] for name, arr in self.metrics.items()})
+
+    @staticmethod
+    def gather(parts: Sequence[tuple[int, "Episodes"]]) -> "Episodes":
+        """One ``Episodes`` from ``(first_env, block-local episodes)`` pairs: relabel and concat in one pass."""
+        if len(parts) == 1:
+            first_env, episodes = parts[0]
+            return episodes.relabel(first_env)
+        # Parts are small (an emulator ends one episode): Python lists, then one array each, beat
+        # concatenating many one-element arrays.
+        env_ids: list[int] = []
+        returns: list[float] = []
+        lengths: list[int] = []
+        for first_env, p in parts:
+            env_ids += [first_env + env for env in p.env_ids.tolist()]
+            returns += p.returns.tolist()
+            lengths += p.lengths.tolist()
+        metrics = {}
+        if any(p.metrics for _, p in parts):
+            names = sorted({name for _, p in parts for name in p.metrics})
+            metrics = {name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for _, p in parts])
+                       for name in names}
+        return Episodes.trusted(np.array(env_ids, np.int64), np.array(returns, np.float64),
+                                np.array(lengths, np.int64), metrics)
 
     @staticmethod
     def concat(parts: Sequence["Episodes"]) -> "Episodes":

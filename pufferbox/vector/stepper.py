@@ -60,12 +60,12 @@ class BlockStepper:
         try:
             for block, _, env in self.steps:
                 episodes = block.vec_reset(None if seed is None else seed + env)
-                if len(episodes):
-                    parts.append(episodes.relabel(env))
+                if episodes is not NO_EPISODES and len(episodes):
+                    parts.append((env, episodes))
         except BaseException:
             self.failed_env = env if self.one_env_blocks else self.env_range()
             raise
-        return Episodes.concat(parts) if parts else NO_EPISODES
+        return Episodes.gather(parts) if parts else NO_EPISODES
 
     def step(self) -> Episodes:
         """Step every env with the actions in its rows; episodes that ended, env ids backend-wide."""
@@ -74,17 +74,16 @@ class BlockStepper:
         try:
             for block, actions, env in self.steps:
                 episodes = block.vec_step(actions)
-                if len(episodes):
+                # Most steps end no episode: blocks return the shared NO_EPISODES, an identity check.
+                if episodes is not NO_EPISODES and len(episodes):
                     if parts is None:
-                        parts = [episodes.relabel(env)]
+                        parts = [(env, episodes)]
                     else:
-                        parts.append(episodes.relabel(env))
+                        parts.append((env, episodes))
         except BaseException:
             self.failed_env = env if self.one_env_blocks else self.env_range()
             raise
-        if parts is None:
-            return NO_EPISODES
-        return parts[0] if len(parts) == 1 else Episodes.concat(parts)
+        return NO_EPISODES if parts is None else Episodes.gather(parts)
 
     def close(self) -> None:
         """Close every block; one block failing to close does not keep the others open."""

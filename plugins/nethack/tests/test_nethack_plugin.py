@@ -124,7 +124,7 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
     rows = Buffers.allocate(emulated.obs_spec, emulated.act_spec, 3)
     emulated.set_buffers(rows.slice(1, 2))  # an inner row, as a backend hands it
     core = emulated.env.unwrapped.nethack
-    for key, target, _ in emulated.obs_keyed:
+    for key, target, *_ in emulated.obs_keyed:
         assert core._obs_buffers[key] is target and np.shares_memory(target, rows.observations[1])
         # nle writes through its C pointer; the emulator's own copy (target[...] = value) would now raise
         target.flags.writeable = False
