@@ -20,7 +20,7 @@ import numpy as np
 from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.vector.base import WorkerError, WorkerTimeoutError
 from pufferbox.vector.shm import SharedArrays
-from pufferbox.vector.worker import CLOSE, DONE, ERROR
+from pufferbox.vector.worker import CLOSE, DONE, ERROR, unpack
 
 __all__ = ["NoAsyncCallError", "Resources", "WorkerPool", "last_line"]
 
@@ -86,7 +86,7 @@ class WorkerPool:
             if flag == DONE:
                 episodes = NO_EPISODES
                 if self.has_info[w]:
-                    episodes = self.pipes[w].recv()
+                    episodes = unpack(self.pipes[w].recv())
                     self.has_info[w] = 0
                 self.in_flight.remove(w)
                 self.ready.append((w, episodes))
