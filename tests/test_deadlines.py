@@ -136,3 +136,48 @@ def test_ray_actor_that_hangs_raises_a_timeout(local_ray) -> None:
             venv.recv()
             venv.send([0, 0, 0, 0])
     assert venv.closed and venv.actors == []
+
+
+def test_a_killed_main_process_takes_hung_workers_and_the_segment_with_it() -> None:
+    """SIGKILL of the main process while a worker hangs in an env step: no orphan, no /dev/shm segment."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    script = textwrap.dedent("""
+        import numpy as np, time
+        import pufferbox.vector as vector
+        from pufferbox.vector.testenvs import env_spec_for
+        venv = vector.make(env_spec_for("faulty", fail_at=2, mode="hang"), backend="multiprocessing",
+                           num_envs=2, num_workers=2)
+        venv.reset(seed=0)
+        venv.step([0, 0])
+        venv.send(np.zeros(2, dtype=np.int64))  # the workers hang in this step
+        print(venv.resources.shared.name, *venv.pids, flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    pids: list[str] = []
+    try:
+        name, *pids = proc.stdout.readline().split()
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        alive, segment = pids, True
+        while time.monotonic() < deadline and (alive or segment):
+            time.sleep(0.2)
+            alive = [p for p in map(int, pids) if psutil.pid_exists(p)
+                     and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+            segment = os.path.exists(f"/dev/shm/{name.lstrip('/')}")
+        assert not alive, f"orphaned workers {alive}"
+        assert not segment, f"shared memory segment {name} left behind"
+    finally:
+        proc.kill()
+        for pid in map(int, pids):  # a failed run must not leave its hung workers behind
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

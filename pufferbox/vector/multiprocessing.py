@@ -175,7 +175,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         for w in range(self.num_workers):
             first_row = int(self.worker_rows[w][0])
             args = WorkerArgs(w, factory, int(self.worker_envs[w][0]), self.envs_per_worker, first_row,
-                              first_row + self.rows_per_worker, shared.name, layout, os.getpid(), self.spin_s)
+                              first_row + self.rows_per_worker, shared.name, layout, self.spin_s)
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=worker_main, name=f"pufferbox-worker-{w}", daemon=True,
                                args=(args, child, wakes[w], done))

@@ -100,7 +100,6 @@ class WorkerArgs:
     row_stop: int
     shm_name: str
     layout: Layout
-    parent_pid: int
     spin_s: float
 
     @property
@@ -121,9 +120,23 @@ def unpack(message: tuple) -> Episodes:
                             {name: np.array(v, np.float64) for name, v in metrics.items()} if metrics else {})
 
 
+def die_with_parent() -> None:
+    """Linux: the kernel kills this process when its parent dies, even in a hung env step (an idle
+    worker also notices by polling); multiprocessing's resource tracker then unlinks the segment."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the idle-worker poll is all there is
+
+
 def worker_main(args: WorkerArgs, conn: Any, wake: Any, done: Any) -> None:
     """A worker's loop: wait for ``wake``, run the command in its flag, answer, post ``done``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    parent = os.getppid()  # the main process, or the forkserver that forked us
+    die_with_parent()
     shared = SharedArrays.attach(args.shm_name, args.layout)
     rows: Buffers = buffers_of(shared.arrays).slice(args.row_start, args.row_stop)
     stepper = None
@@ -132,14 +145,15 @@ def worker_main(args: WorkerArgs, conn: Any, wake: Any, done: Any) -> None:
             stepper = BlockStepper(args.factory, rows, args.first_env, args.num_envs)
         except BaseException:  # every later command is answered with ERROR
             conn.send(("error", f"{args.env_range} (while building)", traceback.format_exc()))
-        serve(args, stepper, shared.arrays, conn, wake, done)
+        serve(args, stepper, shared.arrays, conn, wake, done, parent)
     finally:
         if stepper is not None:
             stepper.close()
         shared.destroy()
 
 
-def serve(args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: Any, wake: Any, done: Any) -> None:
+def serve(args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: Any, wake: Any, done: Any,
+          parent: int) -> None:
     """Answer commands until CLOSE, or until the parent is gone."""
     w = args.worker
     flags, has_info, closing = arrays["flags"], arrays["has_info"], arrays["closing"]
@@ -147,7 +161,7 @@ def serve(args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: An
     while True:
         # One token per command; the timeout only lets an idle worker notice it was orphaned.
         if not waiter.acquire(wake, PARENT_CHECK):
-            if os.getppid() != args.parent_pid:
+            if os.getppid() != parent:
                 return  # orphaned: the main process died without closing us
             continue
         command = int(flags[w])
