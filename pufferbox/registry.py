@@ -71,6 +71,8 @@ class EnvSpec:
         solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
         requires: ``{import name: pip requirement}`` that must be importable for the env to work.
         aliases: other names that resolve to this env.
+        episode_metrics: names of values in an episode's final ``info`` reported with each
+            finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
     """
 
     name: str
@@ -90,6 +92,7 @@ class EnvSpec:
     plugin: str = ""
     distribution: str = ""
     version: str = ""
+    episode_metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
@@ -125,11 +128,12 @@ class EnvSpec:
         self.ensure_available()
         return self.binding(**{**self.kwargs, **kwargs})
 
-    def make_emulated(self, **kwargs: Any) -> Any:
-        """The raw env wrapped in its flattening emulator."""
+    def make_emulated(self, check_obs: bool = False, **kwargs: Any) -> Any:
+        """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name)
+        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics,
+                       check_obs=check_obs)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""

@@ -78,6 +78,8 @@ class VecConfig:
     batch_size: int = 0  # envs per recv(); 0: all of them (no pool)
     main_envs: int = 0  # multiprocessing: envs the main process steps itself while the workers step
     native: bool = True  # use the plugin's batched implementation when it has one
+    step_timeout: float = 60.0  # multiprocessing/ray: seconds a worker may take per step before WorkerTimeoutError
+    check_obs: bool = False  # check every observation against its space's bounds and for NaN/inf (slow)
     device: str = "gpu"  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
 
 

@@ -217,6 +217,7 @@ def register_envs(register):
             binding=make_nethack,
             kwargs={"task": task},
             native=make_native if task in NATIVE_TASKS else None,
+            episode_metrics=("end_status", "is_ascended"),
             aliases=("nethack/score",) if task == "score" else (),
             requires=REQUIRES,
             policy="pufferbox_nethack.policy:NetHackEncoder",
