@@ -83,32 +83,31 @@ def fingerprint(module: torch.nn.Module) -> bytes:
 
 @pytest.mark.parametrize("correction", ["vtrace", "none"])
 def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updates(correction):
-    """Every act call records the actor's weights and thread; the learner's update waits until an act
-    happens during it (it would time out if collection did not overlap the update)."""
+    """Every act call records the actor's weights and thread. The first act of each prefetched rollout
+    waits until the learner's update has begun, and the update waits for that act: a collector that
+    did not run during the update would leave both waiting (and the test failing at the timeout)."""
     updates, horizon = 5, 16
     trainer = Trainer("cartpole", config(f"train.lag_correction={correction}",
                                          f"train.total_steps={updates * 4 * horizon}"))
     versions = [fingerprint(trainer.agent)]  # versions[k]: the learner's weights after k updates
     trainer.callbacks.append(lambda metrics: versions.append(fingerprint(trainer.agent)))
     inner, actor = trainer.collector.inner, trainer.collector.actor
-    acts, during_update = [], threading.Event()
-    updating = False
-    original_act = inner.act
+    acts: list[tuple[bytes, str]] = []
+    update_running, act_during_update = threading.Event(), threading.Event()
+    original_act, original_update = inner.act, trainer.learner.update
 
     def recording_act(*args, **kwargs):
         acts.append((fingerprint(actor), threading.current_thread().name))
-        if updating:
-            during_update.set()
+        if len(acts) > horizon + 1 and (len(acts) - horizon - 2) % horizon == 0:  # first act of rollout k >= 1
+            assert update_running.wait(timeout=60), "rollout started but the learner's update never ran"
+            act_during_update.set()
         return original_act(*args, **kwargs)
 
-    original_update = trainer.learner.update
-
     def waiting_update(batch, progress=0.0):
-        nonlocal updating
-        during_update.clear()
-        updating = True
-        overlapped = trainer.update == updates - 1 or during_update.wait(timeout=60)  # the last has no prefetch
-        updating = False
+        act_during_update.clear()
+        update_running.set()
+        overlapped = trainer.update == updates - 1 or act_during_update.wait(timeout=60)  # the last: no prefetch
+        update_running.clear()
         assert overlapped, f"no env step was taken while update {trainer.update + 1} ran"
         return original_update(batch, progress)
 
