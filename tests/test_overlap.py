@@ -67,11 +67,13 @@ def test_lag_correction_is_validated():
         config("train.overlap=1")
 
 
-def test_overlap_collector_refuses_a_shared_policy():
+def test_overlap_collector_refuses_a_shared_policy_and_a_trainer_cannot_switch_modes():
     trainer = Trainer("cartpole", config("train.overlap=false"))
     try:
         with pytest.raises(ValueError, match="own copy"):
             OverlapCollector(trainer.collector, trainer.agent, trainer.agent)
+        with pytest.raises(ConfigError, match="train.overlap: this trainer's collector is built for overlap=false"):
+            trainer.set_hyperparameters({"overlap": True})
     finally:
         trainer.close()
 

@@ -280,6 +280,9 @@ class Trainer:
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
             raise ConfigError(f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
                               "build a new Trainer for another rollout length")
+        if bool(train.get("overlap", self.tc.overlap)) != self.tc.overlap:
+            raise ConfigError("train.overlap: this trainer's collector is built for "
+                              f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it")
         self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
         self.config["train"].update(train)  # what checkpoints record
 
