@@ -212,3 +212,45 @@ def test_overlap_rejects_the_cuda_backend_with_a_one_line_error():
     with pytest.raises(ConfigError, match="train.overlap=true: --backend cuda") as err:
         Trainer("cartpole", config("vec.backend=cuda", "vec.device=host"))
     assert "\n" not in str(err.value)
+
+
+def test_the_learner_uses_targets_given_with_the_batch_instead_of_gae():
+    """``advantages``/``returns`` in the batch (V-trace's) replace GAE's: zero advantages, zero policy loss."""
+    import gymnasium
+
+    from pufferbox.spaces import ActionSpec, ObservationSpec
+    from pufferbox.train.config import TrainConfig
+    from pufferbox.train.learner import Learner
+    from pufferbox.train.overlap import vtrace_targets
+    from pufferbox.train.policies import Agent, MLPEncoder
+
+    obs_spec = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,), np.float32))
+    act_spec = ActionSpec(gymnasium.spaces.Discrete(2))
+    torch.manual_seed(0)
+    agent = Agent(MLPEncoder(obs_spec, act_spec, hidden_size=8), act_spec)
+    segments, horizon = 3, 5
+    batch = {"obs": torch.randn(segments, horizon + 1, 4), "actions": torch.randint(0, 2, (segments, horizon + 1)),
+             "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
+             "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
+             "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
+    hp = TrainConfig(num_minibatches=1, update_epochs=1, norm_adv=False, ent_coef=0.0)
+    zero = {"advantages": torch.zeros(segments, horizon), "returns": torch.zeros(segments, horizon)}
+    assert Learner(agent, hp).update(batch | zero)["policy_loss"] == 0.0
+    assert Learner(agent, hp).update(batch)["policy_loss"] != 0.0  # GAE's advantages of the reward-1 batch
+
+    rebased = vtrace_targets(agent, batch, gamma=0.9, lam=1.0)  # rescored by the current weights
+    logprobs, _, values = agent.evaluate(batch["obs"].reshape(-1, 4), batch["actions"].reshape(-1))
+    torch.testing.assert_close(rebased["logprobs"], logprobs.reshape(segments, horizon + 1))
+    torch.testing.assert_close(rebased["values"], values.reshape(segments, horizon + 1))
+    assert rebased["advantages"].shape == rebased["returns"].shape == (segments, horizon)
+
+
+def test_overlap_trains_with_an_async_pool():
+    trainer = Trainer("cartpole", config("vec.backend=multiprocessing", "vec.num_envs=8", "vec.num_workers=4",
+                                         "vec.batch_size=4", "train.total_steps=1024"))
+    try:
+        history = trainer.train().history
+    finally:
+        trainer.close()
+    assert [m["policy_lag"] for m in history[:3]] == [0.0, 1.0, 1.0]
+    assert history[-1]["global_step"] >= 1024 and all(np.isfinite(m["policy_loss"]) for m in history)
