@@ -254,3 +254,35 @@ def test_overlap_trains_with_an_async_pool():
         trainer.close()
     assert [m["policy_lag"] for m in history[:3]] == [0.0, 1.0, 1.0]
     assert history[-1]["global_step"] >= 1024 and all(np.isfinite(m["policy_loss"]) for m in history)
+
+
+@pytest.mark.parametrize("lstm", [False, True], ids=["mlp", "lstm"])
+def test_rescoring_an_on_policy_rollout_gives_back_what_the_actor_stored(lstm):
+    """The first rollout is acted by the learner's own weights: rescoring it (V-trace's target policy) must
+    reproduce the stored logprobs and values, row by row and step by step (LSTM: unrolled per segment)."""
+    from pufferbox.train.overlap import rescore
+
+    trainer = Trainer("cartpole", config(f"policy.lstm={str(lstm).lower()}", "vec.native=false"))
+    try:
+        batch = trainer.collector.collect().batch
+        logprobs, values = rescore(trainer.agent, batch)
+    finally:
+        trainer.close()
+    torch.testing.assert_close(logprobs, batch["logprobs"], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(values, batch["values"], rtol=1e-4, atol=1e-5)
+
+
+class FailingCollector:
+    venv, horizon, phase_time = None, 4, {"env": 0.0, "inference": 0.0}
+
+    def collect(self, horizon=None):
+        raise RuntimeError("worker 1 died")
+
+
+def test_an_error_in_the_collector_thread_is_raised_by_collect():
+    actor, learner = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+    collector = OverlapCollector(FailingCollector(), actor, learner)
+    with pytest.raises(RuntimeError, match="worker 1 died"):
+        collector.collect()
+    assert collector.thread is None
+    collector.close()
