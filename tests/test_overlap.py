@@ -286,3 +286,16 @@ def test_an_error_in_the_collector_thread_is_raised_by_collect():
         collector.collect()
     assert collector.thread is None
     collector.close()
+
+
+def test_restart_counts_the_dropped_rollout_as_unrecorded_steps():
+    """A tournament pod restarts the rollout for new weights: the prefetched rollout moved the envs too."""
+    trainer = Trainer("cartpole", config())
+    try:
+        trainer.train_steps(2 * 64)
+        assert trainer.collector.thread is not None
+        assert trainer.restart_rollout() == 64 + 4  # one rollout of 4 rows x 16 steps, then 4 pending actions
+        assert trainer.collector.thread is None
+        assert trainer.train_update()["policy_lag"] == 0.0  # a fresh double buffer, acted by the new weights
+    finally:
+        trainer.close()

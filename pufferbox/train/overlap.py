@@ -127,10 +127,11 @@ class OverlapCollector:
         self.inner.reset(seed)
 
     def restart(self) -> int:
-        """Drop the rollout in flight (its steps were taken but are not trained on) and start over."""
-        self.drop()
+        """Drop the rollout in flight and start over; returns the env steps taken but never recorded
+        (the dropped rollout's and the actions still pending)."""
+        dropped = self.drop()
         self.sync()
-        return self.inner.restart()
+        return dropped + self.inner.restart()
 
     def collect(self, horizon: int | None = None) -> Collected:
         if self.thread is None:  # nothing in flight (first rollout, after a reset): collect it now
@@ -183,13 +184,15 @@ class OverlapCollector:
         result.metrics["policy_lag"] = float(self.version() - result.metrics["policy_version"])
         return result
 
-    def drop(self) -> None:
-        """Wait for the rollout in flight to end and discard it (errors included: the caller starts over)."""
-        if self.thread is not None:
-            try:
-                self.join()
-            except Exception:
-                pass
+    def drop(self) -> int:
+        """Wait for the rollout in flight to end and discard it (errors included: the caller starts over);
+        returns its env steps."""
+        if self.thread is None:
+            return 0
+        try:
+            return self.join().steps
+        except Exception:
+            return 0
 
     def close(self) -> None:
         self.drop()
