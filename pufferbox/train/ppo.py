@@ -4,10 +4,13 @@ Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segment
 or on the kernels' device for ``--backend cuda``), the :class:`~pufferbox.train.learner.Learner`
 runs GAE and the clipped PPO epochs on it, and this module counts steps, tracks finished
 episodes (solve detection), writes checkpoints and sends each update's metrics to callbacks.
+With ``train.overlap`` the collector is an :class:`~pufferbox.train.overlap.OverlapCollector`
+(the next rollout is collected while the learner updates) and lagged batches get V-trace targets.
 
 Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded from
 ``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the rest of the
-run, so a resumed run matches an uninterrupted one on the serial backend. Kernel envs
+run, so a resumed run matches an uninterrupted one on the serial backend (overlapped too: the rollout in
+flight is dropped at that update). Kernel envs
 (``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
 
 Example:
