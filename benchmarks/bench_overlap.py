@@ -103,10 +103,11 @@ def main() -> None:
              + (f" --envs {' '.join(args.envs)}" if args.envs else "") + "`", "",
              "Each env's plugin defaults; arms differ only in `train.overlap` / `train.lag_correction`."]
     if args.part in ("efficiency", "both"):
-        lines += ["", "Env steps until the last-20-episode mean return reaches the env's `solved_return` "
-                      "(sample efficiency: independent of machine load).", "", *efficiency(args.seeds, vec, args.envs)]
+        lines += ["", ("Env steps until the last-20-episode mean return reaches the env's `solved_return` "
+                       "(sample efficiency: independent of machine load)."), "", *efficiency(args.seeds, vec, args.envs)]
     if args.part in ("speed", "both"):
-        lines += ["", "Training steps/s after the first update on a fixed budget (load-dependent).", "", *speed(vec, args.envs)]
+        lines += ["", "Training steps/s after the first update on a fixed budget (load-dependent).", "",
+                  *speed(vec, args.envs)]
     write_section(SECTION, "\n".join(lines))
     print("\n".join(lines))
 

@@ -3,6 +3,7 @@ or duplicated episodes across the double buffer, resume, and a clean close after
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import threading
 import time
@@ -153,7 +154,7 @@ def test_no_episode_is_lost_or_duplicated_across_rollouts(overlap):
     finally:
         trainer.close()
     assert len(got) == 1536 // 64
-    for before, after in zip(got, got[1:]):  # the double buffer hands over the very next step
+    for before, after in itertools.pairwise(got):  # the double buffer hands over the very next step
         assert torch.equal(after.batch["obs"][:, 0], before.batch["obs"][:, -1])
         assert torch.equal(after.batch["actions"][:, 0], before.batch["actions"][:, -1])
     for rollout in got:

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from pufferbox.train.collector import Collected
 
-__all__ = ["OverlapCollector", "vtrace", "vtrace_targets", "LAG_CORRECTIONS"]
+__all__ = ["LAG_CORRECTIONS", "OverlapCollector", "vtrace", "vtrace_targets"]
 
 LAG_CORRECTIONS = ("vtrace", "none")
 
@@ -78,7 +79,7 @@ def rescore(agent: Any, batch: dict[str, torch.Tensor], chunk: int = 16384) -> t
     obs, actions = batch["obs"], batch["actions"]
     segments, width = obs.shape[:2]
     if "h" in batch:  # unroll each segment from its first stored LSTM state
-        sl = lambda x: x.transpose(0, 1)  # noqa: E731
+        sl = lambda x: x.transpose(0, 1)
         logprob, _, value = agent.evaluate(sl(obs), sl(actions), (batch["h"][:, 0], batch["c"][:, 0]), sl(batch["starts"]))
         return logprob.reshape(width, segments).T, value.reshape(width, segments).T
     flat_obs, flat_act = obs.reshape(segments * width, *obs.shape[2:]), actions.reshape(segments * width, *actions.shape[2:])
@@ -162,7 +163,7 @@ class OverlapCollector:
                 got = self.inner.collect(horizon)
                 got.metrics["policy_version"] = float(version)
                 self.result = got
-            except BaseException as exc:  # re-raised in the caller's thread by join()
+            except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread by join())
                 self.result = exc
 
         self.result = None
@@ -191,7 +192,7 @@ class OverlapCollector:
             return 0
         try:
             return self.join().steps
-        except Exception:
+        except Exception:  # noqa: BLE001  (dropped: the caller starts over)
             return 0
 
     def close(self) -> None:
