@@ -66,6 +66,8 @@ class TrainConfig:
     solve_window: int = 20
     deterministic: bool = False  # torch deterministic algorithms
     max_nonfinite_updates: int = 3  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
+    overlap: bool = False  # collect rollout k+1 (policy one update old) while learning on k; see overlap.py
+    lag_correction: str = "vtrace"  # overlap only: "vtrace" (IMPALA's targets) or "none" (PPO's clip alone)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
 FREE_SECTIONS = ("env",)
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
                 "train.solve_window", "vec.num_envs", "policy.hidden_size"}
+CHOICES = {"train.lag_correction": ("vtrace", "none")}
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -154,6 +157,9 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
+    choices = CHOICES.get(f"{section}.{key}")
+    if choices and value not in choices:
+        raise ConfigError(f"{section}.{key}: must be one of {', '.join(choices)}, got {value!r} ({source})")
     return value
 
 

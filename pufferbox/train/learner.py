@@ -68,7 +68,10 @@ class Learner:
         hp = self.hp
         lr = hp.learning_rate * (max(0.0, 1.0 - progress) if hp.anneal_lr else 1.0)
         self.optimizer.param_groups[0]["lr"] = lr
-        adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
+        if "advantages" in batch:  # targets computed by the caller (overlap.vtrace_targets for lagged data)
+            adv, returns = batch["advantages"], batch["returns"]
+        else:
+            adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
         if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
             return self.skipped(lr)
         steps = adv.shape[1]

@@ -4,10 +4,13 @@ Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segment
 or on the kernels' device for ``--backend cuda``), the :class:`~pufferbox.train.learner.Learner`
 runs GAE and the clipped PPO epochs on it, and this module counts steps, tracks finished
 episodes (solve detection), writes checkpoints and sends each update's metrics to callbacks.
+With ``train.overlap`` the collector is an :class:`~pufferbox.train.overlap.OverlapCollector`
+(the next rollout is collected while the learner updates) and lagged batches get V-trace targets.
 
 Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded from
 ``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the rest of the
-run, so a resumed run matches an uninterrupted one on the serial backend. Kernel envs
+run, so a resumed run matches an uninterrupted one on the serial backend (overlapped too: the rollout in
+flight is dropped at that update). Kernel envs
 (``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
 
 Example:
@@ -21,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import copy
 import math
 import os
 import time
@@ -37,6 +41,7 @@ from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.learner import Learner
+from pufferbox.train.overlap import OverlapCollector, vtrace_targets
 from pufferbox.train.policies import build_agent
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
@@ -154,13 +159,16 @@ class Trainer:
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.callbacks = list(callbacks or [])
         tc = self.tc
+        if tc.overlap and vc.backend == "cuda":
+            raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
+                              "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
         device = setup_torch(tc)
         self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
         self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
-        self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        self.collector = self.build_collector(tc)
         self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
@@ -170,6 +178,21 @@ class Trainer:
         self.stop_requested = False
         self.history: list[dict] = []
         self.collector.reset(self.env_seed())
+
+    def build_collector(self, tc: TrainConfig) -> Any:
+        """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy."""
+        if not tc.overlap:
+            return make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        actor = copy.deepcopy(self.agent)
+        inner = make_collector(self.spec, self.venv, actor, self.num_steps, self.device, tc.compile)
+        return OverlapCollector(inner, actor, self.agent, version=lambda: self.update, plan=self.prefetch_horizon)
+
+    def prefetch_horizon(self, pending: int) -> int | None:
+        """Horizon of the rollout to collect next while ``pending`` steps are being learned on (0: the budget is spent)."""
+        remaining = self.tc.total_steps - self.global_step - pending
+        if remaining <= 0:
+            return 0
+        return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
 
     @property
     def phase_time(self) -> dict[str, float]:
@@ -188,7 +211,10 @@ class Trainer:
         update's metrics (also sent to callbacks)."""
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
-        losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
+        batch = rollout.batch
+        if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
+            batch = vtrace_targets(self.agent, batch, self.tc.gamma, self.tc.gae_lambda)
+        losses = self.learner.update(batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
@@ -198,9 +224,9 @@ class Trainer:
         self.global_step += rollout.steps
         metrics = self.record(rollout, losses)
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
+            self.collector.reset(self.env_seed())  # first: an overlapped rollout in flight draws from torch's RNG
             if self.run_dir is not None:
                 self.save_checkpoint()
-            self.collector.reset(self.env_seed())
         return metrics
 
     def record(self, rollout: Collected, losses: dict) -> dict:
@@ -258,6 +284,9 @@ class Trainer:
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
             raise ConfigError(f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
                               "build a new Trainer for another rollout length")
+        if bool(train.get("overlap", self.tc.overlap)) != self.tc.overlap:
+            raise ConfigError("train.overlap: this trainer's collector is built for "
+                              f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it")
         self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
         self.config["train"].update(train)  # what checkpoints record
 
@@ -313,4 +342,9 @@ class Trainer:
         self.collector.reset(self.env_seed())
 
     def close(self) -> None:
-        self.venv.close()
+        """Stop collecting (the overlap thread ends with its rollout), then close the envs."""
+        try:
+            if hasattr(self.collector, "close"):
+                self.collector.close()
+        finally:
+            self.venv.close()
