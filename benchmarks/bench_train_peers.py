@@ -80,6 +80,7 @@ class Run:
     phases: dict[str, float] | None = None  # env / inference / update seconds after the first update
     episodes: list[tuple[int, float]] = field(default_factory=list)  # (global_step at end, return)
     wall_s: float = 0.0
+    return_unit: str = ""
 
     def steady_sps(self) -> float | None:
         if len(self.marks) < 2:
@@ -135,6 +136,10 @@ def run_pufferbox(peer: Peer, matched: bool, seed: int, budget: int, threads: in
         run.phases = {phase: last[f"time_{key}"] - first[f"time_{key}"]
                       for phase, key in (("env", "env"), ("inference", "inference"), ("update", "learn"))}
     raw_key = next((k for k in ("raw_episode_return", "episode_raw_episode_return") if k in metrics[-1]), None)
+    # pufferbox trains Atari on clipped rewards with a life loss ending the episode; unless its metrics
+    # carry the raw game score, its breakout returns are not in the peer's unit (whole-game raw score)
+    run.return_unit = "raw game score" if raw_key else (
+        "clipped, per life" if peer.env == "breakout" else peer.return_unit)
     for m in metrics:  # per-update means; weight each by its episode count
         value = m.get(raw_key) if raw_key else m.get("episode_return")
         if value is not None:
@@ -153,7 +158,7 @@ def run_cleanrl(peer: Peer, seed: int, budget: int, threads: int | None, work: P
     cwd = work / f"cleanrl-{env_id}-{seed}"  # it writes runs/ into its working directory
     cwd.mkdir()
     lines, wall = run_logged(cmd, cwd, thread_env(threads), work / f"{cwd.name}.log")
-    run, step = Run(wall_s=wall), 0
+    run, step = Run(wall_s=wall, return_unit=peer.return_unit), 0
     for t, line in lines:
         if match := re.match(r"global_step=(\d+), episodic_return=\[?([-\d.e]+)", line):
             step = int(match.group(1))
@@ -178,7 +183,7 @@ def run_pufferlib(peer: Peer, seed: int, budget: int, threads: int | None, work:
            "--train.checkpoint-interval", "1000000"]
     _, wall = run_logged(cmd, work, thread_env(threads), work / f"pufferlib-nethack-{seed}.log")
     updates = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    run = Run(marks=[(u["global_step"], u["t"]) for u in updates], wall_s=wall)
+    run = Run(marks=[(u["global_step"], u["t"]) for u in updates], wall_s=wall, return_unit=peer.return_unit)
     if len(updates) >= 2:
         first, last = updates[0], updates[-1]
         env_s = last["env_s"] - first["env_s"]
@@ -201,6 +206,7 @@ def run_arm(arm: str, peer: Peer, seed: int, budget: int, threads: int | None, w
             "updates": len(run.marks), "steady_sps": sps and round(sps, 1), "wall_s": round(run.wall_s, 1),
             "phases": run.phases and {k: round(v, 2) for k, v in run.phases.items()},
             "return_last_quarter": mean_return and round(mean_return, 2), "episodes_last_quarter": episodes,
+            "return_unit": run.return_unit,
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
@@ -227,7 +233,7 @@ def loads_text(rows: list[dict]) -> str:
 def table(results: list[dict]) -> str:
     """Markdown: one row per env and arm, medians over seeds, ratio to the peer's steady steps/s."""
     lines = ["| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
-             "(episodes) | load (1 min) before→after |", "|---|---|---:|---:|---|---:|---|"]
+             "(episodes) | return unit | load (1 min) before→after |", "|---|---|---:|---:|---|---:|---|---|"]
     for env in dict.fromkeys(r["env"] for r in results):
         peer = next(p for p in PEERS.values() if p.env == env)
         peer_sps = median_of([r for r in results if r["env"] == env and r["arm"] == "peer"], "steady_sps")
@@ -241,7 +247,7 @@ def table(results: list[dict]) -> str:
             ret = median_of(rows, "return_last_quarter")
             episodes = sum(r["episodes_last_quarter"] for r in rows)
             lines.append(f"| {env} | {label} | {fmt(sps)} | {ratio} | {phase_text(rows)} | {fmt(ret, 2)} ({episodes}) "
-                         f"| {loads_text(rows)} |")
+                         f"| {rows[0].get('return_unit', '')} | {loads_text(rows)} |")
     return "\n".join(lines)
 
 
@@ -312,10 +318,9 @@ def main() -> None:
             "Steady steps/s: from the end of the first update to the end of the last (median over seeds). "
             "Phases: seconds over the same updates (pufferbox's own timers; PufferLib's rollout split into vecenv "
             "send/recv and the rest by `benchmarks/pufferlib_train_peer.py`; CleanRL reports none). Return: mean "
-            "over the episodes that ended in the last quarter of the budget (" +
-            "; ".join(f"{p.env}: peer {p.return_unit}" for p in PEERS.values() if p.env.split('/')[-1] in envs) +
-            "). Peers: " + "; ".join(f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})"
-                                     for k, p in PEERS.items() if k in envs) + ".",
+            "over the episodes that ended in the last quarter of the budget, in the unit named. Peers: "
+            + "; ".join(f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs)
+            + ".",
             text]))
 
 

@@ -35,7 +35,10 @@ CLEANRL_PACKAGES = [TORCH, "numpy<2", "gym==0.23.1", "envpool==0.8.4", "tensorbo
 PROCGEN_PACKAGES = ["procgen-mirror==0.10.7", "gym3==0.3.3"]
 PROCGEN_DEPS = ["filelock", "cffi", "imageio<3", "glfw<2", "moderngl<6"]
 PUFFERLIB_BUILD = [TORCH, "numpy<2", "setuptools", "wheel", "Cython", "gymnasium==0.29.1", "pettingzoo==1.24.1"]
-PUFFERLIB_RUNTIME = ["gym==0.23.1", "shimmy[gym-v21]==1.3.0", "psutil", "rich", "rich_argparse", "pyyaml"]
+# What its trainer imports: heavyball for its default optimizer (Muon; 1.7.2 is of PufferLib 3.0's time),
+# pyro-ppl for its sweep module (imported by pufferl), gym 0.23.0 (it declares gym<=0.23)
+PUFFERLIB_RUNTIME = [TORCH, "gym==0.23.0", "heavyball==1.7.2", "pyro-ppl==1.9.1", "shimmy[gym-v21]==1.3.0",
+                     "psutil", "rich", "rich_argparse"]
 PUFFERLIB_SDIST_URL = ("https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40ba04a87e6b9bcc177281d31092f77afd90c412f1/"
                        "pufferlib-3.0.0.tar.gz")
 PUFFERLIB_SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
