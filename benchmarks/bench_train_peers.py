@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import peer_venvs  # noqa: E402
-from results import machine_summary, write_section  # noqa: E402
+import peer_venvs
+from results import machine_summary, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
-PUFFERBOX = [str(Path(sys.executable).with_name("pufferbox"))]
+PUFFERBOX = (str(Path(sys.executable).with_name("pufferbox")),)
 LAUNCHER = Path(__file__).resolve().parent / "pufferlib_train_peer.py"
 
 
@@ -116,7 +116,8 @@ def thread_env(threads: int | None) -> dict:
     return env
 
 
-def run_pufferbox(peer: Peer, matched: bool, seed: int, budget: int, threads: int | None, work: Path) -> Run:
+def run_pufferbox(peer: Peer, matched: bool, seed: int, budget: int, threads: int | None, work: Path,
+                  pufferbox: tuple[str, ...] | list[str] = PUFFERBOX) -> Run:
     """``pufferbox train`` (its defaults, or the peer's settings via ``--set``); reads RUN_DIR/metrics.jsonl."""
     run_dir = work / f"pufferbox-{'matched' if matched else 'defaults'}-{peer.env.replace('/', '-')}-{seed}"
     sets = []
@@ -126,7 +127,7 @@ def run_pufferbox(peer: Peer, matched: bool, seed: int, budget: int, threads: in
         sets += [f"train.learning_rate={peer.learning_rate}"] if peer.learning_rate is not None else []
     if threads:
         sets.append(f"train.torch_threads={threads}")
-    cmd = [*PUFFERBOX, "train", peer.env, "--seed", str(seed), "--total-steps", str(budget),
+    cmd = [*pufferbox, "train", peer.env, "--seed", str(seed), "--total-steps", str(budget),
            "--run-dir", str(run_dir), "--no-tensorboard", *[a for s in sets for a in ("--set", s)]]
     _, wall = run_logged(cmd, ROOT, thread_env(None), work / f"{run_dir.name}.log")
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -193,13 +194,14 @@ def run_pufferlib(peer: Peer, seed: int, budget: int, threads: int | None, work:
     return run
 
 
-def run_arm(arm: str, peer: Peer, seed: int, budget: int, threads: int | None, work: Path) -> dict:
+def run_arm(arm: str, peer: Peer, seed: int, budget: int, threads: int | None, work: Path,
+            pufferbox: tuple[str, ...] | list[str] = PUFFERBOX) -> dict:
     load_before = os.getloadavg()
     if arm == "peer":
         runner = run_pufferlib if peer.env == "nethack" else run_cleanrl
         run = runner(peer, seed, budget, threads, work)
     else:
-        run = run_pufferbox(peer, arm == "matched", seed, budget, threads, work)
+        run = run_pufferbox(peer, arm == "matched", seed, budget, threads, work, pufferbox)
     mean_return, episodes = run.final_return(budget)
     sps = run.steady_sps()
     return {"env": peer.env, "arm": arm, "seed": seed, "budget": budget, "steps": run.marks[-1][0] if run.marks else 0,
@@ -232,8 +234,9 @@ def loads_text(rows: list[dict]) -> str:
 
 def table(results: list[dict]) -> str:
     """Markdown: one row per env and arm, medians over seeds, ratio to the peer's steady steps/s."""
-    lines = ["| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
-             "(episodes) | return unit | load (1 min) before→after |", "|---|---|---:|---:|---|---:|---|---|"]
+    header = ("| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
+              "(episodes) | return unit | load (1 min) before→after |")
+    lines = [header, "|---|---|---:|---:|---|---:|---|---|"]
     for env in dict.fromkeys(r["env"] for r in results):
         peer = next(p for p in PEERS.values() if p.env == env)
         peer_sps = median_of([r for r in results if r["env"] == env and r["arm"] == "peer"], "steady_sps")
@@ -286,6 +289,9 @@ def main() -> None:
     parser.add_argument("--arms", default="peer,defaults,matched")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads for every arm (OMP_NUM_THREADS for the peers); 0: each tool's default")
+    parser.add_argument("--pufferbox", default=PUFFERBOX[0],
+                        help="the pufferbox command the pufferbox arms run (default: the one next to this Python; "
+                             "it imports whatever pufferbox PYTHONPATH/the venv provides)")
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
     args = parser.parse_args()
     envs = [e.strip() for e in args.envs.split(",") if e.strip()]
@@ -300,13 +306,13 @@ def main() -> None:
         raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from peer, defaults, matched")
     if "peer" in arms:
         check_peers(envs)
-    threads = args.threads or None
+    threads, pufferbox = args.threads or None, args.pufferbox.split()
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         for seed in args.seeds:  # interleaved, so every arm sees the same background load
             for env in envs:
                 for arm in arms:
-                    row = run_arm(arm, PEERS[env], seed, budgets[env], threads, Path(tmp))
+                    row = run_arm(arm, PEERS[env], seed, budgets[env], threads, Path(tmp), pufferbox)
                     results.append(row)
                     print(json.dumps(row), flush=True)
     text = table(results)

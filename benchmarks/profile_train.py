@@ -18,16 +18,17 @@ from __future__ import annotations
 import argparse
 import collections
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from pufferbox.train import Trainer, resolve_config
 from pufferbox.registry import get_registry
+from pufferbox.train import Trainer, resolve_config
 
 SIZE_ENVS = ("nethack", "breakout", "procgen/bigfish")
 
@@ -58,9 +59,9 @@ class PhaseProfile:
 
     def table(self, top: int) -> str:
         total_ops = sum(v[0] for v in self.ops.values()) / 1e6
-        lines = [f"{self.name}: {self.calls} calls, {self.wall_s:.2f} s wall, torch ops (self CPU) {total_ops:.2f} s "
-                 f"({100 * total_ops / max(self.wall_s, 1e-9):.0f}%; the rest is Python, envs and copies outside torch)",
-                 f"| op | self CPU s | % of phase wall | calls |", "|---|---:|---:|---:|"]
+        title = (f"{self.name}: {self.calls} calls, {self.wall_s:.2f} s wall, torch ops (self CPU) {total_ops:.2f} s "
+                 f"({100 * total_ops / max(self.wall_s, 1e-9):.0f}%; the rest is Python, envs and copies outside torch)")
+        lines = [title, "| op | self CPU s | % of phase wall | calls |", "|---|---:|---:|---:|"]
         for key, (us, count) in sorted(self.ops.items(), key=lambda kv: -kv[1][0])[:top]:
             lines.append(f"| `{key}` | {us / 1e6:.3f} | {100 * us / 1e6 / max(self.wall_s, 1e-9):.1f}% | {count} |")
         return "\n".join(lines)
@@ -196,29 +197,29 @@ def pufferbox_agent(env: str) -> tuple[nn.Module, torch.Tensor]:
         trainer.close()
 
 
+def pufferbox_row(env: str) -> tuple:
+    try:
+        agent, obs = pufferbox_agent(env)
+    except (ImportError, RuntimeError, KeyError, ValueError) as exc:  # env family not installed here: keep other rows
+        return (f"pufferbox {env}", None, None, None, f"unavailable: {exc}")
+    actions = agent.act(obs)[0]
+    return (f"pufferbox {env} ({type(getattr(agent, 'encoder', agent)).__name__})",
+            sum(p.numel() for p in agent.parameters()), flops(lambda: agent.act(obs)),
+            flops(lambda: agent.evaluate(obs, actions), backward=True), "")
+
+
+def peer_row(name: str, model: nn.Module, example: Any) -> tuple:
+    return (name, sum(p.numel() for p in model.parameters()), flops(lambda: model(example)),
+            flops(lambda: model(example), backward=True), "re-declared from the source named in its class")
+
+
 def policy_sizes() -> None:
     """Parameters, forward FLOPs per sample (inference) and forward+backward FLOPs per sample (update)."""
-    rows = []
-    for env in SIZE_ENVS:
-        try:
-            agent, obs = pufferbox_agent(env)
-        except Exception as exc:  # an env family not installed here: say so, keep the other rows
-            rows.append((f"pufferbox {env}", None, None, None, f"unavailable: {exc}"))
-            continue
-        act = lambda: agent.act(obs)  # noqa: E731
-        actions = agent.act(obs)[0]
-        train = lambda: agent.evaluate(obs, actions)  # noqa: E731
-        rows.append((f"pufferbox {env} ({type(getattr(agent, 'encoder', agent)).__name__})",
-                     sum(p.numel() for p in agent.parameters()), flops(act), flops(train, backward=True), ""))
-    peers = [
-        ("CleanRL NatureCNN (breakout)", NatureCNNAgent(), lambda m: m(torch.zeros(1, 4, 84, 84))),
-        ("CleanRL IMPALA CNN (bigfish)", ImpalaAgent(), lambda m: m(torch.zeros(1, 64, 64, 3))),
-        ("PufferLib NetHack Policy", PufferNetHackPolicy(),
-         lambda m: m({"blstats": torch.zeros(1, 27, dtype=torch.long), "chars": torch.zeros(1, 21, 79, dtype=torch.long)})),
-    ]
-    for name, model, call in peers:
-        rows.append((name, sum(p.numel() for p in model.parameters()), flops(lambda: call(model)),
-                     flops(lambda: call(model), backward=True), "re-declared from the source named in its class"))
+    rows = [pufferbox_row(env) for env in SIZE_ENVS]
+    rows.append(peer_row("CleanRL NatureCNN (breakout)", NatureCNNAgent(), torch.zeros(1, 4, 84, 84)))
+    rows.append(peer_row("CleanRL IMPALA CNN (bigfish)", ImpalaAgent(), torch.zeros(1, 64, 64, 3)))
+    rows.append(peer_row("PufferLib NetHack Policy", PufferNetHackPolicy(),
+                         {"blstats": torch.zeros(1, 27, dtype=torch.long), "chars": torch.zeros(1, 21, 79, dtype=torch.long)}))
     print("\n| policy | parameters | forward FLOPs / sample | forward+backward FLOPs / sample | note |")
     print("|---|---:|---:|---:|---|")
     for name, params, fwd, fwd_bwd, note in rows:

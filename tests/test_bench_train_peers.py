@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import bench_train_peers as bench  # noqa: E402
-import peer_venvs  # noqa: E402
+import bench_train_peers as bench
+import peer_venvs
 
 
 def test_steady_sps_excludes_the_first_update():
@@ -75,7 +75,7 @@ def test_main_writes_one_results_section(monkeypatch, capsys):
     """--write replaces the "## Training vs peers" section with the same table it prints."""
     written = {}
 
-    def fake_arm(arm, peer, seed, budget, threads, work):
+    def fake_arm(arm, peer, seed, budget, threads, work, pufferbox):
         return {"env": peer.env, "arm": arm, "seed": seed, "steady_sps": 100.0 * seed, "phases": {"env": 1.0,
                 "inference": 2.0, "update": 3.0}, "return_last_quarter": 5.0, "episodes_last_quarter": 2,
                 "return_unit": "NetHackScore", "load_before": [0.5], "load_after": [0.7]}
