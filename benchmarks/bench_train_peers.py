@@ -97,7 +97,7 @@ def run_logged(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[tu
     """Runs ``cmd`` streaming its stdout into ``log``; returns (arrival time, line) pairs and the wall time."""
     start = time.perf_counter()
     lines = []
-    with log.open("w") as out, subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+    with log.open("w", buffering=1) as out, subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                                  stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
         for line in proc.stdout:
             lines.append((time.perf_counter() - start, line))
