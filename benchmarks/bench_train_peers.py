@@ -324,7 +324,8 @@ def main() -> None:
             "Steady steps/s: from the end of the first update to the end of the last (median over seeds). "
             "Phases: seconds over the same updates (pufferbox's own timers; PufferLib's rollout split into vecenv "
             "send/recv and the rest by `benchmarks/pufferlib_train_peer.py`; CleanRL reports none). Return: mean "
-            "over the episodes that ended in the last quarter of the budget, in the unit named. Peers: "
+            "over the episodes that ended in the last quarter of the budget, in the unit named. Torch threads: "
+            + (f"{threads} (OMP_NUM_THREADS for the peers). " if threads else "each trainer's default. ") + "Peers: "
             + "; ".join(f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs)
             + ".",
             text]))
