@@ -35,7 +35,8 @@ plugin re-points nle's observation buffers (``pufferbox_nethack.plugin``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -71,6 +72,7 @@ class GymnasiumEmulator(gymnasium.Env):
     num_envs = 1
     num_agents = 1
     is_multiagent = False
+    buffers: Buffers  # the backend's row (set_buffers); standalone use owns one (own_rows)
 
     def __init__(self, env: gymnasium.Env, obs_spec: ObservationSpec | None = None,
                  act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
@@ -79,7 +81,6 @@ class GymnasiumEmulator(gymnasium.Env):
         self.name = name
         self.episode_metrics = tuple(episode_metrics)
         self.check_obs = check_obs  # every observation against its space's bounds, and finite (slow)
-        self.buffers: Buffers | None = None  # the backend's row (set_buffers); standalone use owns one
         self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
         self.act_spec = act_spec or ActionSpec(env.action_space)
         self.single_observation_space = self.observation_space = self.obs_spec.flat_space
@@ -147,9 +148,7 @@ class GymnasiumEmulator(gymnasium.Env):
         check_leaf(value, target, self.obs_spec, path, self.name, self.episode_length)
 
     def own_rows(self) -> None:
-        """Rows of its own, for use without a backend (notebooks, tests); a backend's come by set_buffers."""
-        if self.buffers is None:
-            self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents))
+        own_rows(self)
 
     def vec_reset(self, seed: int | None = None) -> Episodes:
         self.own_rows()
@@ -229,6 +228,7 @@ class PettingZooEmulator:
 
     num_envs = 1
     is_multiagent = True
+    buffers: Buffers  # the backend's rows (set_buffers); standalone use owns some (own_rows)
 
     def __init__(self, env: Any, obs_spec: ObservationSpec | None = None,
                  act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
@@ -237,7 +237,6 @@ class PettingZooEmulator:
         self.name = name
         self.episode_metrics = tuple(episode_metrics)
         self.check_obs = check_obs
-        self.buffers: Buffers | None = None  # the backend's rows (set_buffers); standalone use owns some
         self.possible_agents = list(env.possible_agents)
         self.num_agents = len(self.possible_agents)
         first = self.possible_agents[0]
@@ -295,7 +294,8 @@ class PettingZooEmulator:
             b.masks[row] = True
         self.obs_checked = True
 
-    own_rows = GymnasiumEmulator.own_rows
+    def own_rows(self) -> None:
+        own_rows(self)
 
     def vec_reset(self, seed: int | None = None) -> Episodes:
         self.own_rows()
@@ -332,7 +332,7 @@ class PettingZooEmulator:
         self.episode_length += 1
         live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
         if not self.env.agents or not live:
-            final = {name: np.mean([metric(info, name) for info in infos.values()]) if infos else np.nan
+            final = {name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan
                      for name in self.episode_metrics}  # per-agent values, averaged like the return
             episode = Episodes.one(0, float(self.episode_returns.mean()), self.episode_length, final)
             terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
@@ -382,12 +382,19 @@ class PettingZooEmulator:
         self.env.close()
 
     @property
-    def unwrapped(self) -> "PettingZooEmulator":
+    def unwrapped(self) -> PettingZooEmulator:
         return self
 
 
+def own_rows(emulator: GymnasiumEmulator | PettingZooEmulator) -> None:
+    """Rows of its own, for use without a backend (notebooks, tests); a backend's come by set_buffers."""
+    if "buffers" not in emulator.__dict__:
+        emulator.set_buffers(Buffers.allocate(emulator.obs_spec, emulator.act_spec, emulator.num_agents))
+
+
 def check_action(spec: ActionSpec, action: np.ndarray, who: str) -> None:
-    if not spec.flat_space.contains(np.asarray(action, dtype=spec.flat_space.dtype).reshape(spec.flat_space.shape)):
+    space = spec.flat_space
+    if not space.contains(np.asarray(action, dtype=space.dtype).reshape(space.shape or ())):
         raise SpaceError(f"{who}: action {np.asarray(action).tolist()} is outside the flat action space "
                          f"{spec.flat_space} (the env's own space is {spec.space})")
 

@@ -86,9 +86,10 @@ class EnvFactory:
     def blocks(self, num_envs: int, buffers: Buffers) -> list[Any]:
         """Blocks simulating ``num_envs`` envs on the rows of ``buffers`` (allocated by the backend):
         one native block, or ``num_envs`` emulators."""
-        if self.native:
+        native = self.spec.native if self.native else None
+        if native is not None:
             self.spec.ensure_available()
-            blocks = [self.spec.native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
+            blocks = [native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
         else:
             blocks = [self.spec.make_emulated(check_obs=self.check_obs, **self.kwargs) for _ in range(num_envs)]
         row = 0
@@ -103,9 +104,10 @@ class EnvFactory:
 
     def layout(self) -> tuple[ObservationSpec, ActionSpec, int]:
         """``(obs_spec, act_spec, agents_per_env)`` without keeping an env around."""
-        if self.native:
+        native = self.spec.native if self.native else None
+        if native is not None:
             self.spec.ensure_available()
-            block = self.spec.native(num_envs=1, **{**self.spec.kwargs, **self.kwargs})
+            block = native(num_envs=1, **{**self.spec.kwargs, **self.kwargs})
             out = (block.obs_spec, block.act_spec, block.num_agents)
             block.close()
             return out
@@ -181,7 +183,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                              f"(one row per agent slot of the last batch)")
         return actions
 
-    def __enter__(self) -> "VectorEnv":
+    def __enter__(self) -> VectorEnv:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -124,4 +124,4 @@ class CudaVectorEnv(VectorEnv):
         return self.actions
 
     def close(self, **kwargs: Any) -> None:
-        self.kernel = None
+        self.__dict__.pop("kernel", None)  # drop the kernels' device arrays now, not at garbage collection

@@ -49,8 +49,14 @@ from typing import Any
 import numpy as np
 
 from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.vector.base import (EnvFactory, VectorConfigError, VectorEnv, WorkerError, WorkerTimeoutError,
-                                   check_step_timeout)
+from pufferbox.vector.base import (
+    EnvFactory,
+    VectorConfigError,
+    VectorEnv,
+    WorkerError,
+    WorkerTimeoutError,
+    check_step_timeout,
+)
 from pufferbox.vector.pool import NoAsyncCallError, Resources, WorkerPool, last_line
 from pufferbox.vector.shm import SharedArrays, backend_layout, buffers_of
 from pufferbox.vector.stepper import BlockStepper
@@ -244,7 +250,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         try:
             self.main_episodes = run()
         except Exception:  # KeyboardInterrupt and the like propagate as they are
-            env = self.main_stepper.failed_env
+            env = self.main_stepper.failed_env if self.main_stepper is not None else None
             tb = traceback.format_exc()
             self.close()
             raise WorkerError(f"{self.env_name}: env {env} in the main process (pid {os.getpid()}) raised "
@@ -288,7 +294,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         if self.closed:
             raise RuntimeError(f"{self.env_name}: the vector env is closed")
 
-    def close(self) -> None:
+    def close(self, **kwargs: Any) -> None:
         """Stop the workers (killing those that do not stop within a second) and free the shared memory."""
         if not self.closed:
             self.closed = True

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -125,6 +126,7 @@ class WorkerPool:
             return batch
         self.wait_until(lambda: self.complete_group(n) is not None)
         g = self.complete_group(n)
+        assert g is not None  # wait_until returned: a group is complete
         members = set(range(g, g + n))
         batch = sorted((item for item in self.ready if item[0] in members), key=lambda item: item[0])
         self.ready = [item for item in self.ready if item[0] not in members]
@@ -199,9 +201,10 @@ class Resources:
         self.stepper: Any = None  # the main process's own envs (``main_envs``)
 
     def release(self) -> None:
-        flags = self.shared.arrays.get("flags") if self.shared else None
+        arrays = self.shared.arrays if self.shared else {}
+        flags = arrays.get("flags")
         if flags is not None:
-            self.shared.arrays["closing"][0] = 1
+            arrays["closing"][0] = 1
             flags[:] = CLOSE
             for wake in self.wakes:
                 wake.release()

@@ -65,7 +65,7 @@ class SerialVectorEnv(VectorEnv):
         """The first env's frame (its ``render_mode``), what ``pufferbox eval --render/--video`` shows."""
         return self.blocks[0].render()
 
-    def close(self) -> None:
+    def close(self, **kwargs: Any) -> None:
         if not self.closed:
             self.closed = True
             self.stepper.close()

@@ -92,7 +92,7 @@ class FaultyEnv(gymnasium.Env):
         self.t = 0
         return np.zeros(2, np.float32), {}
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         self.t += 1
         armed = self.fail_env_seed is None or self.seed_seen == self.fail_env_seed
         if armed and self.t >= self.fail_at:

@@ -38,10 +38,16 @@ import gymnasium
 import numpy as np
 from gymnasium.utils import seeding
 
-from pufferbox.buffers import Buffers
-from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
-from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.vector.native import NativeBlock, episodes_ended
+from pufferbox.api import (
+    NO_EPISODES,
+    ActionSpec,
+    Buffers,
+    Episodes,
+    NativeBlock,
+    ObservationSpec,
+    SpaceError,
+    episodes_ended,
+)
 
 try:
     from pufferbox_classic import _cartpole

@@ -43,10 +43,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.buffers import Buffers
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.vector.native import NativeBlock
+from pufferbox.api import NO_EPISODES, ActionSpec, Buffers, Episodes, NativeBlock, ObservationSpec
 from pufferbox_nethack.plugin import NATIVE_TASKS, OBSERVATION_KEYS, make_nethack
 
 # Task -> nle class the block reproduces; checked with ``type(env.unwrapped) is cls`` so a
@@ -75,10 +72,32 @@ XWAITFORSPACE, IN_YN_FUNCTION, IN_GETLIN = 3, 1, 2  # internal[...]: the prompts
 class NetHackGame:
     """One plugin env whose core is stepped directly; ``step`` is ``env.step`` without the Python around it."""
 
-    __slots__ = ("env", "unwrapped", "core", "pynethack", "task", "actions", "time_limit", "nle_limit",
-                 "allow_all_modes", "penalty_mode", "penalty_step", "penalty_time", "blstats", "internal",
-                 "program_state", "glyphs", "copies", "score", "time", "gold", "hunger", "steps", "frozen",
-                 "episode_return")
+    __slots__ = (
+        "actions",
+        "allow_all_modes",
+        "blstats",
+        "copies",
+        "core",
+        "env",
+        "episode_return",
+        "frozen",
+        "glyphs",
+        "gold",
+        "hunger",
+        "internal",
+        "nle_limit",
+        "penalty_mode",
+        "penalty_step",
+        "penalty_time",
+        "program_state",
+        "pynethack",
+        "score",
+        "steps",
+        "task",
+        "time",
+        "time_limit",
+        "unwrapped",
+    )
 
     def __init__(self, task: str, observation_keys: tuple[str, ...], max_episode_steps: int | None,
                  **kwargs: Any):

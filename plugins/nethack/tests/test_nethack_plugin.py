@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.emulation import emulate
-from pufferbox.registry import get_registry
 from pufferbox_nethack.plugin import TASKS, make_nethack
 from pufferbox_nethack.policy import NetHackEncoder
+
+import pufferbox.vector
+from pufferbox.api import emulate, get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 class RecordObservation(gymnasium.Wrapper):
@@ -117,7 +116,7 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
     """Against an unbound twin in lock step: same rows and rewards, and the emulator copies nothing."""
     from nle import nethack
 
-    from pufferbox.buffers import Buffers
+    from pufferbox.api import Buffers
 
     emulated = emulate(make_nethack("score", max_episode_steps=40), name="nethack")
     twin = make_nethack("score", max_episode_steps=40)
@@ -156,7 +155,7 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
 
 def test_rebinding_after_reset_falls_back_to_copying():
     """nle refuses new buffers once reset: a later re-point keeps the game going and copies instead."""
-    from pufferbox.buffers import Buffers
+    from pufferbox.api import Buffers
 
     emulated = emulate(make_nethack("score"), name="nethack")
     twin = make_nethack("score")

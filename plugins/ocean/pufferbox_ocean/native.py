@@ -22,11 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium.utils import seeding
 
-from pufferbox.emulation import APIUsageError
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.vector.native import NativeBlock, episodes_ended
-
+from pufferbox.api import NO_EPISODES, ActionSpec, APIUsageError, Episodes, NativeBlock, ObservationSpec, episodes_ended
 from pufferbox_ocean import envs
 
 __all__ = ["OceanBlock", "SquaredNative", "PasswordNative", "StochasticNative", "MemoryNative",

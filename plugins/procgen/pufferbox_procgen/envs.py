@@ -21,9 +21,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.vector.native import NativeBlock, episodes_ended
+from pufferbox.api import NO_EPISODES, ActionSpec, Episodes, NativeBlock, ObservationSpec, episodes_ended
 
 GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot", "heist",
          "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
