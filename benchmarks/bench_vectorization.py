@@ -22,8 +22,8 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import gymnasium
 import numpy as np

@@ -48,7 +48,7 @@ class Episodes:
 
     @classmethod
     def trusted(cls, env_ids: np.ndarray, returns: np.ndarray, lengths: np.ndarray,
-                metrics: Mapping[str, np.ndarray]) -> "Episodes":
+                metrics: Mapping[str, np.ndarray]) -> Episodes:
         """Build from arrays already of the canonical dtypes and one length, skipping the check
         (what internal paths that produced them use: one emulator step ends at most one episode,
         and each allocation here is on the per-step path)."""
@@ -58,39 +58,39 @@ class Episodes:
 
     @classmethod
     def from_arrays(cls, env_ids: Any, returns: Any, lengths: Any,
-                    metrics: Mapping[str, Any] | None = None) -> "Episodes":
+                    metrics: Mapping[str, Any] | None = None) -> Episodes:
         """Build from anything array-like, converting to the canonical dtypes."""
         return cls(_array(env_ids, np.int64), _array(returns, np.float64), _array(lengths, np.int64),
                    {name: _array(v, np.float64) for name, v in (metrics or {}).items()})
 
     @classmethod
     def one(cls, env_id: int, episode_return: float, length: int,
-            metrics: Mapping[str, float] | None = None) -> "Episodes":
+            metrics: Mapping[str, float] | None = None) -> Episodes:
         """One episode (what an emulated env reports when its episode ends)."""
         return cls.trusted(np.array([env_id], np.int64), np.array([episode_return], np.float64),
                            np.array([length], np.int64),
                            {name: np.array([value], np.float64) for name, value in metrics.items()} if metrics else {})
 
     @classmethod
-    def empty(cls, metric_names: Iterable[str] = ()) -> "Episodes":
+    def empty(cls, metric_names: Iterable[str] = ()) -> Episodes:
         return cls.from_arrays([], [], [], {name: [] for name in metric_names})
 
     def __len__(self) -> int:
         return len(self.env_ids)
 
-    def relabel(self, first_env: int) -> "Episodes":
+    def relabel(self, first_env: int) -> Episodes:
         """The same episodes with ``first_env`` added to each env id (block-local -> backend-wide)."""
         if not first_env or not len(self):
             return self
         return Episodes.trusted(self.env_ids + first_env, self.returns, self.lengths, self.metrics)
 
-    def select(self, index: Any) -> "Episodes":
+    def select(self, index: Any) -> Episodes:
         """A subset (boolean mask, index array or slice)."""
         return Episodes(self.env_ids[index], self.returns[index], self.lengths[index],
                         {name: arr[index] for name, arr in self.metrics.items()})
 
     @staticmethod
-    def gather(parts: Sequence[tuple[int, "Episodes"]]) -> "Episodes":
+    def gather(parts: Sequence[tuple[int, Episodes]]) -> Episodes:
         """One ``Episodes`` from ``(first_env, block-local episodes)`` pairs: relabel and concat in one pass."""
         if len(parts) == 1:
             first_env, episodes = parts[0]
@@ -113,7 +113,7 @@ class Episodes:
                                 np.array(lengths, np.int64), metrics)
 
     @staticmethod
-    def concat(parts: Sequence["Episodes"]) -> "Episodes":
+    def concat(parts: Sequence[Episodes]) -> Episodes:
         """One ``Episodes`` from several; a metric missing from a part is NaN for its episodes."""
         parts = [p for p in parts if len(p)]
         if not parts:

@@ -23,9 +23,10 @@ import re
 import threading
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 
@@ -197,7 +198,7 @@ class Registry:
         self.loaded = False
 
     # -- loading ----------------------------------------------------------------------
-    def load(self) -> "Registry":
+    def load(self) -> Registry:
         """Import every plugin and call its ``register_envs`` hook, one plugin at a time.
 
         A plugin that fails (import error, ``SystemExit``, an import that does not finish within
@@ -341,7 +342,7 @@ def bounded_import(loader: Callable[[], Any], info: PluginInfo, timeout: float) 
     def target() -> None:
         try:
             box["plugin"] = loader()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a plugin's argparse, say
+        except BaseException as exc:
             box["error"] = exc
             box["traceback"] = traceback.format_exc()
 

@@ -141,6 +141,6 @@ def test_vector_env_reports_episodes_once_per_rollout(device):
     assert kernel.data.pulls == pulls
     got = venv.episode_stats()
     assert kernel.data.pulls == pulls + 2 and len(got) > num_envs
-    by_env = lambda eps: sorted(table(eps), key=lambda row: row[0])  # noqa: E731  (stable: per env in order)
+    by_env = lambda eps: sorted(table(eps), key=lambda row: row[0])
     assert by_env(got) == by_env(Episodes.concat(expected)) and venv.episodes_dropped == 0
     assert isinstance(venv.episode_stats(), Episodes) and len(venv.episode_stats()) == 0

@@ -6,10 +6,10 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium import spaces
+from pufferbox_ocean.envs import Memory, Multiagent, Spaces
 
 from pufferbox.emulation import APIUsageError, GymnasiumEmulator, PettingZooEmulator, emulate
 from pufferbox.spaces import SpaceError
-from pufferbox_ocean.envs import Memory, Multiagent, Spaces
 
 
 class BadObs(gymnasium.Env):

@@ -10,14 +10,14 @@ import sys
 import gymnasium
 import numpy as np
 import pytest
+from pufferbox_classic.native import RESET_DRAWS, CartPoleNative
 
 import pufferbox.vector as vector
+from pufferbox.episodes import Episodes
 from pufferbox.registry import get_registry
 from pufferbox.spaces import SpaceError
 from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
-from pufferbox.episodes import Episodes
-from pufferbox_classic.native import RESET_DRAWS, CartPoleNative
 
 KERNELS = ["c", "numpy"]
 

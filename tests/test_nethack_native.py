@@ -19,12 +19,13 @@ import pytest
 
 pytest.importorskip("nle")
 
-import pufferbox.vector  # noqa: E402
-from pufferbox.buffers import Buffers  # noqa: E402
-from pufferbox.emulation import emulate  # noqa: E402
-from pufferbox.registry import get_registry  # noqa: E402
-from pufferbox_nethack.native import NATIVE_TASKS, SUCCESS_TASKS, NetHackNative  # noqa: E402
-from pufferbox_nethack.plugin import TASKS, make_nethack  # noqa: E402
+from pufferbox_nethack.native import NATIVE_TASKS, SUCCESS_TASKS, NetHackNative
+from pufferbox_nethack.plugin import TASKS, make_nethack
+
+import pufferbox.vector
+from pufferbox.buffers import Buffers
+from pufferbox.emulation import emulate
+from pufferbox.registry import get_registry
 
 WEST, KICK, MORE = 4, 20, 0  # indices into nle's TASK_ACTIONS
 

@@ -16,7 +16,6 @@ import click
 from pufferbox import __version__
 
 
-
 def user_errors() -> tuple[type[BaseException], ...]:
     from pufferbox.cuda.device import NoGPUError
     from pufferbox.envargs import EnvArgumentError

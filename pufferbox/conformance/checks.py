@@ -20,8 +20,9 @@ import copy
 import io
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium
 import numpy as np

@@ -31,8 +31,9 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -111,7 +112,7 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
 
 
 def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,
-                   compile: bool = False) -> "HostCollector | DeviceCollector":
+                   compile: bool = False) -> HostCollector | DeviceCollector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
     if venv.backend == "cuda":
         events = getattr(getattr(spec, "cuda", None), "events", None) or {}

@@ -23,9 +23,10 @@ import copy
 import difflib
 import math
 import tomllib
-from pathlib import Path
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import tomli_w
 

@@ -163,7 +163,7 @@ class OverlapCollector:
                 got = self.inner.collect(horizon)
                 got.metrics["policy_version"] = float(version)
                 self.result = got
-            except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread by join())
+            except BaseException as exc:
                 self.result = exc
 
         self.result = None
@@ -192,7 +192,7 @@ class OverlapCollector:
             return 0
         try:
             return self.join().steps
-        except Exception:  # noqa: BLE001  (dropped: the caller starts over)
+        except Exception:
             return 0
 
     def close(self) -> None:

@@ -28,12 +28,13 @@ import copy
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
-import torch
 import tomli_w
+import torch
 
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry

@@ -76,7 +76,7 @@ class SharedArrays:
             for name, (shape, dtype) in layout.items()}
 
     @classmethod
-    def create(cls, layout: Layout) -> "SharedArrays":
+    def create(cls, layout: Layout) -> SharedArrays:
         _, nbytes = offsets(layout)
         check_shm_room(nbytes)
         try:
@@ -87,7 +87,7 @@ class SharedArrays:
         return cls(shm, layout, owner=True)
 
     @classmethod
-    def attach(cls, name: str, layout: Layout) -> "SharedArrays":
+    def attach(cls, name: str, layout: Layout) -> SharedArrays:
         # Python 3.11 registers attached segments with the resource tracker too; multiprocessing
         # children share the creator's tracker, whose set of names makes that a no-op.
         return cls(shared_memory.SharedMemory(name=name), layout, owner=False)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from pufferbox.buffers import Buffers
-from pufferbox.episodes import Episodes, NO_EPISODES
+from pufferbox.episodes import NO_EPISODES, Episodes
 
 __all__ = ["BlockStepper"]
 

@@ -31,7 +31,7 @@ import numpy as np
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
 from pufferbox.vector.base import EnvFactory
-from pufferbox.vector.shm import SharedArrays, Layout, buffers_of
+from pufferbox.vector.shm import Layout, SharedArrays, buffers_of
 from pufferbox.vector.stepper import BlockStepper
 
 __all__ = ["Command", "Waiter", "WorkerArgs", "worker_main", "pack", "unpack", "PARENT_CHECK"]

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Mapping, SupportsFloat
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
 
 import gymnasium
 import numpy as np
