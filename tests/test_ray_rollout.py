@@ -117,14 +117,14 @@ def test_ray_collector_batch_has_the_host_layout_and_the_broadcast_logprobs(loca
 def test_cartpole_learns_with_remote_rollouts(local_ray) -> None:
     from pufferbox.train.ppo import Trainer
 
-    trainer = Trainer("cartpole", train_config("ray", total_steps=16_384))
+    trainer = Trainer("cartpole", train_config("ray", total_steps=24_576))
     try:
         history = trainer.train().history
     finally:
         trainer.close()
     returns = [h["episode_return"] for h in history if h["episode_return"] is not None]
     early, late = np.mean(returns[:3]), np.mean(returns[-8:])
-    assert late > 2 * early and late > 50, f"return did not rise: first {returns[:3]}, last {returns[-8:]}"
+    assert late > 3 * early and late > 60, f"return did not rise: first {returns[:3]}, last {returns[-8:]}"
     assert all(h["lost_steps"] == 0 for h in history)
 
 

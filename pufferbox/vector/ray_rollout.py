@@ -46,6 +46,7 @@ __all__ = ["RayRollouts", "RolloutResult", "RolloutWorker"]
 
 MIN_CALL_SECONDS = 0.01  # simulation one call should carry, so Ray's per-call cost (~0.3 ms) is amortized
 MAX_AUTO_STEPS = 4096
+SUSPECT_SECONDS = 60.0  # a node that lost an actor gets no replacement for this long (unless it is the only one)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class RolloutWorker:
         self.obs_spec, self.act_spec = obs_spec, act_spec
         space = act_spec.flat_space
         self.bounds = None if act_spec.discrete else (space.low, space.high)
-        self.rng = np.random.default_rng(seed)
+        self.seed, self.rng = seed, np.random.default_rng(seed)
         self.policy: Any = None
         self.state: Any = None
         self.version = 0
@@ -95,6 +96,7 @@ class RolloutWorker:
         import torch
 
         torch.set_num_threads(1)  # one core per actor: the envs are the work, the model is small
+        torch.manual_seed(self.seed)  # the actions it samples replay from the run's seed
         self.policy = module.to("cpu")
         self.restart()
 
@@ -225,8 +227,10 @@ class RayRollouts:
         self.workers_per_batch = batch_envs // self.envs_per_worker
         self.step_timeout, self.min_call_seconds, self.base_seed = check_step_timeout(step_timeout), min_call_seconds, seed
         self.ray = ensure_ray(address)
-        # Envs are light: actors take no CPU reservation; SPREAD puts them on every node of a cluster.
-        self.actor_cls = self.ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker).options(scheduling_strategy="SPREAD")
+        # Envs are light: actors take no CPU reservation; place() spreads them over the nodes by CPUs.
+        self.actor_cls = self.ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker)
+        self.actor_nodes: list[str | None] = [None] * num_workers
+        self.suspect: dict[str, float] = {}  # node -> when an actor on it died
         self.reset_seed: int | None = None
         self.policy_ref: Any = None
         self.weights_ref: Any = None
@@ -240,8 +244,24 @@ class RayRollouts:
         self.closed = False
 
     def spawn(self, w: int) -> Any:
-        return self.actor_cls.remote(self.factory, w * self.envs_per_worker, self.envs_per_worker,
-                                     self.base_seed * 1_000_003 + w)
+        """Actor ``w`` on the alive node with the fewest actors per CPU (a cluster's CPUs fill evenly)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = {n["NodeID"]: n["Resources"].get("CPU", 0.0) for n in self.ray.nodes()
+                 if n["Alive"] and n["Resources"].get("CPU", 0.0) > 0}
+        # A node where an actor just died may be dying (Ray takes seconds to declare it dead): avoid it a while.
+        now = time.monotonic()
+        trusted = {node: cpus for node, cpus in nodes.items() if now - self.suspect.get(node, -SUSPECT_SECONDS)
+                   >= SUSPECT_SECONDS}
+        nodes = trusted or nodes
+        options: dict[str, Any] = {}
+        if nodes:
+            load = {node: sum(1 for i, a in enumerate(self.actor_nodes) if a == node and i != w) / cpus
+                    for node, cpus in nodes.items()}
+            self.actor_nodes[w] = min(load, key=lambda node: (load[node], -nodes[node], node))
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.actor_nodes[w], soft=False)
+        return self.actor_cls.options(**options).remote(self.factory, w * self.envs_per_worker, self.envs_per_worker,
+                                                        self.base_seed * 1_000_003 + w)
 
     # -- setup ---------------------------------------------------------------------------------
     def set_policy(self, module: Any) -> None:
@@ -330,6 +350,8 @@ class RayRollouts:
         self.lost_steps += steps * self.rows_per_worker
         self.replaced += 1
         self.ray.kill(self.actors[w])  # already dead; frees its name and handle
+        if self.actor_nodes[w] is not None:
+            self.suspect[self.actor_nodes[w]] = time.monotonic()
         actor = self.actors[w] = self.spawn(w)
         actor.reset.remote(self.reset_seed)  # calls from one caller run in order: reset, policy, rollout
         self.loaded[w] = 0
