@@ -153,3 +153,39 @@ def test_a_killed_actor_is_replaced_with_its_envs_rebuilt_from_their_seeds(local
         assert again.metrics["lost_steps"] == 0.0 and again.steps == 4 * 200
     finally:
         r.close()
+
+
+def test_train_cli_with_the_ray_backend_uses_remote_rollouts(local_ray, tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    result = CliRunner().invoke(cli, ["train", "cartpole", "--backend", "ray", "--num-envs", "4", "--num-workers", "2",
+                                      "--total-steps", "1024", "--run-dir", str(tmp_path / "run"), "--no-tensorboard"])
+    assert result.exit_code == 0, result.output
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[-1]["global_step"] == 1024
+    assert all(m["lost_steps"] == 0 and m["policy_lag"] == 0 for m in metrics), "the ray collector's metrics"
+
+
+def test_a_pool_collector_takes_the_first_actors_and_reports_the_policy_lag(local_ray) -> None:
+    from pufferbox.train.ray_collector import RayCollector
+    from pufferbox.train.policies import build_agent
+
+    r = rollouts("uneven", env_kwargs={"mean_step_s": 2e-4}, num_envs=8, num_workers=4, batch_size=4)
+    try:
+        agent = build_agent(r.obs_spec, r.act_spec, {"hidden_size": 16})
+        collector = RayCollector(r, agent, horizon=32)
+        collector.reset(seed=0)
+        lags = []
+        for _ in range(4):
+            got = collector.collect()
+            assert got.steps == 8 * 32 and got.batch["obs"].shape == (8, 33, 4)
+            lags.append(got.metrics["policy_lag"])
+            assert len(r.pending) >= 2, "the actors not in the batch keep running"
+        assert lags[0] == 0.0 and max(lags) > 0.0, f"segments acted before the last broadcast count as lag: {lags}"
+    finally:
+        r.close()

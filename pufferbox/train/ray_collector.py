@@ -4,8 +4,9 @@
 :class:`~pufferbox.vector.ray_rollout.RayRollouts`: each actor holds a copy of the policy, steps its
 block of envs for a whole segment (``horizon`` steps) per call with CPU inference there, and
 sends the segment back as contiguous numpy arrays; the learner stays where the trainer runs.
-The batch has the host collector's layout: one segment ``(horizon + 1)`` per agent row, rows in
-env order (``env_id * agents_per_env + agent``).
+The batch has the host collector's layout: ``num_agents`` segments of ``horizon + 1`` slots;
+without a pool one per agent row in row order (``env_id * agents_per_env + agent``), with a pool
+those of the first actors done, a fast actor's rows possibly twice (as the host collector's pool).
 
 Weights and policy lag: every :meth:`RayCollector.collect` first broadcasts the learner's
 current weights (one ``ray.put``), and rollouts submitted then act with them. Without a pool
@@ -77,9 +78,11 @@ class RayCollector:
         steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
         t0 = time.perf_counter()
         version = self.venv.set_weights(self.agent.state_dict())
-        for w in self.venv.idle():
-            self.venv.submit(w, steps)
-        results = self.venv.wait()
+        results: list = []
+        while len(results) * self.venv.rows_per_worker < self.num_rows:  # a pool: fast actors give several
+            for w in self.venv.idle():
+                self.venv.submit(w, steps)
+            results += self.venv.wait()
         self.phase_time["env"] += time.perf_counter() - t0
         # Pool actors submitted before a cut-short rollout carry more steps: every segment to the shortest.
         steps = min(r.steps for r in results)
