@@ -189,3 +189,22 @@ def test_a_pool_collector_takes_the_first_actors_and_reports_the_policy_lag(loca
         assert lags[0] == 0.0 and max(lags) > 0.0, f"segments acted before the last broadcast count as lag: {lags}"
     finally:
         r.close()
+
+
+@pytest.mark.parametrize("mode,error,message", [
+    ("raise", "WorkerError", r"rollout worker 1 \(envs 2-3\): env 3 raised ValueError: deliberate failure"),
+    ("hang", "WorkerTimeoutError", r"worker 1 \(envs 2-3\) did not answer within step_timeout=2s"),
+])
+def test_an_env_that_raises_or_hangs_in_a_rollout_is_named(local_ray, mode: str, error: str, message: str) -> None:
+    from pufferbox.vector import base
+
+    spec = env_spec_for("faulty", fail_at=3, mode=mode, fail_env_seed=3)  # env 3 of seed 0: worker 1's
+    r = RayRollouts(EnvFactory(spec), num_envs=4, num_workers=2, step_timeout=2.0)
+    try:
+        r.reset(seed=0)
+        r.submit_idle(steps=10)
+        with pytest.raises(getattr(base, error), match=message):
+            r.wait(2)
+        assert r.closed and not r.actors
+    finally:
+        r.close()

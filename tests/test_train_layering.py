@@ -31,3 +31,14 @@ def test_the_check_sees_a_wrong_way_import(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from pufferbox.tournament.leaderboard import Leaderboard\n")
     assert imported_modules(sample) == ["pufferbox.tournament.leaderboard"]
+
+
+def test_vector_imports_nothing_above_it():
+    """Ray rollout actors run a policy, but get it as a module object: vector never imports train."""
+    import pufferbox.vector
+
+    package = Path(pufferbox.vector.__file__).parent
+    above = ("pufferbox.train", "pufferbox.tournament", "pufferbox.cli")
+    bad = [f"{path.name}: {module}" for path in sorted(package.glob("*.py")) for module in imported_modules(path)
+           if module.startswith(above)]
+    assert not bad, bad

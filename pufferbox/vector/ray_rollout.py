@@ -38,7 +38,8 @@ import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
-from pufferbox.vector.base import EnvFactory, VectorConfigError, WorkerTimeoutError, check_step_timeout
+from pufferbox.vector.base import (EnvFactory, VectorConfigError, WorkerError, WorkerTimeoutError,
+                                   check_step_timeout)
 from pufferbox.vector.ray import ensure_ray
 from pufferbox.vector.stepper import BlockStepper
 
@@ -341,6 +342,12 @@ class RayRollouts:
                 except (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError):
                     self.replace(w, steps)
                     continue
+                except self.ray.exceptions.RayTaskError as exc:  # an env (or the policy) raised: not retried
+                    self.close(graceful=False)
+                    cause = getattr(exc, "cause", None) or exc
+                    raise WorkerError(f"{self.env_name}: rollout worker {w} (envs {w * self.envs_per_worker}-"
+                                      f"{(w + 1) * self.envs_per_worker - 1}): {cause}; the rollout actors are "
+                                      f"closed") from None
                 self.step_seconds[w] = env_seconds / max(1, steps)
                 results.append(RolloutResult(w, steps, version, arrays, episodes, env_seconds))
         return sorted(results, key=lambda r: r.worker)
