@@ -208,3 +208,16 @@ def test_an_env_that_raises_or_hangs_in_a_rollout_is_named(local_ray, mode: str,
         assert r.closed and not r.actors
     finally:
         r.close()
+
+
+def test_pipelined_calls_of_a_killed_actor_are_replaced_once_and_all_run_again(local_ray) -> None:
+    with rollouts("uneven", env_kwargs={"mean_step_s": 2e-3}, num_envs=4, num_workers=2) as r:
+        r.reset(seed=0)
+        r.submit_idle(steps=100, depth=2)  # ~0.4 s per call
+        assert sorted(w for w, _ in r.pending.values()) == [0, 0, 1, 1]
+        victim = r.actors[1]
+        threading.Timer(0.15, lambda: ray.kill(victim)).start()
+        got = r.wait(4)
+        assert sorted(x.worker for x in got) == [0, 0, 1, 1]
+        assert r.replaced == 1 and r.lost_steps == 2 * 100 * 2, "both calls in flight on the killed actor are lost"
+        assert all(x.arrays["obs"].shape == (2, 101, 4) for x in got)

@@ -313,9 +313,13 @@ class RayRollouts:
             ref = self.actors[w].rollout.remote(steps)
         self.pending[ref] = (w, steps)
 
-    def submit_idle(self, steps: int | None = None) -> None:
-        for w in self.idle():
-            self.submit(w, steps or self.auto_steps())
+    def submit_idle(self, steps: int | None = None, depth: int = 1) -> None:
+        """Give every actor rollouts until it has ``depth`` in flight (2: it starts the next while the
+        driver takes the last one's result, never idle)."""
+        busy = [w for w, _ in self.pending.values()]
+        for w in range(self.num_workers):
+            for _ in range(depth - busy.count(w)):
+                self.submit(w, steps or self.auto_steps())
 
     def auto_steps(self) -> int:
         """Steps per call so that one call carries ``min_call_seconds`` of simulation (8 until measured)."""
@@ -353,8 +357,10 @@ class RayRollouts:
         return sorted(results, key=lambda r: r.worker)
 
     def replace(self, w: int, steps: int) -> None:
-        """Actor ``w`` died mid-rollout: a new one, envs rebuilt from the last reset's seeds, same rollout again."""
-        self.lost_steps += steps * self.rows_per_worker
+        """Actor ``w`` died mid-rollout: a new one, envs rebuilt from the last reset's seeds, its rollouts again."""
+        also = [ref for ref, (other, _) in self.pending.items() if other == w]  # its other calls in flight
+        again = [steps] + [self.pending.pop(ref)[1] for ref in also]
+        self.lost_steps += sum(again) * self.rows_per_worker
         self.replaced += 1
         self.ray.kill(self.actors[w])  # already dead; frees its name and handle
         if self.actor_nodes[w] is not None:
@@ -364,7 +370,8 @@ class RayRollouts:
         self.loaded[w] = 0
         if self.policy_ref is not None:
             actor.set_policy.remote(self.policy_ref)
-        self.submit(w, steps)
+        for k in again:
+            self.submit(w, k)
 
     def timeout(self) -> None:
         late = sorted(w for w, _ in self.pending.values())
