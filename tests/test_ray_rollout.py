@@ -56,8 +56,9 @@ def test_steps_per_call_follow_the_measured_step_time(local_ray) -> None:
         r.reset(seed=0)
         r.submit_idle(steps=50)
         r.wait(2)
-        # one env per actor, ~1 ms per step: 20 ms is ~20 steps (exponential step times: a wide band)
-        assert 8 <= r.auto_steps() <= 60, r.step_seconds
+        measured = float(np.mean(r.step_seconds))
+        assert 0.8e-3 <= measured <= 5e-3, f"one env per actor, ~1 ms per step (busy machines stretch it): {measured}"
+        assert r.auto_steps() == int(np.ceil(0.02 / measured))  # ~20 steps carry the 20 ms
 
 
 def test_a_pool_returns_the_first_actors_done(local_ray) -> None:

@@ -241,15 +241,20 @@ class RayRollouts:
         self.step_seconds = [0.0] * num_workers  # measured env seconds per step, per actor
         self.lost_steps = 0  # env steps lost with actors that died mid-rollout
         self.replaced = 0
-        self.actors = [self.spawn(w) for w in range(num_workers)]
+        nodes = self.alive_nodes()  # asked once, not per actor
+        self.actors = [self.spawn(w, nodes) for w in range(num_workers)]
         self.closed = False
 
-    def spawn(self, w: int) -> Any:
+    def alive_nodes(self) -> dict[str, float]:
+        """Node id -> CPUs of the cluster's alive nodes that have CPUs."""
+        return {n["NodeID"]: n["Resources"].get("CPU", 0.0) for n in self.ray.nodes()
+                if n["Alive"] and n["Resources"].get("CPU", 0.0) > 0}
+
+    def spawn(self, w: int, nodes: dict[str, float] | None = None) -> Any:
         """Actor ``w`` on the alive node with the fewest actors per CPU (a cluster's CPUs fill evenly)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        nodes = {n["NodeID"]: n["Resources"].get("CPU", 0.0) for n in self.ray.nodes()
-                 if n["Alive"] and n["Resources"].get("CPU", 0.0) > 0}
+        nodes = self.alive_nodes() if nodes is None else nodes
         # A node where an actor just died may be dying (Ray takes seconds to declare it dead): avoid it a while.
         now = time.monotonic()
         trusted = {node: cpus for node, cpus in nodes.items() if now - self.suspect.get(node, -SUSPECT_SECONDS)
