@@ -47,6 +47,7 @@ __all__ = ["RayRollouts", "RolloutResult", "RolloutWorker"]
 
 MIN_CALL_SECONDS = 0.01  # simulation one call should carry, so Ray's per-call cost (~0.3 ms) is amortized
 MAX_AUTO_STEPS = 4096
+STARTUP_SECONDS = 120.0  # setup calls (reset, policy) may wait for actor processes to start on a busy node
 SUSPECT_SECONDS = 60.0  # a node that lost an actor gets no replacement for this long (unless it is the only one)
 
 
@@ -273,7 +274,7 @@ class RayRollouts:
     def set_policy(self, module: Any) -> None:
         """Every actor gets a copy of ``module`` (a CPU ``nn.Module``), sent once through the object store."""
         self.policy_ref = self.ray.put(module)
-        self.ray.get([a.set_policy.remote(self.policy_ref) for a in self.actors], timeout=self.step_timeout)
+        self.setup([a.set_policy.remote(self.policy_ref) for a in self.actors], "set_policy")
         self.loaded = [0] * self.num_workers
 
     def set_weights(self, state_dict: Mapping[str, Any]) -> int:
@@ -288,12 +289,12 @@ class RayRollouts:
         """Drop the rollouts in flight, reset every env (env ``i`` with ``seed + i``)."""
         self.drain()
         self.reset_seed = seed
-        self.ray.get([a.reset.remote(seed) for a in self.actors], timeout=self.step_timeout)
+        self.setup([a.reset.remote(seed) for a in self.actors], "reset")
 
     def restart(self) -> int:
         """Drop the rollouts in flight (their steps are returned) and every actor's carried slot and LSTM state."""
         dropped = self.drain()
-        self.ray.get([a.restart.remote() for a in self.actors], timeout=self.step_timeout)
+        self.setup([a.restart.remote() for a in self.actors], "restart")
         return dropped
 
     def drain(self) -> int:
@@ -303,6 +304,17 @@ class RayRollouts:
             self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=self.step_timeout)
         self.pending = {}
         return steps
+
+    def setup(self, refs: list, what: str) -> list:
+        """Results of a setup call on every actor; :class:`WorkerTimeoutError` after ``STARTUP_SECONDS``
+        (+ ``step_timeout``): actor processes may still be starting."""
+        try:
+            return self.ray.get(refs, timeout=STARTUP_SECONDS + self.step_timeout)
+        except self.ray.exceptions.GetTimeoutError:
+            self.close(graceful=False)
+            raise WorkerTimeoutError(f"{self.env_name}: rollout actors did not answer {what}() within "
+                                     f"{STARTUP_SECONDS + self.step_timeout:g}s (a cluster without room for them, "
+                                     f"or a hung env); the rollout actors are closed") from None
 
     # -- rollouts ------------------------------------------------------------------------------
     def idle(self) -> list[int]:
@@ -389,7 +401,7 @@ class RayRollouts:
 
     def nodes(self) -> list[str]:
         """The Ray node id of each actor (where its envs run)."""
-        return self.ray.get([a.node.remote() for a in self.actors], timeout=self.step_timeout)
+        return self.setup([a.node.remote() for a in self.actors], "node")
 
     def close(self, graceful: bool = True) -> None:
         if self.closed:
