@@ -135,14 +135,26 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds, table)
         out[f"PufferLib 3.0 Multiprocessing, {n} envs / 2 workers"] = timed_vecenv(
             vector(make, "Multiprocessing", n, num_workers=2), seconds, table)
+    elif workload == "uneven-ray":  # bench_ray.py: PufferLib's Ray backend next to pufferbox's
+        out["PufferLib 3.0 Ray, 4 envs / 4 workers, batch 2"] = timed_vecenv(
+            vector(UnevenStepEnv, "Ray", 4, num_workers=4, batch_size=2), seconds)
+    elif workload == "nethack-ray":
+        import nle  # noqa: F401 - registers NetHackScore-v0
+
+        make = lambda: SeededNetHack(gymnasium.make(  # noqa: E731
+            "NetHackScore-v0", observation_keys=("glyphs", "blstats", "message"), max_episode_steps=5000))
+        table = np.random.default_rng(0).integers(0, 23, (1024, n))
+        out[f"PufferLib 3.0 Ray, {n} envs / 2 workers"] = timed_vecenv(vector(make, "Ray", n, num_workers=2),
+                                                                       seconds, table)
     else:
-        raise SystemExit(f"unknown workload {workload!r}: choose cartpole, uneven, native or nethack")
+        raise SystemExit(f"unknown workload {workload!r}: choose cartpole, uneven, native, nethack, uneven-ray "
+                         f"or nethack-ray")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=["cartpole", "uneven", "native", "nethack"])
+    parser.add_argument("workload", choices=["cartpole", "uneven", "native", "nethack", "uneven-ray", "nethack-ray"])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--num-envs", type=int, default=8)
     args = parser.parse_args()

@@ -3,9 +3,6 @@ a node joining grows the pool, a node leaving shrinks it, losing only its pods' 
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import threading
 
 import pytest
@@ -18,32 +15,9 @@ SLICE = 16 * 4096  # a few seconds of cartpole training per slice
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch):
-    """A simulated multi-node cluster whose every file lives in a private temp dir, removed afterwards.
-
-    ``Cluster`` records its address in ``<ray temp root>/ray/ray_current_cluster``; the root is
-    ``$RAY_TMPDIR`` (else ``$TMPDIR``), so point it at a fresh directory that has that subdir
-    instead of relying on a ``/tmp/ray`` left behind by an earlier Ray on the machine.
-    """
-    from ray.cluster_utils import Cluster
-
-    from pufferbox.vector.ray import ensure_ray
-
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    root = tempfile.mkdtemp(prefix="pbcl-")  # short: Unix socket paths are limited to 107 bytes
-    head = None
-    try:
-        os.mkdir(os.path.join(root, "ray"))
-        monkeypatch.setenv("RAY_TMPDIR", root)
-        head = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                             "temp_dir": os.path.join(root, "s")})
-        ensure_ray(address=head.address)
-        yield head
-    finally:
-        ray.shutdown()
-        if head is not None:
-            head.shutdown()
-        shutil.rmtree(root, ignore_errors=True)
+def cluster(ray_cluster):
+    """The simulated cluster of ``conftest.ray_cluster`` (its head has one CPU)."""
+    return ray_cluster
 
 
 def test_pool_grows_and_shrinks_with_the_cluster(cluster, tmp_path):

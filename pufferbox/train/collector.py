@@ -114,6 +114,10 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
 def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,
                    compile: bool = False) -> HostCollector | DeviceCollector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
+    if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
+        from pufferbox.train.ray_collector import RayCollector
+
+        return RayCollector(venv, agent, horizon, device)
     if venv.backend == "cuda":
         events = getattr(getattr(spec, "cuda", None), "events", None) or {}
         return DeviceCollector(venv, agent, horizon, events)

@@ -164,7 +164,12 @@ class Trainer:
             raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
                               "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
         device = setup_torch(tc)
-        self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
+        if vc.backend == "ray":  # rollouts run on the actors, next to their envs (train/ray_collector.py)
+            from pufferbox.train.ray_collector import make_ray_rollouts
+
+            self.venv = make_ray_rollouts(self.spec, vc, config.get("env", {}), tc.seed)
+        else:
+            self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
