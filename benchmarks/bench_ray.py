@@ -24,7 +24,8 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench_vectorization import pufferlib_peer
 from results import machine_summary, write_section

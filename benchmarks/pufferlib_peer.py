@@ -126,7 +126,7 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         for envs in (4096, 16384):
             out[f"PufferLib 3.0 C CartPole, {envs} envs, one process"] = native_cartpole(envs, seconds)
     elif workload == "nethack":
-        import nle  # noqa: F401 - registers NetHackScore-v0
+        import nle
 
         keys = ("glyphs", "blstats", "message")
         make = lambda: SeededNetHack(gymnasium.make(
@@ -141,7 +141,7 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
     elif workload == "nethack-ray":
         import nle  # noqa: F401 - registers NetHackScore-v0
 
-        make = lambda: SeededNetHack(gymnasium.make(  # noqa: E731
+        make = lambda: SeededNetHack(gymnasium.make(
             "NetHackScore-v0", observation_keys=("glyphs", "blstats", "message"), max_episode_steps=5000))
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
         out[f"PufferLib 3.0 Ray, {n} envs / 2 workers"] = timed_vecenv(vector(make, "Ray", n, num_workers=2),

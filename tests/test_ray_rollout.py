@@ -130,8 +130,8 @@ def test_cartpole_learns_with_remote_rollouts(local_ray) -> None:
 
 
 def test_a_killed_actor_is_replaced_with_its_envs_rebuilt_from_their_seeds(local_ray) -> None:
-    from pufferbox.train.ray_collector import RayCollector
     from pufferbox.train.policies import build_agent
+    from pufferbox.train.ray_collector import RayCollector
 
     r = rollouts("uneven", env_kwargs={"mean_step_s": 2e-3}, num_envs=4, num_workers=2)
     try:
@@ -173,8 +173,8 @@ def test_train_cli_with_the_ray_backend_uses_remote_rollouts(local_ray, tmp_path
 
 
 def test_a_pool_collector_takes_the_first_actors_and_reports_the_policy_lag(local_ray) -> None:
-    from pufferbox.train.ray_collector import RayCollector
     from pufferbox.train.policies import build_agent
+    from pufferbox.train.ray_collector import RayCollector
 
     r = rollouts("uneven", env_kwargs={"mean_step_s": 2e-4}, num_envs=8, num_workers=4, batch_size=4)
     try:

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch

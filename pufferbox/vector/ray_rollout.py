@@ -31,15 +31,15 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
-from pufferbox.vector.base import (EnvFactory, VectorConfigError, WorkerError, WorkerTimeoutError,
-                                   check_step_timeout)
+from pufferbox.vector.base import EnvFactory, VectorConfigError, WorkerError, WorkerTimeoutError, check_step_timeout
 from pufferbox.vector.ray import ensure_ray
 from pufferbox.vector.stepper import BlockStepper
 
@@ -416,7 +416,7 @@ class RayRollouts:
             self.ray.kill(a)
         self.actors, self.pending = [], {}
 
-    def __enter__(self) -> "RayRollouts":
+    def __enter__(self) -> RayRollouts:
         return self
 
     def __exit__(self, *exc: Any) -> None:
