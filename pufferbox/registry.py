@@ -71,6 +71,9 @@ class EnvSpec:
         solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
         requires: ``{import name: pip requirement}`` that must be importable for the env to work.
         aliases: other names that resolve to this env.
+        groups: agent groups trained as separate policies (multi-agent): ``{name: [slot or agent id]}``
+            or a module-level ``groups(raw_env) -> {name: [...]}``; None: one shared policy
+            (see :mod:`pufferbox.train.groups`).
     """
 
     name: str
@@ -86,6 +89,7 @@ class EnvSpec:
     solved_return: float | None = None
     requires: dict = field(default_factory=dict)
     aliases: tuple = ()
+    groups: Any = None
     description: str = ""
     plugin: str = ""
     distribution: str = ""

@@ -36,6 +36,7 @@ from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
+from pufferbox.train.groups import build_groups, resolve_layout
 from pufferbox.train.learner import Learner
 from pufferbox.train.policies import build_agent
 
@@ -159,9 +160,14 @@ class Trainer:
         self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
-        self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
+        self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
+        self.league = None
+        if self.layout is None or self.layout.single:  # one shared policy: the single-group path
+            self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
+            self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
+        else:
+            self.agent, self.learner, self.league = build_groups(self, config)
         self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
-        self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
         self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
@@ -188,7 +194,10 @@ class Trainer:
         update's metrics (also sent to callbacks)."""
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
-        losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
+        if self.league is None:
+            losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
+        else:
+            losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates, rows=rollout.rows)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
@@ -196,6 +205,8 @@ class Trainer:
                                  "the env's rewards, or lower train.learning_rate")
         self.update += 1
         self.global_step += rollout.steps
+        if self.league is not None:
+            losses |= self.league.record(self.update, rollout)
         metrics = self.record(rollout, losses)
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
             if self.run_dir is not None:
@@ -266,7 +277,10 @@ class Trainer:
         if state is not None:
             return self.learner.load_weights(state)
         torch.manual_seed(seed)
-        fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
+        if self.league is not None:
+            fresh = build_groups(self, self.config)[0]
+        else:
+            fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
         self.agent.load_state_dict(fresh.state_dict())
         self.learner.reset_optimizer()
 
@@ -302,6 +316,10 @@ class Trainer:
         state = load_checkpoint(path, map_location=self.device)
         if state.get("env") != self.spec.name:
             raise ConfigError(f"checkpoint {path} is for env {state.get('env')!r}, not {self.spec.name!r}")
+        if ("groups" in state) != (self.league is not None):
+            raise ConfigError(f"checkpoint {path} holds {'agent groups' if 'groups' in state else 'one shared policy'}"
+                              f", this run {'agent groups' if self.league is not None else 'one shared policy'}: "
+                              "resume with the run's own [groups]")
         self.learner.load_weights(state)
         self.global_step, self.update = int(state["global_step"]), int(state["update"])
         self.elapsed_before, self.start_time = float(state["wall_time"]), time.perf_counter()

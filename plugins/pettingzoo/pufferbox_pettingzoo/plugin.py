@@ -65,18 +65,30 @@ def make_mpe(module: str, pad: bool = False, **kwargs: Any) -> Any:
     return env
 
 
+TEAMS = {"knights_archers_zombies", "mpe/simple_adversary", "mpe/simple_push", "mpe/simple_tag"}
+
+
+def team_groups(env: Any) -> dict[str, list]:
+    """One policy per team, named by the agent-id prefix (``adversary_0`` -> ``adversary``)."""
+    out: dict[str, list] = {}
+    for agent in env.possible_agents:
+        out.setdefault(str(agent).rsplit("_", 1)[0], []).append(agent)
+    return out
+
+
 @hookimpl
 def register_envs(register):
     for name, (module, kwargs, what) in BUTTERFLY.items():
         register(EnvSpec(
             name=name, binding=make_butterfly, kwargs={"module": module, **kwargs},
             aliases=(f"butterfly/{name}",), requires=BUTTERFLY_REQUIRES, defaults=BUTTERFLY_DEFAULTS,
+            groups=team_groups if name in TEAMS else None,
             description=f"PettingZoo butterfly {module}: {what}",
         ))
     for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
         padded = name in MPE_PADDED
         register(EnvSpec(
             name=f"mpe/{name}", binding=make_mpe, kwargs={"module": module, "pad": padded},
-            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS,
+            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS, groups=team_groups if f"mpe/{name}" in TEAMS else None,
             description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
         ))

@@ -64,6 +64,10 @@ class PadObservations:
     def action_space(self, agent: Any) -> spaces.Space:
         return self.env.action_space(agent)
 
+    def original_observation_space(self, agent: Any) -> spaces.Space:
+        """The agent's own space before padding (agent groups must not mix them)."""
+        return self.env.observation_space(agent)
+
     def pad(self, observations: dict) -> dict:
         out = {}
         for agent, obs in observations.items():
