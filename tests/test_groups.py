@@ -254,3 +254,36 @@ def test_eval_of_a_grouped_checkpoint_and_match_errors(tag_run):
     assert bad.exit_code == 2 and "--side: unknown group 'ghost'" in bad.output
     match = play_match(tag_run, tag_run, episodes=3, side="tagger")
     assert match.games == 3 and match.a == match.b and match.a.endswith(".pt")
+
+
+def test_kernel_tag_trains_two_groups_on_the_host_simulator():
+    from pufferbox.cuda.hostsim import find_cxx
+
+    if find_cxx() is None:
+        pytest.skip("no C++ compiler to build the Tag kernel for the host")
+    trainer = Trainer("tag", resolve_config(overrides=["vec.backend=cuda", "vec.device=host", "vec.num_envs=4",
+                                                       "train.num_steps=50", "train.checkpoint_interval=0",
+                                                       "policy.hidden_size=16"]))
+    try:
+        assert trainer.collector.use_sampler  # the sampler kernel draws from the grouped policy's logits
+        before = {g: group_params(trainer, g) for g in ("tagger", "runner")}
+        metrics = trainer.train_steps(4 * 5 * 50 * 3)
+        assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
+        ended = [m for m in metrics if m["tagger/episode_return"] is not None]
+        assert ended and all(m["runner/episode_return"] <= 0.0 <= m["tagger/episode_return"] for m in ended)
+    finally:
+        trainer.close()
+
+
+def test_conformance_checks_declared_groups():
+    import dataclasses
+
+    from pufferbox.conformance import check_env_spec
+
+    tag = get_registry().get("tag")
+    assert [str(r) for r in check_env_spec(tag, steps=5, checks=["groups"])] == ["ok   groups"]
+    broken = dataclasses.replace(tag, groups={"tagger": ["agent_0"], "runner": ["agent_1", "agent_2"]})
+    [result] = check_env_spec(broken, steps=5, checks=["groups"])
+    assert not result.ok and "agent 'agent_3' is in no group" in result.detail
+    [shared] = check_env_spec(get_registry().get("cartpole"), steps=5, checks=["groups"])
+    assert shared.ok and "no groups declared" in shared.detail

@@ -165,8 +165,10 @@ class GroupedAgent(nn.Module):
         """Per group, the positions of its rows in a batch of ``n`` rows (whole envs)."""
         key = (n, str(device))
         if key not in self.index_cache:
-            group = self.slot_group[torch.arange(n) % self.agents_per_env]
-            self.index_cache[key] = [(group == g).nonzero().squeeze(-1).to(device) for g in range(len(self.groups))]
+            # numpy, once per batch size: no device read inside a rollout (the cuda backend's loop)
+            group = self.layout.slot_group[np.arange(n) % self.agents_per_env]
+            self.index_cache[key] = [torch.as_tensor(np.nonzero(group == g)[0], device=device)
+                                     for g in range(len(self.groups))]
         return self.index_cache[key]
 
     def initial_state(self, rows: int, device: torch.device | str = "cpu"):
@@ -178,8 +180,8 @@ class GroupedAgent(nn.Module):
     def per_group(self, fn: str, obs: torch.Tensor, state: Any, starts: Any, *extra: torch.Tensor) -> list:
         """``(index, outputs of agent.fn on those rows)`` per group with rows in this batch."""
         out = []
-        for idx, agent in zip(self.rows(len(obs), obs.device), self.groups.values()):
-            if len(idx) == 0:
+        for idx, agent in zip(self.rows(obs.shape[0], obs.device), self.groups.values()):
+            if idx.shape[0] == 0:
                 continue
             sub_state = None if state is None else (state[0][idx], state[1][idx])
             sub_starts = None if starts is None else starts[idx]
@@ -202,22 +204,22 @@ class GroupedAgent(nn.Module):
     def act(self, obs: torch.Tensor, state: Any = None, starts: torch.Tensor | None = None):
         """``(action, logprob, entropy, value, new_state)`` as :meth:`Agent.act`, each group on its rows."""
         parts = self.per_group("act", obs, state, starts)
-        n = len(obs)
+        n = obs.shape[0]
         outs = [self.scatter(n, [(i, p[k]) for i, p in parts]) for k in range(4)]
         return (*outs, self.gather_state(n, [(i, p[4]) for i, p in parts]))
 
     def greedy(self, obs: torch.Tensor, state: Any = None, starts: torch.Tensor | None = None):
         parts = self.per_group("greedy", obs, state, starts)
-        return self.scatter(len(obs), [(i, p[0]) for i, p in parts]), self.gather_state(len(obs), [(i, p[1]) for i, p in parts])
+        return self.scatter(obs.shape[0], [(i, p[0]) for i, p in parts]), self.gather_state(obs.shape[0], [(i, p[1]) for i, p in parts])
 
     def hidden(self, obs: torch.Tensor, state: Any, starts: torch.Tensor | None):
         parts = self.per_group("hidden", obs, state, starts)
-        return self.scatter(len(obs), [(i, p[0]) for i, p in parts]), self.gather_state(len(obs), [(i, p[1]) for i, p in parts])
+        return self.scatter(obs.shape[0], [(i, p[0]) for i, p in parts]), self.gather_state(obs.shape[0], [(i, p[1]) for i, p in parts])
 
     def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        parts = [(idx, agent.heads(hidden[idx])) for idx, agent in zip(self.rows(len(hidden), hidden.device),
-                                                                      self.groups.values()) if len(idx)]
-        n = len(hidden)
+        n = hidden.shape[0]
+        parts = [(idx, agent.heads(hidden[idx])) for idx, agent in zip(self.rows(n, hidden.device),
+                                                                      self.groups.values()) if idx.shape[0]]
         return self.scatter(n, [(i, p[0]) for i, p in parts]), self.scatter(n, [(i, p[1]) for i, p in parts])
 
 
