@@ -287,3 +287,37 @@ def test_conformance_checks_declared_groups():
     assert not result.ok and "agent 'agent_3' is in no group" in result.detail
     [shared] = check_env_spec(get_registry().get("cartpole"), steps=5, checks=["groups"])
     assert shared.ok and "no groups declared" in shared.detail
+
+
+@pytest.mark.parametrize("env, limited", [("mpe/simple_speaker_listener", {"speaker": 3}),
+                                          ("mpe/simple_world_comm", {"adversary": 5, "agent": 5})])
+def test_roles_with_fewer_actions_never_take_padded_ones(env, limited):
+    spec = get_registry().get(env)
+    if spec.unavailable_reason:
+        pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
+    trainer = Trainer(env, resolve_config(overrides=QUICK))
+    try:
+        assert trainer.layout.action_limits == limited
+        trainer.train_steps(trainer.num_rows * 32)
+        rollout = trainer.collector.collect()
+        rows = np.arange(len(rollout.batch["actions"])) if rollout.rows is None else rollout.rows
+        for name, n in limited.items():
+            segs = np.isin(rows % trainer.agents_per_env, trainer.layout.slots(name))
+            assert int(rollout.batch["actions"][torch.from_numpy(segs)].max()) < n
+        others = ~np.isin(rows % trainer.agents_per_env, [s for g in limited for s in trainer.layout.slots(g)])
+        assert int(rollout.batch["actions"][torch.from_numpy(others)].max()) >= max(limited.values())
+    finally:
+        trainer.close()
+
+
+def test_padded_actions_past_an_agents_range_are_no_ops():
+    spec = get_registry().get("mpe/simple_speaker_listener")
+    if spec.unavailable_reason:
+        pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
+    raws = [spec.make_raw(), spec.make_raw()]
+    obs = [raw.reset(seed=3)[0] for raw in raws]
+    assert str(raws[0].action_space("speaker_0")) == "Discrete(5)"
+    assert str(raws[0].original_action_space("speaker_0")) == "Discrete(3)"
+    a = raws[0].step({"speaker_0": 4, "listener_0": 1})[0]
+    b = raws[1].step({"speaker_0": 0, "listener_0": 1})[0]
+    assert all(np.array_equal(a[k], b[k]) for k in a) and len(obs[0]) == 2

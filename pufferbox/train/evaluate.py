@@ -63,11 +63,10 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
                                  native=config["vec"]["native"] and not visual)
     torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
     if "groups" in state:  # one policy per agent group, each on its own slots
-        from pufferbox.train.groups import GroupLayout
+        from pufferbox.train.groups import checkpoint_layout
         from pufferbox.train.league import build_match_agent
 
-        agents = [str(a) for a in spec.make_raw(**dict(config.get("env", {}))).possible_agents]
-        layout = GroupLayout.build({n: g["slots"].tolist() for n, g in state["groups"].items()}, agents)
+        layout = checkpoint_layout(spec, dict(config.get("env", {})), state, str(checkpoint))
         agent = build_match_agent(spec, venv, config, layout, "", state, state)
     else:
         agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())

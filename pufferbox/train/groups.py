@@ -64,6 +64,7 @@ class GroupLayout:
     names: list[str]
     slot_group: np.ndarray  # (agents_per_env,) int
     agents: list[str]  # agent id per slot
+    action_limits: dict | None = None  # {group: n}: its Discrete actions past n are illegal (padded layout)
 
     @property
     def single(self) -> bool:
@@ -132,6 +133,7 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
         else:
             mapping = declared(raw) if callable(declared) else declared
             layout = GroupLayout.build(mapping, agents, f"{spec.name} (plugin groups)")
+        layout.action_limits = action_limits(raw, layout)
         for name in layout.names:
             slots = layout.slots(name)
             first = agent_spaces(raw, raw.possible_agents[slots[0]])
@@ -142,6 +144,54 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
     finally:
         raw.close()
     return layout
+
+
+def checkpoint_layout(spec: Any, env_kwargs: Mapping[str, Any], state: Mapping[str, Any],
+                      source: str = "checkpoint") -> GroupLayout:
+    """The group layout a grouped checkpoint was trained with (its ``groups[name]["slots"]``)."""
+    raw = spec.make_raw(**env_kwargs)
+    try:
+        agents = [str(a) for a in raw.possible_agents]
+        layout = GroupLayout.build({n: g["slots"].tolist() for n, g in state["groups"].items()}, agents, source)
+        layout.action_limits = action_limits(raw, layout)
+    finally:
+        raw.close()
+    return layout
+
+
+def action_limits(raw: Any, layout: GroupLayout) -> dict[str, int]:
+    """Groups whose own ``Discrete(n)`` was padded to a larger shared one (e.g. MPE speaker 3 of 5)."""
+    from gymnasium import spaces
+
+    out = {}
+    for name in layout.names:
+        agent = raw.possible_agents[layout.slots(name)[0]]
+        own, shared = agent_spaces(raw, agent)[1], raw.action_space(agent)
+        if isinstance(own, spaces.Discrete) and isinstance(shared, spaces.Discrete) and own.n < shared.n:
+            out[name] = int(own.n)
+    return out
+
+
+class MaskedLogits(nn.Module):
+    """The action head's linear layer with the logits of illegal actions (``>= legal``) at -1e9: never sampled."""
+
+    def __init__(self, linear: nn.Module, legal: int):
+        super().__init__()
+        self.linear = linear
+        mask = torch.zeros(linear.out_features)
+        mask[legal:] = -1e9
+        self.register_buffer("mask", mask)
+        self.out_features = linear.out_features
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.linear(hidden) + self.mask
+
+
+def limit_actions(agent: nn.Module, legal: int | None) -> nn.Module:
+    """Mask ``agent``'s Discrete actions from ``legal`` on (a role padded to a larger action space)."""
+    if legal is not None:
+        agent.actor.linear = MaskedLogits(agent.actor.linear, legal)
+    return agent
 
 
 class GroupedAgent(nn.Module):
@@ -482,7 +532,9 @@ def build_groups(trainer: Any, config: Mapping[str, Any]) -> tuple[GroupedAgent,
     from pufferbox.train.policies import build_agent
 
     layout, tc = trainer.layout, trainer.tc
-    agents = {name: build_agent(trainer.obs_spec, trainer.act_spec, trainer.pc, trainer.spec.load_policy())
+    limits = layout.action_limits or {}
+    agents = {name: limit_actions(build_agent(trainer.obs_spec, trainer.act_spec, trainer.pc,
+                                              trainer.spec.load_policy()), limits.get(name))
               for name in layout.names}
     grouped = GroupedAgent(agents, layout).to(trainer.device)
     cfg = typed(LeagueConfig, config.get("league", {}), "league")

@@ -92,16 +92,19 @@ def grouped_state(path: str | Path) -> dict[str, Any]:
 def build_match_agent(spec: Any, venv: Any, config: dict, layout: Any, side: str, state_a: dict,
                       state_b: dict | None) -> Any:
     """A :class:`GroupedAgent` with A's weights on ``side`` and B's (or uniform actions) on the rest."""
-    from pufferbox.train.groups import GroupedAgent
+    from pufferbox.train.groups import GroupedAgent, limit_actions
     from pufferbox.train.policies import build_agent
 
     pc = typed(PolicyConfig, config["policy"])
-    agents = {name: build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()) for name in layout.names}
+    limits = layout.action_limits or {}
+    agents = {name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
+              for name in layout.names}
     for name, agent in agents.items():
         source = state_a if name == side else state_b
-        if source is None:  # uniform actions: zero logits (Box: mean 0, std 1)
-            torch.nn.init.zeros_(agent.actor.linear.weight)
-            torch.nn.init.zeros_(agent.actor.linear.bias)
+        if source is None:  # uniform (legal) actions: zero logits (Box: mean 0, std 1)
+            linear = getattr(agent.actor.linear, "linear", agent.actor.linear)
+            torch.nn.init.zeros_(linear.weight)
+            torch.nn.init.zeros_(linear.bias)
             continue
         prefix = f"groups.{name}."
         agent.load_state_dict({k[len(prefix):]: v for k, v in source["model"].items() if k.startswith(prefix)})
@@ -117,7 +120,7 @@ def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20,
     import pufferbox.vector
     from pufferbox.registry import get_registry
     from pufferbox.train.collector import HostCollector
-    from pufferbox.train.groups import GroupLayout
+    from pufferbox.train.groups import checkpoint_layout
 
     state_a = grouped_state(checkpoint)
     state_b = None if str(opponent) == RANDOM else grouped_state(opponent)
@@ -128,9 +131,7 @@ def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20,
     env_kwargs = dict(config.get("env", {}))
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs)
     try:
-        agents = [str(a) for a in spec.make_raw(**env_kwargs).possible_agents]
-        mapping = {name: g["slots"].tolist() for name, g in state_a["groups"].items()}
-        layout = GroupLayout.build(mapping, agents, f"{checkpoint} groups")
+        layout = checkpoint_layout(spec, env_kwargs, state_a, f"{checkpoint} groups")
         side = side or layout.names[0]
         if side not in layout.names:
             raise ConfigError(f"--side: unknown group {side!r}; groups are {layout.names}")
