@@ -321,3 +321,40 @@ def test_padded_actions_past_an_agents_range_are_no_ops():
     a = raws[0].step({"speaker_0": 4, "listener_0": 1})[0]
     b = raws[1].step({"speaker_0": 0, "listener_0": 1})[0]
     assert all(np.array_equal(a[k], b[k]) for k in a) and len(obs[0]) == 2
+
+
+def test_groups_train_on_an_async_pool():
+    trainer = tag_trainer(["vec.backend=multiprocessing", "vec.num_envs=4", "vec.num_workers=2", "vec.batch_size=2"])
+    try:
+        before = {g: group_params(trainer, g) for g in ("tagger", "runner")}
+        trainer.train_steps(4 * 5 * 32 * 2)
+        assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
+        rollout = trainer.collector.collect()
+        slots = rollout.rows % 5  # every segment knows its row, whichever order the pool filled them in
+        assert sorted(slots.tolist()) == sorted(list(range(5)) * 4)
+    finally:
+        trainer.close()
+
+
+def test_resume_continues_a_grouped_run(tmp_path):
+    from pufferbox.train.runner import run
+
+    first = run("tag", overrides=[*QUICK, "train.total_steps=640", "train.checkpoint_interval=1"], run_dir=tmp_path,
+                dashboard=False, tensorboard=False)
+    assert first.global_step == 640
+    resumed = run(resume=tmp_path, overrides=["train.total_steps=1280"], dashboard=False, tensorboard=False)
+    assert resumed.global_step == 1280
+    with pytest.raises(Exception, match="holds agent groups, this run one shared policy"):
+        run(resume=tmp_path, overrides=["train.total_steps=1920", "groups.all=[0,1,2,3,4]"], dashboard=False,
+            tensorboard=False)
+
+
+@pytest.mark.slow
+def test_groups_train_on_ray(local_ray):
+    trainer = tag_trainer(["vec.backend=ray", "vec.num_workers=2"])
+    try:
+        before = {g: group_params(trainer, g) for g in ("tagger", "runner")}
+        trainer.train_steps(2 * 5 * 32 * 2)
+        assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
+    finally:
+        trainer.close()
