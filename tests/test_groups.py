@@ -358,3 +358,17 @@ def test_groups_train_on_ray(local_ray):
         assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
     finally:
         trainer.close()
+
+
+def test_league_play_rates_every_checkpoint_against_random(tag_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "copy"
+    shutil.copytree(tag_run, run, ignore=shutil.ignore_patterns("league.sqlite"))
+    result = CliRunner().invoke(cli, ["league", str(run), "--play", "2"])
+    assert result.exit_code == 0, result.output
+    table = Ratings(run / "league.sqlite").table()
+    assert {r["name"] for r in table} == {str(p) for p in (run / "checkpoints").glob("ckpt-*.pt")} | {"random"}
+    assert all(r["games"] == 4 for r in table)  # 2 episodes on each of the 2 sides
+    empty = CliRunner().invoke(cli, ["league", str(tmp_path)])
+    assert empty.exit_code == 2 and "no league.sqlite yet" in empty.output
