@@ -372,3 +372,18 @@ def test_league_play_rates_every_checkpoint_against_random(tag_run, tmp_path):
     assert all(r["games"] == 4 for r in table)  # 2 episodes on each of the 2 sides
     empty = CliRunner().invoke(cli, ["league", str(tmp_path)])
     assert empty.exit_code == 2 and "no league.sqlite yet" in empty.output
+
+
+def test_grouped_resume_replays_an_uninterrupted_run(tmp_path):
+    from pufferbox.train.runner import run
+
+    steps = 2 * 5 * 32
+    common = [*QUICK, "train.checkpoint_interval=2", "train.keep_checkpoints=10"]
+    run("tag", overrides=[*common, f"train.total_steps={4 * steps}"], run_dir=tmp_path / "whole", dashboard=False,
+        tensorboard=False)
+    run("tag", overrides=[*common, f"train.total_steps={4 * steps}"], run_dir=tmp_path / "split", dashboard=False,
+        tensorboard=False, stop_after=2 * steps)
+    run(resume=tmp_path / "split", dashboard=False, tensorboard=False)
+    whole = torch.load(tmp_path / "whole/checkpoints/ckpt-00000004.pt", weights_only=True)
+    split = torch.load(tmp_path / "split/checkpoints/ckpt-00000004.pt", weights_only=True)
+    assert all(torch.equal(whole["model"][k], split["model"][k]) for k in whole["model"])
