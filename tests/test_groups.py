@@ -13,9 +13,16 @@ from click.testing import CliRunner
 from pufferbox.cli import cli, load_commands
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.groups import GroupError, GroupLayout, GroupLearner, Pool, outcome, resolve_layout
-from pufferbox.train.learner import Learner
+from pufferbox.train.groups import (
+    GroupError,
+    GroupLayout,
+    GroupLearner,
+    Pool,
+    outcome,
+    resolve_layout,
+)
 from pufferbox.train.league import MatchResult, Ratings, play_match, wilson
+from pufferbox.train.learner import Learner
 from pufferbox.train.ppo import Trainer
 
 QUICK = ["vec.num_envs=2", "train.num_steps=32", "train.checkpoint_interval=0", "policy.hidden_size=16"]

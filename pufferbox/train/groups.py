@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,8 +39,16 @@ from torch import nn
 from pufferbox.train.config import ConfigError, LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner
 
-__all__ = ["GroupError", "GroupLayout", "GroupedAgent", "GroupLearner", "GroupScore", "Pool", "resolve_layout",
-           "groups_by_prefix"]
+__all__ = [
+    "GroupError",
+    "GroupLayout",
+    "GroupLearner",
+    "GroupScore",
+    "GroupedAgent",
+    "Pool",
+    "groups_by_prefix",
+    "resolve_layout",
+]
 
 POOL_MODES = ("latest", "uniform", "prioritized", "none")
 
@@ -74,7 +83,7 @@ class GroupLayout:
         return np.nonzero(self.slot_group == self.names.index(name))[0].tolist()
 
     @classmethod
-    def build(cls, mapping: Mapping[str, Any], agents: list[str], source: str = "[groups]") -> "GroupLayout":
+    def build(cls, mapping: Mapping[str, Any], agents: list[str], source: str = "[groups]") -> GroupLayout:
         """Check ``mapping`` (``{group: [slot index or agent id]}``) covers every slot exactly once."""
         owner = np.full(len(agents), -1, dtype=np.int64)
         names = list(mapping)

@@ -20,17 +20,23 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomllib
 import torch
 
-from pufferbox.train.config import ConfigError, PolicyConfig, merge, resolve_config, typed
+from pufferbox.train.config import (
+    ConfigError,
+    PolicyConfig,
+    merge,
+    resolve_config,
+    typed,
+)
 
-__all__ = ["MatchResult", "play_match", "wilson", "Ratings", "round_robin", "RANDOM"]
+__all__ = ["RANDOM", "MatchResult", "Ratings", "play_match", "round_robin", "wilson"]
 
 RANDOM = "random"
 
