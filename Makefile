@@ -18,8 +18,14 @@ $(STAMP): tank/constraints.txt tank/constraints-cuda.txt tank/install.sh pyproje
 train: setup
 	$(VENV)/bin/pufferbox train cartpole
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q
+
+# Lint (ruff), types of the core packages (mypy, files in pyproject) and the import layers (import-linter).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not container"

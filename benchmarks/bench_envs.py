@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 import numpy as np

@@ -29,13 +29,14 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_vectorization import pufferlib_peer, replace_block  # noqa: E402
+from bench_vectorization import pufferlib_peer, replace_block
 
 BLOCK = "nethack"
 TABLE_ROWS = 1024

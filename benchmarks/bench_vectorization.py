@@ -22,8 +22,8 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import gymnasium
 import numpy as np
@@ -120,7 +120,7 @@ def pb(env, seconds: float, **kwargs) -> float:
 
 def native_direct(num_envs: int, seconds: float, kernel: str = "c", wrapper: bool = True) -> float:
     """The CartPole block's own vec_step in a loop (no backend, one core); ``wrapper=False`` times
-    the compiled kernel's step() alone (no Python checks, no EpisodeInfos): what bounds the block."""
+    the compiled kernel's step() alone (no Python checks, no Episodes): what bounds the block."""
     from pufferbox_classic.native import CartPoleNative
 
     block = CartPoleNative(num_envs, kernel=kernel)

@@ -15,7 +15,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -111,7 +112,7 @@ def native_cartpole(num_envs: int, seconds: float) -> float:
 def run(workload: str, seconds: float, n: int) -> dict[str, float]:
     out: dict[str, float] = {}
     if workload == "cartpole":
-        make = lambda: gymnasium.make("CartPole-v1")  # noqa: E731
+        make = lambda: gymnasium.make("CartPole-v1")
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds)
         out[f"PufferLib 3.0 Multiprocessing, {2 * n} envs / 2 workers"] = timed_vecenv(
             vector(make, "Multiprocessing", 2 * n, num_workers=2), seconds)
@@ -128,7 +129,7 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         import nle  # noqa: F401 - registers NetHackScore-v0
 
         keys = ("glyphs", "blstats", "message")
-        make = lambda: SeededNetHack(gymnasium.make(  # noqa: E731 - same env, seeds and actions as bench_nethack
+        make = lambda: SeededNetHack(gymnasium.make(
             "NetHackScore-v0", observation_keys=keys, max_episode_steps=5000))
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds, table)

@@ -11,8 +11,8 @@ import os
 import platform
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

@@ -7,8 +7,8 @@ plain memory, shared memory, or GPU memory) and hands each environment a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Callable
 
 import numpy as np
 
@@ -47,14 +47,14 @@ class Buffers:
 
     @classmethod
     def allocate(cls, obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int,
-                 allocator: Allocator = numpy_allocator) -> "Buffers":
+                 allocator: Allocator = numpy_allocator) -> Buffers:
         return cls(**{name: allocator(shape, dtype) for name, (shape, dtype) in cls.layout(obs_spec, act_spec, rows).items()})
 
     @classmethod
     def nbytes_for(cls, obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int) -> int:
         return sum(int(np.prod(s)) * d.itemsize for s, d in cls.layout(obs_spec, act_spec, rows).values())
 
-    def slice(self, start: int, stop: int) -> "Buffers":
+    def slice(self, start: int, stop: int) -> Buffers:
         """Views of rows ``start:stop`` (no copy)."""
         return Buffers(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
 

@@ -15,9 +15,12 @@ Multi-agent envs get one row per agent of ``possible_agents``, in that order. An
 absent from an observation has a zero row, reward 0, terminal ``True`` and mask ``False``.
 
 Spaces are checked on the first reset and the first step only; an error names the field.
-Episode statistics (``episode_return``, ``episode_length``) arrive in the info of the
-step that ended an episode; other infos are forwarded only on that step, since per-step
-infos would cost an IPC message per step.
+``vec_step`` returns the episode that ended as an :class:`~pufferbox.episodes.Episodes`
+(return, length, and the values of the final ``info`` named by ``episode_metrics``); other
+infos are dropped, since per-step infos would cost an IPC message per step.
+
+Rows: a backend hands the emulator its rows with ``set_buffers`` before the first reset; an
+emulator used on its own (notebooks, the Gymnasium/PettingZoo API) allocates its own on reset.
 
 Zero-copy observations (single-agent): a raw env whose outermost object has a method
 ``pufferbox_bind_observation_buffers(views)`` (:data:`BIND_OBSERVATION_BUFFERS`) is handed,
@@ -32,13 +35,15 @@ plugin re-points nle's observation buffers (``pufferbox_nethack.plugin``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
 
 from pufferbox.buffers import Buffers
-from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
+from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, format_path, get_path
 
 __all__ = ["APIUsageError", "BIND_OBSERVATION_BUFFERS", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
 
@@ -67,18 +72,21 @@ class GymnasiumEmulator(gymnasium.Env):
     num_envs = 1
     num_agents = 1
     is_multiagent = False
+    buffers: Buffers  # the backend's row (set_buffers); standalone use owns one (own_rows)
 
     def __init__(self, env: gymnasium.Env, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env"):
+                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
+                 check_obs: bool = False):
         self.env = env
         self.name = name
+        self.episode_metrics = tuple(episode_metrics)
+        self.check_obs = check_obs  # every observation against its space's bounds, and finite (slow)
         self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
         self.act_spec = act_spec or ActionSpec(env.action_space)
         self.single_observation_space = self.observation_space = self.obs_spec.flat_space
         self.single_action_space = self.action_space = self.act_spec.flat_space
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
-        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, 1))
         self.obs_checked = self.act_checked = False
         self.needs_reset = True
         self.episode_return = 0.0
@@ -97,7 +105,8 @@ class GymnasiumEmulator(gymnasium.Env):
         self.obs_targets = [(leaf.path, view[0:1].reshape(leaf.shape))
                             for leaf, view in zip(self.obs_spec.leaves, self.obs_views)]
         self.obs_depth = max(len(path) for path, _ in self.obs_targets)
-        self.obs_keyed = [(path[0] if path else None, target) for path, target in self.obs_targets]
+        self.obs_keyed = [(path[0] if path else None, target, target.shape, target.dtype)
+                          for path, target in self.obs_targets]
         # Looked up on the outermost env only: the layer that offers it vouches that what it
         # returns is what it bound (an inner env's arrays may be transformed on the way out).
         bind = getattr(self.env, BIND_OBSERVATION_BUFFERS, None)
@@ -106,18 +115,25 @@ class GymnasiumEmulator(gymnasium.Env):
         self.action_offset = int(self.act_spec.space.start) if isinstance(self.act_spec.space, gymnasium.spaces.Discrete) else None
 
     def write_observation(self, obs: Any) -> None:
-        if not self.obs_checked:
-            self.obs_spec.check(obs)
+        if not self.obs_checked or self.check_obs:
+            check_observation(self.obs_spec, obs, self.name, self.episode_length, self.check_obs)
             self.obs_checked = True
         # ``value is target``: a bound env (BIND_OBSERVATION_BUFFERS) already wrote it in place.
+        # Every other leaf must be an ndarray of the leaf's shape and dtype (three cheap compares);
+        # anything else (a scalar, a castable dtype, a wrong shape, None) takes check_leaf's slow path,
+        # so a (1,) value is never broadcast into a (4,) leaf nor None written as NaN.
         if self.obs_depth == 1:
-            for key, target in self.obs_keyed:
+            for key, target, shape, dtype in self.obs_keyed:
                 value = obs[key]
                 if value is not target:
+                    if type(value) is not np.ndarray or value.shape != shape or value.dtype is not dtype:
+                        self.check_leaf(value, target, (key,))
                     target[...] = value
         elif self.obs_depth == 0:
-            target = self.obs_keyed[0][1]
+            _, target, shape, dtype = self.obs_keyed[0]
             if obs is not target:
+                if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype is not dtype:
+                    self.check_leaf(obs, target, ())
                 target[...] = obs
         else:
             for path, target in self.obs_targets:
@@ -125,9 +141,17 @@ class GymnasiumEmulator(gymnasium.Env):
                 for key in path:
                     value = value[key]
                 if value is not target:
+                    self.check_leaf(value, target, path)
                     target[...] = value
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def check_leaf(self, value: Any, target: np.ndarray, path: tuple) -> None:
+        check_leaf(value, target, self.obs_spec, path, self.name, self.episode_length)
+
+    def own_rows(self) -> None:
+        own_rows(self)
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        self.own_rows()
         obs, info = seeded_reset(self.env, seed)
         self.write_observation(obs)
         b = self.buffers
@@ -136,9 +160,9 @@ class GymnasiumEmulator(gymnasium.Env):
         b.masks[0] = True
         self.needs_reset = False
         self.episode_return, self.episode_length = 0.0, 0
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         """Step with ``actions[0]`` (the backend's action row); auto-reset when done."""
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
@@ -157,19 +181,19 @@ class GymnasiumEmulator(gymnasium.Env):
         self.episode_return += float(reward)
         self.episode_length += 1
         if terminated or truncated:
-            info = dict(info)
-            info["episode_return"] = self.episode_return
-            info["episode_length"] = self.episode_length
+            episode = Episodes.one(0, self.episode_return, self.episode_length,
+                                   {name: metric(info, name) for name in self.episode_metrics})
             self.episode_return, self.episode_length = 0.0, 0
             obs, _ = self.env.reset()
             self.write_observation(obs)
-            return [info]
+            return episode
         self.write_observation(obs)
-        return []
+        return NO_EPISODES
 
     # -- Gymnasium API ----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)  # seeds self.np_random, as Gymnasium's checker expects of any Env
+        self.own_rows()
         obs, info = self.env.reset(seed=seed, options=options)
         self.write_observation(obs)
         self.needs_reset = False
@@ -204,11 +228,15 @@ class PettingZooEmulator:
 
     num_envs = 1
     is_multiagent = True
+    buffers: Buffers  # the backend's rows (set_buffers); standalone use owns some (own_rows)
 
     def __init__(self, env: Any, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env"):
+                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
+                 check_obs: bool = False):
         self.env = env
         self.name = name
+        self.episode_metrics = tuple(episode_metrics)
+        self.check_obs = check_obs
         self.possible_agents = list(env.possible_agents)
         self.num_agents = len(self.possible_agents)
         first = self.possible_agents[0]
@@ -227,7 +255,6 @@ class PettingZooEmulator:
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
         self.slot = {agent: i for i, agent in enumerate(self.possible_agents)}
-        self.set_buffers(Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents))
         self.obs_checked = self.act_checked = False
         self.needs_reset = True
         self.agents: list = []
@@ -254,18 +281,24 @@ class PettingZooEmulator:
         for agent, obs in observations.items():
             if agent not in self.slot:
                 raise SpaceError(f"{self.name}: agent {agent!r} is not in possible_agents {self.possible_agents}")
-            if not self.obs_checked:
-                self.obs_spec.check(obs)
+            who = f"{self.name} agent {agent!r}"
+            if not self.obs_checked or self.check_obs:
+                check_observation(self.obs_spec, obs, who, self.episode_length, self.check_obs)
             row = self.slot[agent]
             for leaf, view in zip(self.obs_spec.leaves, self.obs_views):
                 value = obs
                 for key in leaf.path:
                     value = value[key]
+                check_leaf(value, view[row], self.obs_spec, leaf.path, who, self.episode_length)
                 view[row] = value
             b.masks[row] = True
         self.obs_checked = True
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def own_rows(self) -> None:
+        own_rows(self)
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        self.own_rows()
         observations, _ = seeded_reset(self.env, seed)
         self.write_observations(observations)
         b = self.buffers
@@ -275,9 +308,9 @@ class PettingZooEmulator:
         self.needs_reset = False
         self.episode_returns[:] = 0.0
         self.episode_length = 0
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
         if not self.act_checked:
@@ -299,18 +332,20 @@ class PettingZooEmulator:
         self.episode_length += 1
         live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
         if not self.env.agents or not live:
-            info = {"episode_return": float(self.episode_returns.mean()),
-                    "episode_length": self.episode_length}
+            final = {name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan
+                     for name in self.episode_metrics}  # per-agent values, averaged like the return
+            episode = Episodes.one(0, float(self.episode_returns.mean()), self.episode_length, final)
             terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
             self.vec_reset()
             b.terminals[:], b.truncations[:], b.rewards[:] = terminals, truncs, rews
-            return [info]
+            return episode
         self.write_observations(observations)
         self.agents = list(observations)
-        return []
+        return NO_EPISODES
 
     # -- ParallelEnv API --------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        self.own_rows()
         observations, infos = self.env.reset(seed=seed, options=options)
         self.write_observations(observations)
         self.agents = list(self.env.agents)
@@ -347,23 +382,80 @@ class PettingZooEmulator:
         self.env.close()
 
     @property
-    def unwrapped(self) -> "PettingZooEmulator":
+    def unwrapped(self) -> PettingZooEmulator:
         return self
 
 
+def own_rows(emulator: GymnasiumEmulator | PettingZooEmulator) -> None:
+    """Rows of its own, for use without a backend (notebooks, tests); a backend's come by set_buffers."""
+    if "buffers" not in emulator.__dict__:
+        emulator.set_buffers(Buffers.allocate(emulator.obs_spec, emulator.act_spec, emulator.num_agents))
+
+
 def check_action(spec: ActionSpec, action: np.ndarray, who: str) -> None:
-    if not spec.flat_space.contains(np.asarray(action, dtype=spec.flat_space.dtype).reshape(spec.flat_space.shape)):
+    space = spec.flat_space
+    if not space.contains(np.asarray(action, dtype=space.dtype).reshape(space.shape or ())):
         raise SpaceError(f"{who}: action {np.asarray(action).tolist()} is outside the flat action space "
                          f"{spec.flat_space} (the env's own space is {spec.space})")
 
 
+def check_leaf(value: Any, target: np.ndarray, spec: ObservationSpec, path: tuple, who: str, step: int) -> None:
+    """Refuse a leaf value that assignment would broadcast or coerce: wrong shape, None, a dtype the
+    leaf cannot hold safely. Cheap for ndarrays; called per leaf per step."""
+    if type(value) is np.ndarray and value.shape == target.shape and value.dtype is target.dtype:
+        return
+    problem = None
+    if value is None:
+        problem = "is None"
+    else:
+        shape = np.shape(value)
+        arr = value if type(value) is np.ndarray else np.asarray(value)
+        if shape != target.shape:
+            problem = f"has shape {shape}"
+        elif arr.dtype != target.dtype and not np.can_cast(arr.dtype, target.dtype, "same_kind"):
+            problem = f"has dtype {arr.dtype}"
+    if problem is not None:
+        raise SpaceError(f"{who}: observation at episode step {step}: {format_path(spec.name, path)} {problem}, "
+                         f"the space says shape {target.shape}, dtype {target.dtype}; the env must return "
+                         f"observations of its declared space every step")
+
+
+def check_observation(spec: ObservationSpec, obs: Any, who: str, step: int, full: bool) -> None:
+    """The space check (first observation, or every one with ``check_obs``): bounds, and with
+    ``full`` also finiteness of float leaves; the error names the env, the step and the field."""
+    try:
+        spec.check(obs)
+    except SpaceError as exc:
+        raise SpaceError(f"{who}: observation at episode step {step}: {exc}") from None
+    if full:
+        for leaf in spec.leaves:
+            arr = np.asarray(get_path(obs, leaf.path))
+            if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+                raise SpaceError(f"{who}: observation at episode step {step}: {format_path(spec.name, leaf.path)} "
+                                 f"is not finite ({arr.tolist() if arr.size <= 8 else 'NaN/inf among values'})")
+
+
+def metric(info: Any, name: str) -> float:
+    """``info[name]`` as a float, NaN when the env did not report it (or it is not a number)."""
+    try:
+        return float(info[name])
+    except (KeyError, TypeError, ValueError):
+        return float("nan")
+
+
 def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None,
-            act_spec: ActionSpec | None = None) -> GymnasiumEmulator | PettingZooEmulator:
-    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator."""
+            act_spec: ActionSpec | None = None, episode_metrics: tuple[str, ...] = (),
+            check_obs: bool = False) -> GymnasiumEmulator | PettingZooEmulator:
+    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator.
+
+    ``episode_metrics``: names in an episode's final ``info`` reported with it (``Episodes.metrics``).
+    ``check_obs``: check every observation against its space's bounds and for NaN/inf (slow;
+    shapes and dtypes are checked every step regardless).
+    """
     if isinstance(env, gymnasium.Env):
-        return GymnasiumEmulator(env, obs_spec, act_spec, name)
+        return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
-        return PettingZooEmulator(env, obs_spec, act_spec, name)
+        return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     raise TypeError(f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv")
 
 

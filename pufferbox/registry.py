@@ -23,9 +23,10 @@ import re
 import threading
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 
@@ -71,6 +72,8 @@ class EnvSpec:
         solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
         requires: ``{import name: pip requirement}`` that must be importable for the env to work.
         aliases: other names that resolve to this env.
+        episode_metrics: names of values in an episode's final ``info`` reported with each
+            finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
         groups: agent groups trained as separate policies (multi-agent): ``{name: [slot or agent id]}``
             or a module-level ``groups(raw_env) -> {name: [...]}``; None: one shared policy
             (see :mod:`pufferbox.train.groups`).
@@ -94,6 +97,7 @@ class EnvSpec:
     plugin: str = ""
     distribution: str = ""
     version: str = ""
+    episode_metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
@@ -129,11 +133,12 @@ class EnvSpec:
         self.ensure_available()
         return self.binding(**{**self.kwargs, **kwargs})
 
-    def make_emulated(self, **kwargs: Any) -> Any:
-        """The raw env wrapped in its flattening emulator."""
+    def make_emulated(self, check_obs: bool = False, **kwargs: Any) -> Any:
+        """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name)
+        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics,
+                       check_obs=check_obs)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""
@@ -197,7 +202,7 @@ class Registry:
         self.loaded = False
 
     # -- loading ----------------------------------------------------------------------
-    def load(self) -> "Registry":
+    def load(self) -> Registry:
         """Import every plugin and call its ``register_envs`` hook, one plugin at a time.
 
         A plugin that fails (import error, ``SystemExit``, an import that does not finish within
@@ -341,7 +346,7 @@ def bounded_import(loader: Callable[[], Any], info: PluginInfo, timeout: float) 
     def target() -> None:
         try:
             box["plugin"] = loader()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a plugin's argparse, say
+        except BaseException as exc:
             box["error"] = exc
             box["traceback"] = traceback.format_exc()
 

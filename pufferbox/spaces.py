@@ -24,11 +24,15 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["SpaceError", "Leaf", "ObservationSpec", "ActionSpec", "leaf_paths"]
 
@@ -73,7 +77,7 @@ def get_path(sample: Any, path: Path) -> Any:
 def leaf_storage(space: spaces.Space) -> tuple[np.dtype, tuple[int, ...]]:
     if isinstance(space, spaces.Discrete):
         return np.dtype(space.dtype), ()
-    return np.dtype(space.dtype), tuple(space.shape)
+    return np.dtype(space.dtype), tuple(space.shape or ())
 
 
 def field_name(key: Any) -> str:
@@ -86,6 +90,7 @@ def struct_dtype(space: spaces.Space) -> np.dtype:
     def build(sub: spaces.Space) -> list:
         if isinstance(sub, spaces.Dict):
             return [(field_name(k), node_dtype(v)) for k, v in sub.spaces.items()]
+        assert isinstance(sub, spaces.Tuple)
         return [(field_name(i), node_dtype(v)) for i, v in enumerate(sub.spaces)]
 
     def node_dtype(sub: spaces.Space) -> Any:
@@ -120,6 +125,7 @@ class Leaf:
 def record_field(dtype: np.dtype, fields: tuple[str, ...]) -> tuple[np.dtype, int]:
     offset = 0
     for name in fields:
+        assert dtype.fields is not None, f"{name}: not a field of a structured dtype"
         sub, off = dtype.fields[name][:2]
         offset += off
         dtype = sub
@@ -157,10 +163,10 @@ class ObservationSpec:
     def flat_space(self) -> spaces.Box:
         """The 1-D ``Box`` a vector backend and a model see."""
         if self.is_leaf and isinstance(self.space, spaces.Box):
-            return spaces.Box(self.space.low.ravel(), self.space.high.ravel(), dtype=self.flat_dtype)
+            return spaces.Box(self.space.low.ravel(), self.space.high.ravel(), dtype=self.flat_dtype.type)
         info = np.iinfo(self.flat_dtype) if np.issubdtype(self.flat_dtype, np.integer) else None
         low, high = (info.min, info.max) if info is not None else (-np.inf, np.inf)
-        return spaces.Box(low, high, (self.flat_size,), dtype=self.flat_dtype)
+        return spaces.Box(low, high, (self.flat_size,), dtype=self.flat_dtype.type)
 
     # -- numpy side -------------------------------------------------------------------
     def zeros(self, rows: int) -> np.ndarray:
@@ -234,7 +240,7 @@ class ObservationSpec:
             import torch
 
             as_bytes = self.flat_dtype == np.uint8 and any(leaf.dtype != np.uint8 for leaf in self.leaves)
-            layout = []
+            layout: list[tuple[int, int, Any, tuple[int, ...]]] = []
             for leaf in self.leaves:
                 count = int(np.prod(leaf.shape, dtype=np.int64))
                 if as_bytes:
@@ -244,7 +250,7 @@ class ObservationSpec:
             self._torch_layout = tuple(layout)
         return self._torch_layout
 
-    def unflatten_torch(self, flat: "torch.Tensor") -> Any:  # noqa: F821
+    def unflatten_torch(self, flat: torch.Tensor) -> Any:
         """Views of a ``(..., flat_size)`` tensor as the space tree; no copies, no graph breaks.
 
         Byte-layout buffers are reinterpreted per leaf with ``Tensor.view(dtype)``, which
@@ -294,7 +300,7 @@ class ActionSpec:
                 size = int(np.prod(leaf.shape, dtype=np.int64))
                 continuous.append(path)
             else:
-                size = 1 if isinstance(leaf, spaces.Discrete) else int(np.prod(leaf.shape, dtype=np.int64))
+                size = 1 if isinstance(leaf, spaces.Discrete) else int(np.prod(leaf.shape or (), dtype=np.int64))
                 discrete.append(path)
             self.leaves.append((path, leaf, slot, size))
             slot += size
@@ -315,8 +321,9 @@ class ActionSpec:
             self.flat_space = spaces.MultiDiscrete(nvec)
             self.shape = (self.size,)
         else:
-            low = np.concatenate([np.broadcast_to(leaf.low, leaf.shape).ravel() for _, leaf, _, _ in self.leaves])
-            high = np.concatenate([np.broadcast_to(leaf.high, leaf.shape).ravel() for _, leaf, _, _ in self.leaves])
+            boxes = [leaf for _, leaf, _, _ in self.leaves if isinstance(leaf, spaces.Box)]  # all of them here
+            low = np.concatenate([np.broadcast_to(box.low, box.shape).ravel() for box in boxes])
+            high = np.concatenate([np.broadcast_to(box.high, box.shape).ravel() for box in boxes])
             self.flat_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
             self.shape = (self.size,)
         self.dtype = np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
@@ -331,7 +338,7 @@ class ActionSpec:
             return np.array([leaf.n])
         if isinstance(leaf, spaces.MultiDiscrete):
             return np.asarray(leaf.nvec).ravel()
-        return np.full(int(np.prod(leaf.shape)), 2)  # MultiBinary
+        return np.full(int(np.prod(leaf.shape or ())), 2)  # MultiBinary
 
     def zeros(self, rows: int) -> np.ndarray:
         return np.zeros((rows, *self.shape), dtype=self.dtype)
@@ -340,7 +347,7 @@ class ActionSpec:
         """One agent's flat action → the env's structured action."""
         if isinstance(self.space, spaces.Discrete):
             return int(flat) + int(self.space.start)
-        values = []
+        values: list[Any] = []
         flat = np.asarray(flat).reshape(-1)
         for _, leaf, start, size in self.leaves:
             part = flat[start:start + size]
@@ -351,7 +358,7 @@ class ActionSpec:
             elif isinstance(leaf, spaces.MultiBinary):
                 values.append(part.reshape(leaf.shape).astype(leaf.dtype))
             else:
-                values.append(part.reshape(leaf.shape).astype(leaf.dtype))
+                values.append(part.reshape(leaf.shape or ()).astype(leaf.dtype))
         if self.is_leaf:
             return values[0]
         return build_tree(self.space, iter(values))

@@ -10,8 +10,13 @@ import pytest
 import torch
 
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                        save_checkpoint)
+from pufferbox.train.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
 

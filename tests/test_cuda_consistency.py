@@ -21,8 +21,9 @@ def test_kernel_matches_reference_on_host(name, kwargs):
 
 @needs_cxx
 def test_several_blocks_per_env_match_one_block():
-    from pufferbox.cuda.runtime import KernelEnv
     from pufferbox_warp.plugin import TAG
+
+    from pufferbox.cuda.runtime import KernelEnv
 
     kw = {"num_taggers": 2, "num_runners": 5, "grid": 4}
     envs = [KernelEnv(TAG, num_envs=2, env_kwargs=kw, device="host", max_block=b) for b in (1024, 2)]
@@ -38,8 +39,9 @@ def test_several_blocks_per_env_match_one_block():
 
 @needs_cxx
 def test_sampler_kernel_matches_numpy_and_distribution():
-    from pufferbox.cuda.runtime import KernelEnv
     from pufferbox_warp.plugin import TAG
+
+    from pufferbox.cuda.runtime import KernelEnv
 
     env = KernelEnv(TAG, num_envs=50, device="host")
     rows = 50 * env.num_agents
@@ -76,7 +78,7 @@ def test_mismatches_are_reported_by_env_agent_feature():
 
 def test_rng_is_uniform_and_deterministic():
     u = rng.uniform(np.uint32(3), np.arange(20000, dtype=np.uint32))
-    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
     np.testing.assert_array_equal(u, rng.uniform(np.uint32(3), np.arange(20000, dtype=np.uint32)))
     x = np.linspace(-0.5, 0.5, 101, dtype=np.float32)
     assert np.abs(rng.sin_poly(x) - np.sin(x)).max() < 1e-6 and np.abs(rng.cos_poly(x) - np.cos(x)).max() < 1e-6
@@ -102,7 +104,6 @@ def test_no_gpu_gives_one_line_reasons(monkeypatch):
 
 def test_reference_envs_follow_their_apis():
     from pettingzoo.test import parallel_api_test
-
     from pufferbox_warp.cartpole import CartPoleEnv
     from pufferbox_warp.tag import TagEnv
 
@@ -138,9 +139,9 @@ def test_cli_check_cuda_host_runs_without_gpu(name, monkeypatch):
 def test_cli_check_cuda_host_reports_each_wrong_index(monkeypatch):
     """A reference that disagrees with its kernel in one feature of one env: exit 1, the index named."""
     from click.testing import CliRunner
+    from pufferbox_warp.cartpole import CartPoleReference
 
     from pufferbox.cli import cli, load_commands
-    from pufferbox_warp.cartpole import CartPoleReference
 
     observe = CartPoleReference.cartpole_observe
 

@@ -6,12 +6,18 @@ import pytest
 from pufferbox.cuda.device import gpu_unavailable_reason
 from pufferbox.cuda.episodes import ReferenceEpisodes
 from pufferbox.cuda.hostsim import find_cxx
+from pufferbox.episodes import Episodes
 
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 GPU_REASON = gpu_unavailable_reason()
 ON_HOST = pytest.param("host", marks=needs_cxx)
 ON_GPU = pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
     GPU_REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({GPU_REASON})")])
+
+
+def table(episodes: Episodes) -> list[tuple]:
+    """``(env, return, length)`` per episode, in order."""
+    return list(zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist()))
 
 
 def host_env(name, num_envs, **options):
@@ -38,14 +44,14 @@ def test_steps_make_no_transfers_and_a_read_makes_two():
             lengths[e].append(int(steps[e]))
             steps[e] = 0
     assert (env.data.pushes, env.data.pulls) == (pushes, pulls)
-    infos = env.episodes.collect()
+    episodes = env.episodes.collect()
     assert env.data.pulls == pulls + 2
     assert sum(map(len, lengths)) > 30
     for e in range(8):
-        mine = [i for i in infos if i["env_id"] == e]
-        assert [i["episode_length"] for i in mine] == lengths[e]
-        assert all(i["episode_return"] == float(i["episode_length"]) for i in mine)  # reward 1 per step
-    assert env.episodes.collect() == [] and env.data.pulls == pulls + 3  # nothing new: the log is not read
+        mine = episodes.select(episodes.env_ids == e)
+        assert mine.lengths.tolist() == lengths[e]
+        assert (mine.returns == mine.lengths).all()  # reward 1 per step
+    assert len(env.episodes.collect()) == 0 and env.data.pulls == pulls + 3  # nothing new: the log is not read
 
 
 @needs_cxx
@@ -68,11 +74,12 @@ def test_multiagent_returns_match_the_serial_backend():
         serial.send(actions.reshape(-1))
         _, rewards, *_, infos, _, _ = serial.recv()
         np.testing.assert_array_equal(kernel.data.arrays["rewards"][0], rewards)
-        expected += infos
+        expected.append(infos)
+    expected = Episodes.concat(expected)
     got = kernel.episodes.collect()
-    assert len(expected) >= 4 and [i["episode_length"] for i in got] == [i["episode_length"] for i in expected]
-    assert [i["env_id"] for i in got] == [i["env_id"] for i in expected]
-    np.testing.assert_allclose([i["episode_return"] for i in got], [i["episode_return"] for i in expected], rtol=1e-6)
+    assert len(expected) >= 4 and got.lengths.tolist() == expected.lengths.tolist()
+    assert got.env_ids.tolist() == expected.env_ids.tolist()
+    np.testing.assert_allclose(got.returns, expected.returns, rtol=1e-6)
 
 
 @needs_cxx
@@ -83,19 +90,19 @@ def test_a_full_log_drops_the_oldest_episodes_and_counts_them():
     for _ in range(120):
         env.data.arrays["actions"][:] = 1  # always push right: episodes of about 10 steps
         env.step()
-        expected += twin.update(env.data.arrays["rewards"], env.data.arrays["done"][:, 0])
+        expected.append(twin.update(env.data.arrays["rewards"], env.data.arrays["done"][:, 0]))
+    expected = Episodes.concat(expected)
     infos = env.episodes.collect()
     for e in range(2):
-        mine = [i for i in expected if i["env_id"] == e]
-        assert [i for i in infos if i["env_id"] == e] == mine[-2:]
+        assert table(infos.select(infos.env_ids == e)) == table(expected.select(expected.env_ids == e))[-2:]
     assert env.episodes.dropped == len(expected) - 4 > 0
 
 
 def test_reference_twin_means_over_agents():
     twin = ReferenceEpisodes(num_envs=1, num_agents=4)
-    assert twin.update(np.array([[1, 0, 0, 0]], np.float32), np.array([0])) == []
-    (info,) = twin.update(np.array([[1, -1, 2, 0]], np.float32), np.array([1]))
-    assert info == {"env_id": 0, "episode_return": 0.75, "episode_length": 2}
+    assert len(twin.update(np.array([[1, 0, 0, 0]], np.float32), np.array([0]))) == 0
+    ended = twin.update(np.array([[1, -1, 2, 0]], np.float32), np.array([1]))
+    assert table(ended) == [(0, 0.75, 2)]
 
 
 def test_slots_must_be_positive():
@@ -128,12 +135,12 @@ def test_vector_env_reports_episodes_once_per_rollout(device):
     for t, step_actions in enumerate(rollout):
         venv.send(step_actions)
         *_, infos, env_ids, masks = venv.recv()
-        assert infos == [] and len(env_ids) == num_envs
+        assert isinstance(infos, Episodes) and len(infos) == 0 and len(env_ids) == num_envs
         ref.step(actions[t])
-        expected += twin.update(ref.arrays["rewards"], ref.arrays["done"][:, 0])
+        expected.append(twin.update(ref.arrays["rewards"], ref.arrays["done"][:, 0]))
     assert kernel.data.pulls == pulls
     got = venv.episode_stats()
     assert kernel.data.pulls == pulls + 2 and len(got) > num_envs
-    by_env = lambda infos: sorted(infos, key=lambda i: i["env_id"])  # noqa: E731  (stable: per env in order)
-    assert by_env(got) == by_env(expected) and venv.episodes_dropped == 0
-    assert venv.episode_stats() == []
+    by_env = lambda eps: sorted(table(eps), key=lambda row: row[0])
+    assert by_env(got) == by_env(Episodes.concat(expected)) and venv.episodes_dropped == 0
+    assert isinstance(venv.episode_stats(), Episodes) and len(venv.episode_stats()) == 0

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from pufferbox_warp.tag_continuous import TagContinuousEnv, TagContinuousReference
 
 from pufferbox.cuda.consistency import check_env
 from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
-from pufferbox_warp.tag_continuous import TagContinuousEnv, TagContinuousReference
 
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 # Small world, wide radius, a wall penalty: tags, wall hits and both kinds of episode end happen often.

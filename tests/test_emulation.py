@@ -6,10 +6,10 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium import spaces
+from pufferbox_ocean.envs import Memory, Multiagent, Spaces
 
 from pufferbox.emulation import APIUsageError, GymnasiumEmulator, PettingZooEmulator, emulate
 from pufferbox.spaces import SpaceError
-from pufferbox_ocean.envs import Memory, Multiagent, Spaces
 
 
 class BadObs(gymnasium.Env):
@@ -47,7 +47,7 @@ def test_same_step_autoreset_and_episode_info():
         total += reward
         assert env.buffers.rewards[0] == np.float32(reward)
     assert terminated and env.buffers.terminals[0] and total == 1.0
-    assert infos == [{"episode_return": 1.0, "episode_length": raw.horizon}]
+    assert (infos.env_ids.tolist(), infos.returns.tolist(), infos.lengths.tolist()) == ([0], [1.0], [raw.horizon])
     first_obs, _ = raw.reset()  # the emulator already reset: its row holds the next first observation
     np.testing.assert_array_equal(env.buffers.observations[0], first_obs)
 
@@ -82,7 +82,7 @@ def test_multiagent_slots_padding_masks_and_terminals():
             assert b.rewards[1] == 0.0 and not b.observations[1].any()
     # The episode ended at t=6 (agent_0's lifetime); both rows hold the next episode already.
     assert b.terminals.tolist() == [True, True] and b.masks.tolist() == [True, True]
-    assert infos == [{"episode_return": pytest.approx(1.0), "episode_length": 6}]
+    assert infos.env_ids.tolist() == [0] and infos.returns[0] == pytest.approx(1.0) and infos.lengths.tolist() == [6]
 
 
 def test_multiagent_heterogeneous_spaces_rejected():

@@ -40,3 +40,15 @@ def test_transitional_adapter_reads_todays_infos():
                                {"env_id": 5, "other": "text"}])
     assert eps.env_ids.tolist() == [2] and eps.metrics["won"].tolist() == [1.0]
     assert len(episodes_from_infos([])) == 0
+
+
+def test_gather_relabels_and_concatenates_like_concat_of_relabels() -> None:
+    a = Episodes.one(0, 1.5, 3, {"won": 1.0})
+    b = Episodes.from_arrays([0, 2], [2.0, 4.0], [5, 6])
+    got = Episodes.gather([(10, a), (20, b)])
+    want = Episodes.concat([a.relabel(10), b.relabel(20)])
+    for name in ("env_ids", "returns", "lengths"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist()
+        assert getattr(got, name).dtype == getattr(want, name).dtype
+    np.testing.assert_array_equal(got.metrics["won"], [1.0, np.nan, np.nan])
+    assert Episodes.gather([(7, b)]).env_ids.tolist() == [7, 9]

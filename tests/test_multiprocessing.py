@@ -31,8 +31,8 @@ def trajectories(venv, steps_per_env: int, n_actions: int) -> dict[int, list]:
     while min(len(t) for t in out.values()) < steps_per_env:
         obs, rew, term, trunc, infos, env_ids, masks = venv.recv()
         by_env = {i: [] for i in env_ids}
-        for info in infos:
-            by_env[info["env_id"]].append({k: v for k, v in info.items() if k != "env_id"})
+        for k, env in enumerate(infos.env_ids.tolist()):
+            by_env[env].append((infos.returns[k], infos.lengths[k], {m: v[k] for m, v in infos.metrics.items()}))
         actions = []
         for j, env in enumerate(env_ids):
             sl = slice(j * rows, (j + 1) * rows)
@@ -98,7 +98,7 @@ def test_zero_copy_returns_views_of_one_contiguous_group() -> None:
 def test_main_envs_step_in_the_main_process_into_one_contiguous_batch() -> None:
     with vector.make("cartpole", backend="multiprocessing", num_envs=6, num_workers=1, main_envs=2,
                      native=False) as venv:
-        assert len(venv.main_blocks) == 2 and [list(e) for e in venv.worker_envs] == [[2, 3, 4, 5]]
+        assert len(venv.main_stepper.blocks) == 2 and [list(e) for e in venv.worker_envs] == [[2, 3, 4, 5]]
         venv.async_reset(seed=0)
         obs, *_, env_ids, _ = venv.recv()
         assert obs.shape == (6, 4) and np.shares_memory(obs, venv.buffers.observations)

@@ -1,5 +1,5 @@
 """The CartPole block is bit-for-bit Gymnasium's CartPole-v1, auto-resets included, with both
-kernels (compiled C, numpy reference); its EpisodeInfos pass through every consumer."""
+kernels (compiled C, numpy reference); its Episodes pass through every consumer."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ import sys
 import gymnasium
 import numpy as np
 import pytest
+from pufferbox_classic.native import RESET_DRAWS, CartPoleNative
 
 import pufferbox.vector as vector
+from pufferbox.episodes import Episodes
 from pufferbox.registry import get_registry
 from pufferbox.spaces import SpaceError
 from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
-from pufferbox.vector.base import infos_to_dict
-from pufferbox.vector.native import EpisodeInfos, concat_infos, join_infos, relabel_infos
-from pufferbox_classic.native import RESET_DRAWS, CartPoleNative
 
 KERNELS = ["c", "numpy"]
 
@@ -64,7 +63,7 @@ def test_matches_gymnasium_step_for_step(kernel: str, policy: str) -> None:
             # float64 state too: a reordered expression rarely shows in float32 observations
             assert np.array_equal(env.unwrapped.state, block.state[:, i]), f"step {t} env {i}: state"
             assert (reward, terminated, trunc) == (b.rewards[i], b.terminals[i], b.truncations[i]), f"step {t} env {i}"
-        assert {info["env"]: (info["episode_return"], info["episode_length"]) for info in infos} == ended
+        assert dict(zip(infos.env_ids.tolist(), zip(infos.returns.tolist(), infos.lengths.tolist()))) == ended
     if policy == "balance":
         assert truncated > 0, "the comparison must cover truncation at 500 steps"
     if policy == "always-right":  # ~10-step episodes: more resets per env than one batch of draws
@@ -97,10 +96,9 @@ def test_c_kernel_matches_the_numpy_reference_on_a_large_block() -> None:
             assert np.array_equal(getattr(c.buffers, f), getattr(ref.buffers, f)), f"step {t}: {f}"
         assert np.array_equal(c.state, ref.state), f"step {t}: float64 state"
         assert type(infos_c) is type(infos_ref)
-        if isinstance(infos_c, EpisodeInfos):
-            for name in ("envs", "returns", "lengths"):
-                assert np.array_equal(getattr(infos_c, name), getattr(infos_ref, name)), f"step {t}: {name}"
-            episodes += len(infos_c)
+        for name in ("env_ids", "returns", "lengths"):
+            assert np.array_equal(getattr(infos_c, name), getattr(infos_ref, name)), f"step {t}: {name}"
+        episodes += len(infos_c)
         truncations += int(c.buffers.truncations.sum())
     assert truncations > 0 and episodes > 10 * n
 
@@ -148,64 +146,20 @@ def test_missing_extension_fails_import_with_the_fix() -> None:
     assert "pip install -e plugins/classic" in last
 
 
-# -- EpisodeInfos ---------------------------------------------------------------------------
-def sample_infos() -> EpisodeInfos:
-    return EpisodeInfos(np.array([1, 4, 6]), np.array([12.0, 30.0, 9.0]), np.array([12, 30, 9]))
-
-
-def test_episode_infos_behave_like_a_list_of_dicts() -> None:
-    infos = sample_infos()
-    dicts = [{"env": 1, "episode_return": 12.0, "episode_length": 12},
-             {"env": 4, "episode_return": 30.0, "episode_length": 30},
-             {"env": 6, "episode_return": 9.0, "episode_length": 9}]
-    assert len(infos) == 3 and list(infos) == dicts and infos == dicts
-    assert infos[1] == dicts[1] and infos[-1] == dicts[-1] and list(infos[1:]) == dicts[1:]
-    assert all(type(v) in (int, float) for info in infos for v in info.values())
-    assert type(infos[0]["env"]) is int and type(infos[0]["episode_return"]) is float
-    assert not EpisodeInfos(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64))
-    with pytest.raises(ValueError, match="differ in length"):
-        EpisodeInfos(np.array([1]), np.array([1.0, 2.0]), np.array([1]))
-
-
-def test_relabel_concat_and_join_keep_arrays() -> None:
-    infos = sample_infos().relabel(100)
-    assert [i["env_id"] for i in infos] == [101, 104, 106] and "env" not in infos[0]
-    with pytest.raises(ValueError, match="relabel needs"):
-        infos.relabel(1)
-    assert relabel_infos(sample_infos(), 100) == infos
-    dicts = relabel_infos([{"env": 2, "episode_return": 1.0, "episode_length": 1}], 10)
-    assert dicts == [{"env_id": 12, "episode_return": 1.0, "episode_length": 1}]
-    joined = concat_infos([[], infos, sample_infos().relabel(200)])
-    assert isinstance(joined, EpisodeInfos) and [i["env_id"] for i in joined] == [101, 104, 106, 201, 204, 206]
-    mixed = join_infos(dicts, infos)
-    assert type(mixed) is list and mixed == dicts + list(infos)
-    assert join_infos([], infos) is infos and concat_infos([[], []]) == []
-    assert [] + infos == list(infos) and infos + dicts == list(infos) + dicts  # list + EpisodeInfos works
-
-
-def test_episode_infos_pickle_compactly() -> None:
+# -- Episodes -------------------------------------------------------------------------------
+def test_episodes_pickle_compactly() -> None:
     n = 200
-    infos = EpisodeInfos(np.arange(n), np.arange(n, dtype=np.float64) + 0.5, np.arange(n)).relabel(7)
-    data = pickle.dumps(infos)
+    episodes = Episodes.from_arrays(np.arange(n), np.arange(n) + 0.5, np.arange(n)).relabel(7)
+    data = pickle.dumps(episodes)
     back = pickle.loads(data)
-    assert isinstance(back, EpisodeInfos) and back == infos and back.key == "env_id"
+    assert isinstance(back, Episodes) and back.env_ids.tolist() == list(range(7, n + 7))
     # Three raw arrays, 24 bytes an episode: unpickling builds no dicts (the pipes' cost was per dict).
     assert b"episode_return" not in data and len(data) < 1000 + 24 * n
 
 
-def test_infos_to_dict_fast_path_equals_the_dict_path() -> None:
-    infos = sample_infos().relabel(0)
-    fast, slow = infos_to_dict(infos, 8), infos_to_dict(list(infos), 8)
-    assert fast.keys() == slow.keys()
-    for key in slow:
-        assert fast[key].dtype == slow[key].dtype and np.array_equal(fast[key], slow[key]), key
-    returns, lengths = infos.episode_stats()
-    assert returns.tolist() == [12.0, 30.0, 9.0] and lengths.dtype == np.float64
-
-
 # -- through the backends and the trainer -----------------------------------------------------
-def episode_table(infos) -> list[tuple]:
-    return sorted((i["env_id"], i["episode_return"], i["episode_length"]) for i in infos)
+def episode_table(episodes: Episodes) -> list[tuple]:
+    return sorted(zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist()))
 
 
 def test_backends_use_the_native_block_and_match_emulated() -> None:
@@ -228,7 +182,7 @@ def test_backends_use_the_native_block_and_match_emulated() -> None:
 @pytest.mark.parametrize("backend, kwargs", [
     ("serial", {}),
     ("multiprocessing", {"num_workers": 2}),
-    ("ray", {"num_workers": 2}),  # its actors iterate the infos into dicts: still the same episodes
+    ("ray", {"num_workers": 2}),
 ])
 def test_episode_infos_through_backends_match_emulated(backend: str, kwargs: dict, request) -> None:
     if backend == "ray":
@@ -248,8 +202,7 @@ def test_episode_infos_through_backends_match_emulated(backend: str, kwargs: dic
             emulated.send(actions)
             infos = native.recv()[4]
             expected = emulated.recv()[4]
-            if expected and backend != "ray":  # arrays all the way through the backend
-                assert isinstance(infos, EpisodeInfos) and infos.key == "env_id"
+            assert isinstance(infos, Episodes) and isinstance(expected, Episodes)  # one form on every backend
             assert episode_table(infos) == episode_table(expected)
             seen += len(infos)
         assert seen > 50
@@ -271,9 +224,10 @@ def test_trainer_records_native_episodes_from_arrays(backend: str) -> None:
             captured.append(out[4])
             return out
         trainer.venv.recv = spy
-        episodes = trainer.collector.collect().episodes
-        expected = [(float(i["episode_return"]), float(i["episode_length"])) for infos in captured for i in infos]
-        assert any(isinstance(infos, EpisodeInfos) for infos in captured)
-        assert len(expected) > 10 and list(zip(episodes.returns.tolist(), episodes.lengths.tolist())) == expected
+        collected = trainer.collector.collect().episodes
+        assert all(isinstance(episodes, Episodes) for episodes in captured)
+        expected = [(r, float(n)) for eps in captured for r, n in zip(eps.returns.tolist(), eps.lengths.tolist())]
+        assert len(expected) > 10
+        assert list(zip(collected.returns.tolist(), collected.lengths.astype(float).tolist())) == expected
     finally:
         trainer.close()

@@ -19,12 +19,13 @@ import pytest
 
 pytest.importorskip("nle")
 
-import pufferbox.vector  # noqa: E402
-from pufferbox.buffers import Buffers  # noqa: E402
-from pufferbox.emulation import emulate  # noqa: E402
-from pufferbox.registry import get_registry  # noqa: E402
-from pufferbox_nethack.native import NATIVE_TASKS, SUCCESS_TASKS, NetHackNative  # noqa: E402
-from pufferbox_nethack.plugin import TASKS, make_nethack  # noqa: E402
+from pufferbox_nethack.native import NATIVE_TASKS, SUCCESS_TASKS, NetHackNative
+from pufferbox_nethack.plugin import TASKS, make_nethack
+
+import pufferbox.vector
+from pufferbox.buffers import Buffers
+from pufferbox.emulation import emulate
+from pufferbox.registry import get_registry
 
 WEST, KICK, MORE = 4, 20, 0  # indices into nle's TASK_ACTIONS
 
@@ -38,6 +39,14 @@ def actions(steps: int, num_envs: int, seed: int = 0) -> np.ndarray:
     return table
 
 
+def episode_rows(episodes) -> list[dict]:
+    """One dict per finished episode (``env_id``, return, length and the declared metrics), for readable diffs."""
+    return [{"env_id": env, "episode_return": ret, "episode_length": n,
+             **{name: values[k] for name, values in episodes.metrics.items()}}
+            for k, (env, ret, n) in enumerate(zip(episodes.env_ids.tolist(), episodes.returns.tolist(),
+                                                  episodes.lengths.tolist()))]
+
+
 def play(name: str, native: bool, table: np.ndarray, env_kwargs: dict, backend: str = "serial",
          **backend_kwargs: Any) -> list[tuple]:
     """Every step's rows and episode infos (sorted by env), copied."""
@@ -49,7 +58,7 @@ def play(name: str, native: bool, table: np.ndarray, env_kwargs: dict, backend: 
         for row in table:
             venv.send(row)
             obs, rewards, terminals, truncations, infos, _, masks = venv.recv()
-            ended = sorted((sorted(info.items()) for info in infos), key=str)
+            ended = sorted((sorted(row.items()) for row in episode_rows(infos)), key=str)
             run.append((obs.copy(), rewards.copy(), terminals.copy(), truncations.copy(), masks.copy(), ended))
     return run
 
@@ -144,7 +153,7 @@ def test_rows_re_pointed_after_reset_are_copied_into():
         for i, env in enumerate(emulators):
             assert np.array_equal(block.buffers.observations[i], env.buffers.observations[0]), f"step {t}, env {i}"
             assert block.buffers.rewards[i] == env.buffers.rewards[0]
-        assert [info["episode_return"] for info in infos] == [e[0]["episode_return"] for e in expected if e]
+        assert infos.returns.tolist() == [r for e in expected for r in e.returns.tolist()]
     block.close()
     for env in emulators:
         env.close()

@@ -190,7 +190,7 @@ def make_coin_env():
 def test_episode_metrics_of_the_env_reach_the_update_metrics():
     from pufferbox.registry import EnvSpec
 
-    spec = EnvSpec(name="coins", binding=make_coin_env)
+    spec = EnvSpec(name="coins", binding=make_coin_env, episode_metrics=("coins",))  # declared metrics are logged
     trainer = Trainer(spec, resolve_config(overrides=["vec.num_envs=2", "train.num_steps=16", "policy.hidden_size=8",
                                                       "train.checkpoint_interval=0"]))
     try:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import psutil
 import pytest
+from test_multiprocessing import assert_same, trajectories  # tests/ is on sys.path (rootdir-relative imports)
 
 import pufferbox.vector as vector
 from pufferbox.vector.base import VectorConfigError
 from pufferbox.vector.testenvs import env_spec_for
-from test_multiprocessing import assert_same, trajectories  # tests/ is on sys.path (rootdir-relative imports)
 
 ray = pytest.importorskip("ray")
 

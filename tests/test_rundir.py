@@ -104,7 +104,7 @@ def test_concurrent_writes_of_one_update_never_collide_on_the_temp_file(tmp_path
         try:
             for _ in range(10):
                 save_checkpoint({"writer": i, "w": torch.zeros(20_000)}, tmp_path, 1, keep=3)
-        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]

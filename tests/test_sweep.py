@@ -9,10 +9,10 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 from click.testing import CliRunner
 
 optuna = pytest.importorskip("optuna", reason="optuna is the pufferbox[sweep] extra")

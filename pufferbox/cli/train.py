@@ -32,9 +32,11 @@ from pufferbox.registry import get_registry
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
 @click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
+@click.option("--check-obs", is_flag=True, default=None,
+              help="Check every observation of emulated envs against its space's bounds and for NaN/inf (slow).")
 @wandb_options
 def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard, ray_address, **tracking):
+          device, compile_, run_dir, resume, no_tensorboard, ray_address, check_obs, **tracking):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -57,7 +59,7 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
         os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
     flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
              "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
-             "train.seed": seed, "train.device": device, "train.compile": compile_}
+             "train.seed": seed, "train.device": device, "train.compile": compile_, "vec.check_obs": check_obs}
     if resume is None and not run_dir:
         from pufferbox.registry import get_registry
 

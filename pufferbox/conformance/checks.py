@@ -22,12 +22,15 @@ import copy
 import io
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
 
+from pufferbox.emulation import metric
+from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, get_path
 
@@ -279,6 +282,7 @@ class ManualEnvs:
         self.masks = np.ones(n * k, bool)
         self.returns = [np.zeros(k) for _ in range(n)]
         self.lengths = [0] * n
+        self.metric_names = spec.episode_metrics  # read from the final info, as the emulator does
 
     def write(self, i: int, observations: Any) -> None:
         k = len(self.agents)
@@ -300,13 +304,15 @@ class ManualEnvs:
             obs, _ = env.reset(seed=seed + i)
             self.write(i, obs)
 
-    def step(self, actions: np.ndarray) -> list[dict]:
-        infos, k = [], len(self.agents)
+    def step(self, actions: np.ndarray) -> Episodes:
+        ended, k = [], len(self.agents)
         for i, env in enumerate(self.envs):
             base = i * k
             if self.multi:
                 act = {a: self.act_spec.unflatten(actions[base + self.agents.index(a)]) for a in env.agents}
-                obs, rew, term, trunc, _ = env.step(act)
+                obs, rew, term, trunc, info = env.step(act)
+                metrics = {name: np.mean([metric(i, name) for i in info.values()]) if info else np.nan
+                           for name in self.metric_names}
                 self.rewards[base:base + k] = 0.0
                 self.terminals[base:base + k] = True
                 self.truncations[base:base + k] = False
@@ -318,27 +324,30 @@ class ManualEnvs:
                 self.returns[i] += self.rewards[base:base + k]
                 done = not env.agents
             else:
-                obs, rew, term, trunc, _ = env.step(self.act_spec.unflatten(actions[base]))
+                obs, rew, term, trunc, info = env.step(self.act_spec.unflatten(actions[base]))
+                metrics = {name: metric(info, name) for name in self.metric_names}
                 self.rewards[base], self.terminals[base], self.truncations[base] = rew, term, trunc
                 self.returns[i] += float(rew)
                 done = term or trunc
             self.lengths[i] += 1
             if done:
-                infos.append({"env_id": i, "episode_return": float(self.returns[i].mean()),
-                              "episode_length": self.lengths[i]})
+                ended.append(Episodes.one(i, float(self.returns[i].mean()), self.lengths[i], metrics))
                 self.returns[i][:] = 0.0
                 self.lengths[i] = 0
                 obs, _ = env.reset()
             self.write(i, obs)
-        return infos
+        return Episodes.concat(ended)
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
 
-def episode_table(infos: list[dict]) -> list[tuple]:
-    return sorted((int(i["env_id"]), i.get("episode_return"), i.get("episode_length")) for i in infos)
+def episode_table(episodes: Episodes) -> list[tuple]:
+    """``(env, return, length, metrics...)`` per episode, sorted: comparable whatever the order."""
+    names = sorted(episodes.metrics)
+    return sorted(zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist(),
+                      *(np.nan_to_num(episodes.metrics[n], nan=-1e300).tolist() for n in names)))
 
 
 def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: bool) -> None:
@@ -409,10 +418,9 @@ def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
             emulated.send(actions)
             a, b = native.recv(), emulated.recv()
             compare_batches(t, names, a[:4] + (a[6],), b[:4] + (b[6],), multi)
-            ia = sorted((sorted(i.items()) for i in a[4]), key=str)
-            ib = sorted((sorted(i.items()) for i in b[4]), key=str)
-            if ia != ib:
-                fail(f"step {t}: infos differ: native {ia} vs emulated {ib}")
+            ia, ib = episode_table(a[4]), episode_table(b[4])
+            if ia != ib or sorted(a[4].metrics) != sorted(b[4].metrics):
+                fail(f"step {t}: finished episodes differ: native {a[4]} vs emulated {b[4]}")
     finally:
         native.close()
         emulated.close()
@@ -429,7 +437,7 @@ CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
 
 
 def check_groups(spec: EnvSpec, cfg: CheckConfig) -> None:
-    from pufferbox.train.groups import GroupError, resolve_layout
+    from pufferbox.groups import GroupError, resolve_layout
 
     try:
         layout = resolve_layout(spec, cfg.kwargs, None)

@@ -11,7 +11,8 @@ Example (a third-party plugin's test file)::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from pufferbox.cuda.device import NoGPUError, gpu_unavailable_reason
+from pufferbox.episodes import Episodes
 
 __all__ = ["FLOAT_ULPS", "Mismatch", "Report", "check_env", "ulp_distance"]
 
@@ -91,12 +92,12 @@ def compare(step: int, name: str, cpu: np.ndarray, kernel: np.ndarray, agents: i
     return out
 
 
-def compare_episodes(step: int, cpu: list[dict], kernel: list[dict]) -> list[Mismatch]:
-    """Episode infos since the last read, per env in finishing order: all fields exactly equal."""
-    def by_env(infos: list[dict]) -> dict[int, list[tuple]]:
+def compare_episodes(step: int, cpu: Episodes, kernel: Episodes) -> list[Mismatch]:
+    """Episodes since the last read, per env in finishing order: returns and lengths exactly equal."""
+    def by_env(episodes: Episodes) -> dict[int, list[tuple]]:
         out: dict[int, list[tuple]] = {}
-        for info in infos:
-            out.setdefault(info["env_id"], []).append((info["episode_return"], info["episode_length"]))
+        for env, ret, length in zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist()):
+            out.setdefault(env, []).append((ret, length))
         return out
 
     cpu_envs, kernel_envs = by_env(cpu), by_env(kernel)
@@ -128,7 +129,7 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
     ref.reset(seed)
     report = Report(spec.name, device, num_envs)
     rng = np.random.default_rng(seed)
-    episodes, expected = ReferenceEpisodes(num_envs, ref.num_agents), []
+    episodes, expected = ReferenceEpisodes(num_envs, ref.num_agents), []  # Episodes of each step since the last read
     actions_tensor = kernel.tensor("actions")
     for step in range(steps):
         actions = rng.integers(0, ref.num_actions, (num_envs, ref.num_agents), dtype=np.int32)
@@ -138,9 +139,9 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
         report.steps = step + 1
         for name in ref.argument_order:
             report.mismatches += compare(step, name, ref.arrays[name], kernel.pull(name), ref.num_agents, ref.obs_dim)
-        expected += episodes.update(ref.arrays["rewards"], ref.arrays["done"])
+        expected.append(episodes.update(ref.arrays["rewards"], ref.arrays["done"]))
         if (step + 1) % EPISODE_READ_EVERY == 0 or step + 1 == steps:
-            report.mismatches += compare_episodes(step, expected, kernel.episodes.collect())
+            report.mismatches += compare_episodes(step, Episodes.concat(expected), kernel.episodes.collect())
             expected = []
         if len(report.mismatches) >= max_mismatches:
             break

@@ -1,13 +1,13 @@
 """Episode statistics of a kernel env, accumulated on the device and read only when asked.
 
-The CPU backends report ``{"env_id", "episode_return", "episode_length"}`` in the info of the
-step that ends an episode. Doing that per step on a GPU would cost a device→host copy (and a
+The CPU backends report finished episodes (an :class:`~pufferbox.episodes.Episodes`) with the
+step that ends them. Doing that per step on a GPU would cost a device→host copy (and a
 sync) every step, so instead the core kernel ``pb_track_episodes`` runs after each step's
 kernels and keeps, per env, the running return and length, a count of finished episodes and a
 ring of the last ``slots`` finished ``(return, length)`` pairs, all in device memory.
 :meth:`EpisodeTracker.collect` reads the count and the ring (two copies, however many steps
-passed) and returns the info dicts of every episode finished since the previous call, in the
-CPU backends' format. Call it once per rollout; an env finishing more than ``slots`` episodes
+passed) and returns every episode finished since the previous call as one ``Episodes``, the
+CPU backends' form. Call it once per rollout; an env finishing more than ``slots`` episodes
 between calls loses the oldest ones (counted in :attr:`EpisodeTracker.dropped`).
 
 ``episode_return`` is the mean over agents of each agent's summed rewards (what
@@ -18,8 +18,8 @@ Example:
     >>> from pufferbox.cuda.runtime import KernelEnv                       # doctest: +SKIP
     >>> env = KernelEnv(impl, num_envs=64, device="host")                  # doctest: +SKIP
     >>> for _ in range(200): env.step()                                    # doctest: +SKIP
-    >>> env.episodes.collect()[0]                                          # doctest: +SKIP
-    {'env_id': 0, 'episode_return': 23.0, 'episode_length': 23}
+    >>> env.episodes.collect().select(slice(0, 1))                         # doctest: +SKIP
+    Episodes(env_ids=[0], returns=[23.0], lengths=[23])
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from pufferbox.episodes import Episodes
 
 __all__ = ["EpisodeTracker", "ReferenceEpisodes", "DEFAULT_SLOTS"]
 
@@ -61,23 +63,22 @@ class EpisodeTracker:
                                d.pointer("episodes/log"), d.pointer("episodes/finished"), np.int32(self.num_envs),
                                np.int32(self.num_agents), np.int32(self.slots)])
 
-    def collect(self) -> list[dict]:
-        """Infos of the episodes finished since the last call (two device→host copies)."""
+    def collect(self) -> Episodes:
+        """The episodes finished since the last call, oldest first per env (two device→host copies)."""
         finished = self.data.pull("episodes/finished").astype(np.int64)
         new = finished - self.reported
         if not new.any():
-            return []
+            return Episodes.empty()
         log = self.data.pull("episodes/log")
         kept = np.minimum(new, self.slots)
         self.dropped += int((new - kept).sum())
-        infos = []
-        for env in np.flatnonzero(new):
-            for k in range(int(finished[env] - kept[env]), int(finished[env])):
-                episode_return, length = log[env, k % self.slots]
-                infos.append({"env_id": int(env), "episode_return": float(episode_return),
-                              "episode_length": int(length)})
+        envs = np.repeat(np.arange(len(new)), kept)
+        # The k-th kept episode of env e sits in slot (finished[e] - kept[e] + k) % slots of its ring.
+        offsets = np.arange(len(envs)) - np.repeat(np.cumsum(kept) - kept, kept)
+        slots = (np.repeat(finished - kept, kept) + offsets) % self.slots
+        entries = log[envs, slots]
         self.reported = finished
-        return infos
+        return Episodes.from_arrays(envs, entries[:, 0], entries[:, 1])
 
 
 class ReferenceEpisodes:
@@ -85,10 +86,10 @@ class ReferenceEpisodes:
 
     Example:
         >>> eps = ReferenceEpisodes(num_envs=2, num_agents=1)
-        >>> eps.update(np.ones((2, 1), np.float32), np.array([0, 0]))
-        []
+        >>> len(eps.update(np.ones((2, 1), np.float32), np.array([0, 0])))
+        0
         >>> eps.update(np.ones((2, 1), np.float32), np.array([0, 1]))
-        [{'env_id': 1, 'episode_return': 2.0, 'episode_length': 2}]
+        Episodes(env_ids=[1], returns=[2.0], lengths=[2])
     """
 
     def __init__(self, num_envs: int, num_agents: int):
@@ -96,8 +97,8 @@ class ReferenceEpisodes:
         self.running_return = np.zeros(num_envs, np.float32)
         self.running_length = np.zeros(num_envs, np.int64)
 
-    def update(self, rewards: np.ndarray, done: np.ndarray) -> list[dict]:
-        """Infos of the episodes that ``done`` (per env, non-zero = ended this step) finishes."""
+    def update(self, rewards: np.ndarray, done: np.ndarray) -> Episodes:
+        """The episodes that ``done`` (per env, non-zero = ended this step) finishes."""
         step_total = np.zeros(len(self.running_return), np.float32)
         for agent in range(self.num_agents):  # sequential, like the kernel's loop
             step_total = step_total + rewards[:, agent]
@@ -105,8 +106,8 @@ class ReferenceEpisodes:
         length = self.running_length + 1
         ended = np.asarray(done).reshape(-1) != 0
         mean = episode_return / np.float32(self.num_agents)
-        infos = [{"env_id": int(env), "episode_return": float(mean[env]), "episode_length": int(length[env])}
-                 for env in np.flatnonzero(ended)]
+        envs = np.flatnonzero(ended)
+        infos = Episodes.from_arrays(envs, mean[envs], length[envs])
         self.running_return = np.where(ended, np.float32(0.0), episode_return).astype(np.float32)
         self.running_length = np.where(ended, 0, length)
         return infos

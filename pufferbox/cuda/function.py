@@ -14,7 +14,8 @@ Example (GPU only):
 from __future__ import annotations
 
 import subprocess
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pufferbox.cuda.build import NVCC_OPTIONS, CompileError, cache_dir, cache_key, find_nvcc
 from pufferbox.cuda.device import require_gpu

@@ -17,8 +17,8 @@ import ctypes
 import shutil
 import subprocess
 import threading
-from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

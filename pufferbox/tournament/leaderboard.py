@@ -118,7 +118,7 @@ class Leaderboard:
             raise unreadable(self.path, exc) from None
 
     @classmethod
-    def open_read_only(cls, run_dir: str | os.PathLike) -> "Leaderboard":
+    def open_read_only(cls, run_dir: str | os.PathLike) -> Leaderboard:
         """The board of ``run_dir`` for reading only (``mode=ro``: no WAL, schema or file changes).
 
         Raises :class:`LeaderboardError` (one line, naming the file) when it is missing, empty or corrupt.

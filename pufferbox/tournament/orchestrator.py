@@ -38,9 +38,10 @@ import math
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pufferbox.tournament.generator import TUNABLE, PodTask, propose, slice_length
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
@@ -126,7 +127,7 @@ class Settings:
     seed: int
 
     @classmethod
-    def from_board(cls, stored: dict) -> "Settings":
+    def from_board(cls, stored: dict) -> Settings:
         # Boards written before the slice schedule existed trained fixed slices and never truncated.
         old = {"first_slice_steps": stored["slice_steps"], "slice_growth": 1.0, "truncate_below": 0.0,
                "halving": False}
@@ -202,7 +203,7 @@ class Tournament:
     @classmethod
     def open(cls, env: str, pods: int, run_dir: str | Path, resume: bool, overrides: list[str] | None,
              ray_address: str | None = None, on_event: Callable[[dict], None] | None = None,
-             **budget: Any) -> "Tournament":
+             **budget: Any) -> Tournament:
         """A new tournament in ``run_dir``, or (``resume``) the one there; ``budget``: :func:`new_settings`'s."""
         from pufferbox.registry import get_registry
         from pufferbox.train.config import resolve_config

@@ -35,6 +35,8 @@ EXPORTS = {
     "DeviceCollector": "pufferbox.train.collector",
     "HostCollector": "pufferbox.train.collector",
     "Learner": "pufferbox.train.learner",
+    "OverlapCollector": "pufferbox.train.overlap",
+    "vtrace": "pufferbox.train.overlap",
     "Trainer": "pufferbox.train.ppo",
     "TrainResult": "pufferbox.train.ppo",
     "evaluate": "pufferbox.train.evaluate",

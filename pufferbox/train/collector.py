@@ -31,8 +31,9 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -98,6 +99,8 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
         kwargs["batch_size"] = vec.batch_size
     if vec.main_envs:
         kwargs["main_envs"] = vec.main_envs
+    if vec.backend in ("multiprocessing", "ray"):  # the backends with workers to wait for
+        kwargs["step_timeout"] = vec.step_timeout
     if vec.backend == "cuda":
         from pufferbox.vector.cuda import DEFAULT_SLOTS  # episodes an env may end between two reads
 
@@ -106,11 +109,11 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
         raise ConfigError(f"vec.device={vec.device!r} only applies to --backend cuda (where the kernels run); "
                           f"drop it or add --backend cuda")
     return pufferbox.vector.make(spec, backend=vec.backend, num_envs=vec.num_envs, env_kwargs=dict(env_kwargs),
-                                 native=vec.native, **kwargs)
+                                 native=vec.native, check_obs=vec.check_obs, **kwargs)
 
 
 def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,
-                   compile: bool = False) -> "HostCollector | DeviceCollector":
+                   compile: bool = False) -> HostCollector | DeviceCollector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
     if venv.backend == "cuda":
         events = getattr(getattr(spec, "cuda", None), "events", None) or {}

@@ -23,9 +23,10 @@ import copy
 import difflib
 import math
 import tomllib
-from pathlib import Path
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import tomli_w
 
@@ -66,6 +67,8 @@ class TrainConfig:
     solve_window: int = 20
     deterministic: bool = False  # torch deterministic algorithms
     max_nonfinite_updates: int = 3  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
+    overlap: bool = False  # collect rollout k+1 (policy one update old) while learning on k; see overlap.py
+    lag_correction: str = "vtrace"  # overlap only: "vtrace" (IMPALA's targets) or "none" (PPO's clip alone)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class VecConfig:
     batch_size: int = 0  # envs per recv(); 0: all of them (no pool)
     main_envs: int = 0  # multiprocessing: envs the main process steps itself while the workers step
     native: bool = True  # use the plugin's batched implementation when it has one
+    step_timeout: float = 60.0  # multiprocessing/ray: seconds a worker may take per step before WorkerTimeoutError
+    check_obs: bool = False  # check every observation against its space's bounds and for NaN/inf (slow)
     device: str = "gpu"  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
 
 
@@ -128,6 +133,7 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
 FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked by train.groups
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
                 "train.solve_window", "vec.num_envs", "policy.hidden_size"}
+CHOICES = {"train.lag_correction": ("vtrace", "none")}
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -165,6 +171,9 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
+    choices = CHOICES.get(f"{section}.{key}")
+    if choices and value not in choices:
+        raise ConfigError(f"{section}.{key}: must be one of {', '.join(choices)}, got {value!r} ({source})")
     return value
 
 

@@ -63,7 +63,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
                                  native=config["vec"]["native"] and not visual)
     torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
     if "groups" in state:  # one policy per agent group, each on its own slots
-        from pufferbox.train.groups import checkpoint_layout
+        from pufferbox.groups import checkpoint_layout
         from pufferbox.train.league import build_match_agent
 
         layout = checkpoint_layout(spec, dict(config.get("env", {})), state, str(checkpoint))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from pufferbox.train.config import ConfigError, LeagueConfig, TrainConfig
+from pufferbox.groups import GroupError, GroupLayout, resolve_layout
+from pufferbox.train.config import LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner
 
 __all__ = [
@@ -53,131 +53,12 @@ __all__ = [
 POOL_MODES = ("latest", "uniform", "prioritized", "none")
 
 
-class GroupError(ConfigError):
-    """A group map that does not cover the agents exactly once, or mixes agent spaces (one line, exit 2)."""
-
-
 def groups_by_prefix(env: Any) -> dict[str, list[str]]:
     """One group per agent-id prefix (``adversary_0``, ``agent_1`` -> ``adversary``, ``agent``): MPE and
     butterfly team envs. A module-level function, usable as ``EnvSpec.groups``."""
     out: dict[str, list[str]] = {}
     for agent in env.possible_agents:
         out.setdefault(str(agent).rsplit("_", 1)[0], []).append(agent)
-    return out
-
-
-@dataclass
-class GroupLayout:
-    """Which group each agent slot belongs to. ``names[slot_group[s]]`` is slot ``s``'s group."""
-
-    names: list[str]
-    slot_group: np.ndarray  # (agents_per_env,) int
-    agents: list[str]  # agent id per slot
-    action_limits: dict | None = None  # {group: n}: its Discrete actions past n are illegal (padded layout)
-
-    @property
-    def single(self) -> bool:
-        return len(self.names) == 1
-
-    def slots(self, name: str) -> list[int]:
-        return np.nonzero(self.slot_group == self.names.index(name))[0].tolist()
-
-    @classmethod
-    def build(cls, mapping: Mapping[str, Any], agents: list[str], source: str = "[groups]") -> GroupLayout:
-        """Check ``mapping`` (``{group: [slot index or agent id]}``) covers every slot exactly once."""
-        owner = np.full(len(agents), -1, dtype=np.int64)
-        names = list(mapping)
-        for g, (name, members) in enumerate(mapping.items()):
-            if not isinstance(members, (list, tuple, range)) or not members:
-                raise GroupError(f"{source}: group {name!r} must list agent slots or ids, got {members!r}; "
-                                 f"e.g. {name} = [0, 1]")
-            for member in members:
-                slot = slot_of(member, agents, name, source)
-                if owner[slot] >= 0:
-                    raise GroupError(f"{source}: agent {agents[slot]!r} (slot {slot}) is in groups "
-                                     f"{names[owner[slot]]!r} and {name!r}; put every agent in exactly one group")
-                owner[slot] = g
-        missing = [agents[s] for s in np.nonzero(owner < 0)[0]]
-        if missing:
-            raise GroupError(f"{source}: agent {missing[0]!r} is in no group; add its slot "
-                             f"({agents.index(missing[0])}) or id to one of {names}")
-        return cls(names, owner, list(agents))
-
-
-def slot_of(member: Any, agents: list[str], group: str, source: str) -> int:
-    if isinstance(member, bool) or not isinstance(member, (int, np.integer, str)):
-        raise GroupError(f"{source}: group {group!r} lists {member!r}; use slot indices or agent ids")
-    if isinstance(member, str):
-        if member not in agents:
-            raise GroupError(f"{source}: group {group!r} names unknown agent {member!r}; agents are {agents}")
-        return agents.index(member)
-    if not 0 <= int(member) < len(agents):
-        raise GroupError(f"{source}: group {group!r} names slot {member}, but there are {len(agents)} agent "
-                         f"slots (0..{len(agents) - 1}: {agents})")
-    return int(member)
-
-
-def agent_spaces(raw: Any, agent: str) -> tuple[Any, Any]:
-    """The agent's own spaces; a padding wrapper tells its originals (``original_observation_space``)."""
-    obs = getattr(raw, "original_observation_space", raw.observation_space)
-    act = getattr(raw, "original_action_space", raw.action_space)
-    return obs(agent), act(agent)
-
-
-def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
-                   user_groups: Mapping[str, Any] | None) -> GroupLayout | None:
-    """The group layout of ``spec`` built with ``env_kwargs``: the user's ``[groups]``, else the plugin's
-    ``EnvSpec.groups``; None (one shared policy) without either. Raises :class:`GroupError` for a bad map."""
-    declared = getattr(spec, "groups", None)
-    if not user_groups and declared is None:
-        return None
-    raw = spec.make_raw(**env_kwargs)
-    try:
-        if not hasattr(raw, "possible_agents"):
-            raise GroupError(f"[groups]: {spec.name} is a single-agent env; agent groups need a multi-agent "
-                             "(PettingZoo) env: drop the [groups] table")
-        agents = [str(a) for a in raw.possible_agents]
-        if user_groups:
-            layout = GroupLayout.build(user_groups, agents, "[groups]")
-        else:
-            mapping = declared(raw) if callable(declared) else declared
-            layout = GroupLayout.build(mapping, agents, f"{spec.name} (plugin groups)")
-        layout.action_limits = action_limits(raw, layout)
-        for name in layout.names:
-            slots = layout.slots(name)
-            first = agent_spaces(raw, raw.possible_agents[slots[0]])
-            for s in slots[1:]:
-                if agent_spaces(raw, raw.possible_agents[s]) != first:
-                    raise GroupError(f"[groups]: agent {agents[s]!r} has other spaces than {agents[slots[0]]!r} "
-                                     f"in group {name!r}; put agents with different spaces in separate groups")
-    finally:
-        raw.close()
-    return layout
-
-
-def checkpoint_layout(spec: Any, env_kwargs: Mapping[str, Any], state: Mapping[str, Any],
-                      source: str = "checkpoint") -> GroupLayout:
-    """The group layout a grouped checkpoint was trained with (its ``groups[name]["slots"]``)."""
-    raw = spec.make_raw(**env_kwargs)
-    try:
-        agents = [str(a) for a in raw.possible_agents]
-        layout = GroupLayout.build({n: g["slots"].tolist() for n, g in state["groups"].items()}, agents, source)
-        layout.action_limits = action_limits(raw, layout)
-    finally:
-        raw.close()
-    return layout
-
-
-def action_limits(raw: Any, layout: GroupLayout) -> dict[str, int]:
-    """Groups whose own ``Discrete(n)`` was padded to a larger shared one (e.g. MPE speaker 3 of 5)."""
-    from gymnasium import spaces
-
-    out = {}
-    for name in layout.names:
-        agent = raw.possible_agents[layout.slots(name)[0]]
-        own, shared = agent_spaces(raw, agent)[1], raw.action_space(agent)
-        if isinstance(own, spaces.Discrete) and isinstance(shared, spaces.Discrete) and own.n < shared.n:
-            out[name] = int(own.n)
     return out
 
 
@@ -268,12 +149,14 @@ class GroupedAgent(nn.Module):
         return (*outs, self.gather_state(n, [(i, p[4]) for i, p in parts]))
 
     def greedy(self, obs: torch.Tensor, state: Any = None, starts: torch.Tensor | None = None):
-        parts = self.per_group("greedy", obs, state, starts)
-        return self.scatter(obs.shape[0], [(i, p[0]) for i, p in parts]), self.gather_state(obs.shape[0], [(i, p[1]) for i, p in parts])
+        return self.joined(obs.shape[0], self.per_group("greedy", obs, state, starts))
 
     def hidden(self, obs: torch.Tensor, state: Any, starts: torch.Tensor | None):
-        parts = self.per_group("hidden", obs, state, starts)
-        return self.scatter(obs.shape[0], [(i, p[0]) for i, p in parts]), self.gather_state(obs.shape[0], [(i, p[1]) for i, p in parts])
+        return self.joined(obs.shape[0], self.per_group("hidden", obs, state, starts))
+
+    def joined(self, n: int, parts: list) -> tuple[torch.Tensor, Any]:
+        """``(output, new state)`` of per-group ``(output, state)`` pairs, back in row order."""
+        return self.scatter(n, [(i, p[0]) for i, p in parts]), self.gather_state(n, [(i, p[1]) for i, p in parts])
 
     def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         n = hidden.shape[0]

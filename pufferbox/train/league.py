@@ -126,7 +126,7 @@ def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20,
     import pufferbox.vector
     from pufferbox.registry import get_registry
     from pufferbox.train.collector import HostCollector
-    from pufferbox.train.groups import checkpoint_layout
+    from pufferbox.groups import checkpoint_layout
 
     state_a = grouped_state(checkpoint)
     state_b = None if str(opponent) == RANDOM else grouped_state(opponent)
@@ -225,7 +225,8 @@ class Ratings:
                 ranks = [1, 2] if outcome == 1.0 else [2, 1] if outcome == 0.0 else [1, 1]
                 [[ra], [rb]] = self.model.rate([[ra], [rb]], ranks=ranks)
             wins, draws, losses = match.wins, match.draws, match.losses
-            for name, r, old, (w, d, l) in ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins))):
+            sides = ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins)))
+            for name, r, old, (w, d, l) in sides:
                 db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (name, r.mu, r.sigma, old[2] + w + d + l, old[3] + w, old[4] + d, old[5] + l))
             db.execute("INSERT INTO matches (a, b, side, wins, draws, losses, time) VALUES (?, ?, ?, ?, ?, ?, ?)",

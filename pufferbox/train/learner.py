@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import collections
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -68,7 +69,10 @@ class Learner:
         hp = self.hp
         lr = hp.learning_rate * (max(0.0, 1.0 - progress) if hp.anneal_lr else 1.0)
         self.optimizer.param_groups[0]["lr"] = lr
-        adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
+        if "advantages" in batch:  # targets computed by the caller (overlap.vtrace_targets for lagged data)
+            adv, returns = batch["advantages"], batch["returns"]
+        else:
+            adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
         if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
             return self.skipped(lr)
         steps = adv.shape[1]
@@ -90,12 +94,12 @@ class Learner:
             for start in range(0, len(units) - mb_size + 1, mb_size):
                 idx = order[start:start + mb_size]
                 if recurrent:
-                    sl = lambda x: x[idx].transpose(0, 1)  # noqa: E731  (rows, T, ...) -> (T, rows, ...)
+                    sl = lambda x: x[idx].transpose(0, 1)
                     new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
                     old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
                     weight = sl(masks).reshape(-1).float()
                 else:
-                    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
+                    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]
                     new = self.evaluate(flat(obs), flat(actions))
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])
@@ -127,7 +131,7 @@ class Learner:
         step) when the loss or its gradient is not finite."""
         hp = self.hp
         total = weight.sum().clamp(min=1.0)
-        wmean = lambda x: (x * weight).sum() / total  # noqa: E731
+        wmean = lambda x: (x * weight).sum() / total
         logratio = new_logprob - old_logprob
         ratio = logratio.exp()
         with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)

@@ -4,10 +4,13 @@ Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segment
 or on the kernels' device for ``--backend cuda``), the :class:`~pufferbox.train.learner.Learner`
 runs GAE and the clipped PPO epochs on it, and this module counts steps, tracks finished
 episodes (solve detection), writes checkpoints and sends each update's metrics to callbacks.
+With ``train.overlap`` the collector is an :class:`~pufferbox.train.overlap.OverlapCollector`
+(the next rollout is collected while the learner updates) and lagged batches get V-trace targets.
 
 Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded from
 ``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the rest of the
-run, so a resumed run matches an uninterrupted one on the serial backend. Kernel envs
+run, so a resumed run matches an uninterrupted one on the serial backend (overlapped too: the rollout in
+flight is dropped at that update). Kernel envs
 (``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
 
 Example:
@@ -21,15 +24,17 @@ Example:
 from __future__ import annotations
 
 import collections
+import copy
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
-import torch
 import tomli_w
+import torch
 
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
@@ -38,6 +43,7 @@ from pufferbox.train.collector import Collected, make_collector, make_vec_env, p
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import build_groups, resolve_layout
 from pufferbox.train.learner import Learner
+from pufferbox.train.overlap import OverlapCollector, vtrace_targets
 from pufferbox.train.policies import build_agent
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
@@ -155,6 +161,9 @@ class Trainer:
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.callbacks = list(callbacks or [])
         tc = self.tc
+        if tc.overlap and vc.backend == "cuda":
+            raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
+                              "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
         device = setup_torch(tc)
         self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
@@ -166,8 +175,11 @@ class Trainer:
             self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
             self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         else:
+            if tc.overlap:
+                raise ConfigError(f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
+                                  f"{', '.join(self.layout.names)} as separate policies); drop train.overlap")
             self.agent, self.learner, self.league = build_groups(self, config)
-        self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        self.collector = self.build_collector(tc)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
         self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
@@ -176,6 +188,21 @@ class Trainer:
         self.stop_requested = False
         self.history: list[dict] = []
         self.collector.reset(self.env_seed())
+
+    def build_collector(self, tc: TrainConfig) -> Any:
+        """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy."""
+        if not tc.overlap:
+            return make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        actor = copy.deepcopy(self.agent)
+        inner = make_collector(self.spec, self.venv, actor, self.num_steps, self.device, tc.compile)
+        return OverlapCollector(inner, actor, self.agent, version=lambda: self.update, plan=self.prefetch_horizon)
+
+    def prefetch_horizon(self, pending: int) -> int | None:
+        """Horizon of the rollout to collect next while ``pending`` steps are being learned on (0: the budget is spent)."""
+        remaining = self.tc.total_steps - self.global_step - pending
+        if remaining <= 0:
+            return 0
+        return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
 
     @property
     def phase_time(self) -> dict[str, float]:
@@ -194,10 +221,13 @@ class Trainer:
         update's metrics (also sent to callbacks)."""
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
-        if self.league is None:
-            losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates)
+        batch = rollout.batch
+        if self.league is not None:  # one learner per agent group, each on its own rows
+            losses = self.learner.update(batch, progress=self.update / self.total_updates, rows=rollout.rows)
         else:
-            losses = self.learner.update(rollout.batch, progress=self.update / self.total_updates, rows=rollout.rows)
+            if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
+                batch = vtrace_targets(self.agent, batch, self.tc.gamma, self.tc.gae_lambda)
+            losses = self.learner.update(batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
@@ -209,9 +239,9 @@ class Trainer:
             losses |= self.league.record(self.update, rollout)
         metrics = self.record(rollout, losses)
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
+            self.collector.reset(self.env_seed())  # first: an overlapped rollout in flight draws from torch's RNG
             if self.run_dir is not None:
                 self.save_checkpoint()
-            self.collector.reset(self.env_seed())
         return metrics
 
     def record(self, rollout: Collected, losses: dict) -> dict:
@@ -269,6 +299,9 @@ class Trainer:
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
             raise ConfigError(f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
                               "build a new Trainer for another rollout length")
+        if bool(train.get("overlap", self.tc.overlap)) != self.tc.overlap:
+            raise ConfigError("train.overlap: this trainer's collector is built for "
+                              f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it")
         self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
         self.config["train"].update(train)  # what checkpoints record
 
@@ -331,4 +364,9 @@ class Trainer:
         self.collector.reset(self.env_seed())
 
     def close(self) -> None:
-        self.venv.close()
+        """Stop collecting (the overlap thread ends with its rollout), then close the envs."""
+        try:
+            if hasattr(self.collector, "close"):
+                self.collector.close()
+        finally:
+            self.venv.close()

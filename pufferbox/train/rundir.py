@@ -60,7 +60,7 @@ class RunDirLock:
         self.fd: int | None = None
         self.fresh = False  # the directory was empty when claimed (a failed start may remove it)
 
-    def acquire(self) -> "RunDirLock":
+    def acquire(self) -> RunDirLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

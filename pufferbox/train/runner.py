@@ -18,8 +18,12 @@ from typing import Any
 
 from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import (CheckpointError, check_encoder_is_trusted, latest_checkpoint,
-                                       latest_finite_checkpoint)
+from pufferbox.train.checkpoint import (
+    CheckpointError,
+    check_encoder_is_trusted,
+    latest_checkpoint,
+    latest_finite_checkpoint,
+)
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult
@@ -197,7 +201,7 @@ class stop_on_signals:
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
 
-    def __enter__(self) -> "stop_on_signals":
+    def __enter__(self) -> stop_on_signals:
         if threading.current_thread() is threading.main_thread():
             for signum in self.SIGNALS:
                 self.previous[signum] = signal.signal(signum, self.handler)

@@ -37,12 +37,14 @@ def backend_class(backend: str) -> type:
 
 
 def make(env: str | EnvSpec, backend: str = "serial", num_envs: int = 1, env_kwargs: dict | None = None,
-         native: bool = True, **backend_kwargs: Any) -> VectorEnv:
+         native: bool = True, check_obs: bool = False, **backend_kwargs: Any) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env`` (a registered name or an :class:`EnvSpec`).
 
     ``native=False`` forces one emulated env per slot even when the plugin has a native batched
-    implementation. Other keyword arguments go to the backend (``num_workers``, ``batch_size``, ...).
+    implementation. ``check_obs=True`` checks every observation of emulated envs against its
+    space's bounds and for NaN/inf (slow; shapes and dtypes are checked every step regardless).
+    Other keyword arguments go to the backend (``num_workers``, ``batch_size``, ``step_timeout``, ...).
     """
     spec = get_registry().get(env) if isinstance(env, str) else env
-    factory = EnvFactory(spec, dict(env_kwargs or {}), use_native=native)
+    factory = EnvFactory(spec, dict(env_kwargs or {}), use_native=native, check_obs=check_obs)
     return backend_class(backend)(factory, num_envs=num_envs, **backend_kwargs)

@@ -3,21 +3,30 @@
 The unit a backend steps is an *env block*: an object simulating ``num_envs`` envs in
 ``num_agents`` buffer rows, with
 
-* ``set_buffers(buffers)``: write into these rows from now on,
-* ``vec_reset(seed) -> list[dict]`` and ``vec_step(actions) -> list[dict]``: fill the rows,
-  auto-resetting finished episodes (``SAME_STEP``); the dicts are infos of episodes that
-  ended, each with ``"env"``, the block-local env index, when the block holds several envs
-  (a native block may return an :class:`~pufferbox.vector.native.EpisodeInfos` instead: a
-  sequence of such dicts kept as arrays, which backends pass on without building dicts),
-* ``close()``.
+* ``set_buffers(buffers)``: the rows it writes into, given once by the backend that allocated
+  them (:meth:`EnvFactory.blocks`); a block allocates rows itself only when used alone,
+* ``vec_reset(seed) -> Episodes`` and ``vec_step(actions) -> Episodes``: fill the rows,
+  auto-resetting finished episodes (``SAME_STEP``), and report the episodes that ended
+  (block-local env ids), ``close()``.
 
 An emulated Gymnasium/PettingZoo env is a block of one env; a native batched env
-(:mod:`pufferbox.vector.native`) is a block of many. Backends only move rows.
+(:mod:`pufferbox.vector.native`) is a block of many. :class:`~pufferbox.vector.stepper.BlockStepper`
+is the one loop that steps a range of blocks, in every backend.
+
+Finished episodes: one channel. The 5th element of every backend's ``recv()`` is a
+:class:`~pufferbox.episodes.Episodes` (env ids backend-wide, returns, lengths, the metrics the
+env's spec declares in ``episode_metrics``) for the envs of that batch. The ``cuda`` backend keeps
+its episode log on the GPU, so its per-step ``Episodes`` is always empty; drain the log once per
+rollout with ``CudaVectorEnv.episode_stats()``, which returns an ``Episodes`` too. The
+Gymnasium-style ``reset()``/``step()`` return the same episodes as Gymnasium's info dict of
+arrays (:meth:`Episodes.info_dict`).
+
+Deadlines: process backends raise :class:`WorkerTimeoutError` when a worker does not answer
+within ``step_timeout`` seconds (a hung env, a stopped process) and close themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,15 +35,39 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from pufferbox.buffers import Buffers
+from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.vector.native import EpisodeInfos
 
-__all__ = ["EnvFactory", "VectorEnv", "VectorConfigError", "batch_space", "infos_to_dict"]
+__all__ = ["EnvFactory", "VectorEnv", "VectorConfigError", "WorkerError", "WorkerTimeoutError", "batch_space"]
+
+DEFAULT_STEP_TIMEOUT = 60.0  # seconds a worker may take to answer one command before it counts as hung
 
 
 class VectorConfigError(ValueError):
     """Backend arguments that cannot work together (the message says which and why)."""
+
+
+class WorkerError(RuntimeError):
+    """An env raised (in a worker or, with ``main_envs``, the main process), or a worker died.
+
+    The message names the env, the process and the cause, with the env's traceback.
+    """
+
+
+class WorkerTimeoutError(WorkerError):
+    """A worker did not answer within ``step_timeout`` seconds (a hung env, a stopped process).
+
+    The message names the worker, its pid and its envs; the vector env is closed (workers killed).
+    """
+
+
+def check_step_timeout(step_timeout: float | None) -> float:
+    value = DEFAULT_STEP_TIMEOUT if step_timeout is None else float(step_timeout)
+    if not value > 0:  # also refuses NaN
+        raise VectorConfigError(f"step_timeout must be > 0 seconds, got {step_timeout} "
+                                f"(set vec.step_timeout, e.g. 60)")
+    return value
 
 
 @dataclass
@@ -44,22 +77,37 @@ class EnvFactory:
     spec: EnvSpec
     kwargs: dict = field(default_factory=dict)
     use_native: bool = True
+    check_obs: bool = False  # emulated envs: every observation against its space (bounds, NaN/inf)
 
     @property
     def native(self) -> bool:
         return self.use_native and self.spec.native is not None
 
-    def blocks(self, num_envs: int) -> list[Any]:
-        """Blocks simulating ``num_envs`` envs: one native block, or ``num_envs`` emulators."""
-        if self.native:
+    def blocks(self, num_envs: int, buffers: Buffers) -> list[Any]:
+        """Blocks simulating ``num_envs`` envs on the rows of ``buffers`` (allocated by the backend):
+        one native block, or ``num_envs`` emulators."""
+        native = self.spec.native if self.native else None
+        if native is not None:
             self.spec.ensure_available()
-            return [self.spec.native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
-        return [self.spec.make_emulated(**self.kwargs) for _ in range(num_envs)]
+            blocks = [native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
+        else:
+            blocks = [self.spec.make_emulated(check_obs=self.check_obs, **self.kwargs) for _ in range(num_envs)]
+        row = 0
+        for block in blocks:
+            block.set_buffers(buffers.slice(row, row + block.num_agents))
+            row += block.num_agents
+        if row != len(buffers):
+            for block in blocks:
+                block.close()
+            raise VectorConfigError(f"env blocks fill {row} rows, the backend allocated {len(buffers)}")
+        return blocks
 
     def layout(self) -> tuple[ObservationSpec, ActionSpec, int]:
         """``(obs_spec, act_spec, agents_per_env)`` without keeping an env around."""
-        if self.native:
-            block = self.blocks(1)[0]
+        native = self.spec.native if self.native else None
+        if native is not None:
+            self.spec.ensure_available()
+            block = native(num_envs=1, **{**self.spec.kwargs, **self.kwargs})
             out = (block.obs_spec, block.act_spec, block.num_agents)
             block.close()
             return out
@@ -70,39 +118,15 @@ def batch_space(space: gymnasium.Space, n: int) -> gymnasium.Space:
     return gymnasium.vector.utils.batch_space(space, n)
 
 
-def infos_to_dict(infos: Sequence[dict], num_envs: int) -> dict:
-    """Gymnasium's vector info layout (``key`` array + ``_key`` mask per env) from info dicts."""
-    out: dict[str, Any] = {}
-    if isinstance(infos, EpisodeInfos) and infos.key == "env_id":  # arrays in, arrays out: no dicts
-        for key, values in (("episode_return", infos.returns), ("episode_length", infos.lengths)):
-            out[key] = np.zeros(num_envs, dtype=values.dtype)
-            out[key][infos.envs] = values
-            out["_" + key] = np.zeros(num_envs, dtype=bool)
-            out["_" + key][infos.envs] = True
-        return out
-    for info in infos:
-        env_id = info["env_id"]
-        for key, value in info.items():
-            if key == "env_id":
-                continue
-            if key not in out:
-                arr = np.asarray(value)
-                dtype = arr.dtype if arr.dtype != object and arr.ndim == 0 else object
-                out[key] = np.zeros(num_envs, dtype=dtype)
-                out["_" + key] = np.zeros(num_envs, dtype=bool)
-            out[key][env_id] = value
-            out["_" + key][env_id] = True
-    return out
-
-
 class VectorEnv(gymnasium.vector.VectorEnv):
     """The batch interface of every backend.
 
     ``num_envs`` envs fill ``num_agents`` rows (``agents_per_env`` each). Each ``recv()``
-    returns ``batch_size`` rows: ``(observations, rewards, terminals, truncations, infos,
+    returns ``batch_size`` rows: ``(observations, rewards, terminals, truncations, episodes,
     env_ids, masks)``, where ``env_ids`` are the envs in the batch (in row order) and
-    ``infos`` a list of dicts with ``env_id``. ``send(actions)`` takes one action row per
-    row of the last batch. ``reset``/``step`` are the synchronous Gymnasium-style pair.
+    ``episodes`` the :class:`~pufferbox.episodes.Episodes` that ended in them. ``send(actions)``
+    takes one action row per row of the last batch. ``reset``/``step`` are the synchronous
+    Gymnasium-style pair (episodes as Gymnasium's info dict of arrays).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
@@ -131,20 +155,20 @@ class VectorEnv(gymnasium.vector.VectorEnv):
     def send(self, actions: np.ndarray) -> None:
         raise NotImplementedError
 
-    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict], np.ndarray, np.ndarray]:
+    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Episodes, np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     def reset(self, *, seed: int | None = 0, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self.require_sync("reset")
         self.async_reset(seed)
-        obs, _, _, _, infos, _, _ = self.recv()
-        return obs, infos_to_dict(infos, self.num_envs)
+        obs, _, _, _, episodes, _, _ = self.recv()
+        return obs, episodes.info_dict(self.num_envs)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         self.require_sync("step")
         self.send(actions)
-        obs, rewards, terminals, truncations, infos, _, _ = self.recv()
-        return obs, rewards, terminals, truncations, infos_to_dict(infos, self.num_envs)
+        obs, rewards, terminals, truncations, episodes, _, _ = self.recv()
+        return obs, rewards, terminals, truncations, episodes.info_dict(self.num_envs)
 
     def require_sync(self, what: str) -> None:
         if self.batch_envs != self.num_envs:
@@ -159,21 +183,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
                              f"(one row per agent slot of the last batch)")
         return actions
 
-    def __enter__(self) -> "VectorEnv":
+    def __enter__(self) -> VectorEnv:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def assign_blocks(blocks: list[Any], buffers: Buffers) -> list[tuple[int, int, int]]:
-    """Give each block its rows; returns ``(row_start, row_stop, first_env)`` per block."""
-    spans, row, env = [], 0, 0
-    for block in blocks:
-        block.set_buffers(buffers.slice(row, row + block.num_agents))
-        spans.append((row, row + block.num_agents, env))
-        row += block.num_agents
-        env += block.num_envs
-    if row != len(buffers):
-        raise VectorConfigError(f"env blocks fill {row} rows, buffers have {len(buffers)}")
-    return spans

@@ -5,12 +5,12 @@ share the kernels' memory (no copies); ``send`` takes a CUDA tensor of actions (
 device). On a machine without a GPU or PyCUDA the constructor raises a one-line
 :class:`VectorConfigError` naming the CPU backends to use instead.
 
-Episode statistics: ``recv`` returns no infos, because building them per step would copy from
-the device every step. Every step a kernel accumulates each env's return and length on the GPU
-and logs finished episodes there (:mod:`pufferbox.cuda.episodes`); :meth:`CudaVectorEnv.episode_stats`
-reads them with two device→host copies and returns the same info dicts the CPU backends put in
-``recv`` (``env_id``, ``episode_return``, ``episode_length``) for every episode finished since
-the previous call. A trainer calls it once per rollout; ``episode_slots`` (default 32) bounds
+Episode statistics: the :class:`~pufferbox.episodes.Episodes` in ``recv`` is always empty,
+because filling it per step would copy from the device every step. Every step a kernel
+accumulates each env's return and length on the GPU and logs finished episodes there
+(:mod:`pufferbox.cuda.episodes`); :meth:`CudaVectorEnv.episode_stats` drains the log with two
+device→host copies and returns an ``Episodes``, as the CPU backends' ``recv`` does, holding every
+episode finished since the previous call. A trainer calls it once per rollout; ``episode_slots`` (default 32) bounds
 the episodes an env may finish between calls (older ones are dropped and counted in
 ``episodes_dropped``).
 
@@ -22,8 +22,8 @@ Example (GPU only):
     >>> obs, info = venv.reset(seed=0); obs.device.type                      # doctest: +SKIP
     'cuda'
     >>> for _ in range(128): venv.send(venv.sample(probs))                   # doctest: +SKIP
-    >>> venv.episode_stats()[:1]                                             # doctest: +SKIP
-    [{'env_id': 3, 'episode_return': 0.2, 'episode_length': 41}]
+    >>> venv.episode_stats().select(slice(0, 1))                             # doctest: +SKIP
+    Episodes(env_ids=[3], returns=[0.2], lengths=[41])
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 
 from pufferbox.cuda.device import gpu_unavailable_reason
 from pufferbox.cuda.episodes import DEFAULT_SLOTS
+from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
 
 __all__ = ["CudaVectorEnv"]
@@ -88,11 +89,11 @@ class CudaVectorEnv(VectorEnv):
 
     def recv(self) -> tuple:
         v = self.views
-        return (v["observations"], v["rewards"], v["terminals"].bool(), v["truncations"].bool(), [], self.env_ids,
+        return (v["observations"], v["rewards"], v["terminals"].bool(), v["truncations"].bool(), NO_EPISODES, self.env_ids,
                 v["masks"].bool())
 
-    def episode_stats(self) -> list[dict]:
-        """Infos (``env_id``, ``episode_return``, ``episode_length``) of episodes finished since the last call.
+    def episode_stats(self) -> Episodes:
+        """The episodes finished since the last call (the once-per-rollout drain of the device log).
 
         Two device→host copies however many steps passed: call it once per rollout, not per step.
         """
@@ -123,4 +124,4 @@ class CudaVectorEnv(VectorEnv):
         return self.actions
 
     def close(self, **kwargs: Any) -> None:
-        self.kernel = None
+        self.__dict__.pop("kernel", None)  # drop the kernels' device arrays now, not at garbage collection

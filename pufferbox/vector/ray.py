@@ -3,7 +3,9 @@
 Each actor owns ``envs_per_worker`` envs (its own :class:`~pufferbox.buffers.Buffers`) and
 answers ``reset``/``step`` with its rows. ``batch_size < num_envs`` makes a pool: ``recv()``
 returns the first actors to finish (``ray.wait``), and every actor's finished result is
-kept until it is returned, so no actor sits idle while others are polled.
+kept until it is returned, so no actor sits idle while others are polled. An actor that
+does not answer within ``step_timeout`` seconds (default 60) raises :class:`WorkerTimeoutError`
+naming it, and the actors are killed.
 
 ``address`` (or ``RAY_ADDRESS``) joins an existing cluster; otherwise a local Ray starts
 bound to 127.0.0.1, without dashboard, with ``RAY_AUTH_MODE=disabled`` (nothing written to
@@ -20,14 +22,14 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
-from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
-from pufferbox.vector.native import concat_infos, join_infos, relabel_infos
+from pufferbox.episodes import Episodes
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, WorkerTimeoutError, check_step_timeout
+from pufferbox.vector.stepper import BlockStepper
 
 __all__ = ["RayVectorEnv", "RayConnectError", "ensure_ray"]
 
@@ -125,43 +127,40 @@ def shutdown_local_ray(ray: Any, temp_dir: str) -> None:
 
 
 class EnvWorker:
-    """A Ray actor's state: consecutive envs ``first_env..`` as blocks over local buffers."""
+    """A Ray actor's state: consecutive envs ``first_env..`` stepped over rows of its own."""
 
     def __init__(self, factory: EnvFactory, first_env: int, num_envs: int):
         obs_spec, act_spec, agents = factory.layout()
         self.buffers = Buffers.allocate(obs_spec, act_spec, num_envs * agents)
-        self.blocks = factory.blocks(num_envs)
-        self.spans = assign_blocks(self.blocks, self.buffers)
-        self.first_env = first_env
+        self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
         self.steps = 0
 
-    def rows(self, infos: Sequence[dict]) -> tuple:
+    def rows(self, episodes: Episodes) -> tuple:
         b = self.buffers
-        return b.observations, b.rewards, b.terminals, b.truncations, b.masks, infos
+        return b.observations, b.rewards, b.terminals, b.truncations, b.masks, episodes
+
+    def run(self, what: Any) -> Episodes:
+        try:
+            return what()
+        except Exception as exc:
+            raise RuntimeError(f"env {self.stepper.failed_env} raised {type(exc).__name__}: {exc}") from exc
 
     def reset(self, seed: int | None) -> tuple:
-        infos: Sequence[dict] = []
-        for block, (_, _, env) in zip(self.blocks, self.spans):
-            env += self.first_env
-            infos = join_infos(infos, relabel_infos(block.vec_reset(None if seed is None else seed + env), env))
-        return self.rows(infos)
+        return self.rows(self.run(lambda: self.stepper.reset(seed)))
 
     def step(self, actions: np.ndarray) -> tuple:
-        infos: Sequence[dict] = []
         self.steps += 1
-        for block, (start, stop, env) in zip(self.blocks, self.spans):
-            try:
-                infos = join_infos(infos, relabel_infos(block.vec_step(actions[start:stop]), env + self.first_env))
-            except Exception as exc:
-                raise RuntimeError(f"env {env + self.first_env} raised {type(exc).__name__}: {exc}") from exc
-        return self.rows(infos)
+        self.buffers.actions[:] = actions
+        return self.rows(self.run(self.stepper.step))
 
     def step_count(self) -> int:
         return self.steps
 
+    def pid(self) -> int:
+        return os.getpid()
+
     def close(self) -> None:
-        for block in self.blocks:
-            block.close()
+        self.stepper.close()
 
 
 class RayVectorEnv(VectorEnv):
@@ -171,7 +170,8 @@ class RayVectorEnv(VectorEnv):
 
     def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
                  batch_size: int | None = None, zero_copy: bool = False, address: str | None = None,
-                 **unused: Any):
+                 step_timeout: float | None = None, **unused: Any):
+        self.closed = True  # until the actors exist
         if unused:
             raise VectorConfigError(f"ray backend got unsupported options: {', '.join(sorted(unused))}")
         if zero_copy:
@@ -185,6 +185,7 @@ class RayVectorEnv(VectorEnv):
             raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
                                     f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})")
         self.workers_per_batch = self.batch_envs // self.envs_per_worker
+        self.step_timeout = check_step_timeout(step_timeout)
         self.ray = ensure_ray(address)
         actor = self.ray.remote(num_cpus=0)(EnvWorker)  # envs are light; let actors share cores with the driver
         self.actors = [actor.remote(factory, w * self.envs_per_worker, self.envs_per_worker)
@@ -194,10 +195,25 @@ class RayVectorEnv(VectorEnv):
         self.pending: dict[Any, int] = {}  # object ref -> worker
         self.batch_workers: list[int] = []
         self.closed = False
+        self.pids = self.ray.get([a.pid.remote() for a in self.actors])
+
+    def wait(self, n: int) -> list[Any]:
+        """The first ``n`` pending results to finish; a :class:`WorkerTimeoutError` after ``step_timeout``."""
+        refs = list(self.pending)
+        done, _ = self.ray.wait(refs, num_returns=n, timeout=self.step_timeout)
+        if len(done) < n:
+            late = sorted(self.pending[ref] for ref in refs if ref not in done)
+            names = ", ".join(f"worker {w} (pid {self.pids[w]}, envs {w * self.envs_per_worker}-"
+                              f"{(w + 1) * self.envs_per_worker - 1})" for w in late)
+            self.close(graceful=False)  # a hung actor would not answer close() either
+            raise WorkerTimeoutError(f"{self.env_name}: {names} did not answer within step_timeout="
+                                     f"{self.step_timeout:g}s (a hung env or a stopped process); the vector env is "
+                                     f"closed. Raise vec.step_timeout if steps are this slow")
+        return done
 
     def async_reset(self, seed: int | None = 0) -> None:
         if self.pending:
-            self.ray.get(list(self.pending))
+            self.ray.get(self.wait(len(self.pending)))
         self.pending = {a.reset.remote(seed): w for w, a in enumerate(self.actors)}
         self.batch_workers = []
 
@@ -212,13 +228,9 @@ class RayVectorEnv(VectorEnv):
         n = self.workers_per_batch
         if len(self.pending) < n:
             raise RuntimeError(f"{self.env_name}: recv() called twice without send()")
-        refs = list(self.pending)
-        if n == self.num_workers:
-            done = refs
-        else:
-            done, _ = self.ray.wait(refs, num_returns=n)  # the first n to finish, whichever actors
+        done = self.wait(n)  # the first n to finish, whichever actors
         workers = [self.pending.pop(ref) for ref in done]
-        order = np.argsort(workers, kind="stable") if n == self.num_workers else range(len(workers))
+        order = np.argsort(workers, kind="stable") if n == self.num_workers else list(range(len(workers)))
         results = self.ray.get(done)
         self.batch_workers = [workers[i] for i in order]
         b, r = self.buffers, self.rows_per_worker
@@ -227,7 +239,7 @@ class RayVectorEnv(VectorEnv):
             rows = slice(slot * r, (slot + 1) * r)
             b.observations[rows], b.rewards[rows], b.terminals[rows] = obs, rew, term
             b.truncations[rows], b.masks[rows] = trunc, masks
-        infos = concat_infos(results[i][5] for i in order)
+        infos = Episodes.concat([results[i][5] for i in order])
         env_ids = np.concatenate([np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
                                   for w in self.batch_workers])
         return b.observations, b.rewards, b.terminals, b.truncations, infos, env_ids, b.masks
@@ -235,13 +247,15 @@ class RayVectorEnv(VectorEnv):
     def step_counts(self) -> list[int]:
         return self.ray.get([a.step_count.remote() for a in self.actors])
 
-    def close(self) -> None:
+    def close(self, graceful: bool = True) -> None:
+        """Close the envs (``graceful``: ask each actor, waiting at most 10 s) and kill the actors."""
         if not getattr(self, "closed", True) and hasattr(self, "actors"):
             self.closed = True
-            try:
-                self.ray.get([a.close.remote() for a in self.actors], timeout=10)
-            except Exception:
-                pass
+            if graceful:
+                try:
+                    self.ray.get([a.close.remote() for a in self.actors], timeout=min(10.0, self.step_timeout))
+                except Exception:
+                    pass
             for a in self.actors:
                 self.ray.kill(a)
             self.actors = []

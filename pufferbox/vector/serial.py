@@ -6,14 +6,14 @@ for envs that step in microseconds (no IPC at all).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
-from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, assign_blocks
-from pufferbox.vector.native import join_infos, relabel_infos
+from pufferbox.episodes import NO_EPISODES
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
+from pufferbox.vector.stepper import BlockStepper
 
 
 class SerialVectorEnv(VectorEnv):
@@ -29,54 +29,43 @@ class SerialVectorEnv(VectorEnv):
 
     def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None,
                  buffers: Buffers | None = None, **unused: Any):
+        self.closed = True  # until the stepper exists: close() then has nothing to free
         if unused:
             raise VectorConfigError(f"serial backend got unsupported options: {', '.join(sorted(unused))}")
         self.setup_layout(factory, num_envs, batch_size)
         if self.batch_envs != num_envs:
             raise VectorConfigError("the serial backend has no pool: batch_size must equal num_envs "
                                     "(use --backend multiprocessing for an async pool)")
-        self.blocks = factory.blocks(num_envs)
         self.buffers = buffers if buffers is not None else Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents)
-        self.spans = assign_blocks(self.blocks, self.buffers)
-        # (block, its action rows, first env): precomputed so a step slices nothing.
-        self.steps = [(block, self.buffers.actions[start:stop], first_env)
-                      for block, (start, stop, first_env) in zip(self.blocks, self.spans)]
+        if len(self.buffers) != self.num_agents:
+            raise VectorConfigError(f"serial backend: buffers have {len(self.buffers)} rows, "
+                                    f"{num_envs} envs need {self.num_agents}")
+        self.stepper = BlockStepper(factory, self.buffers, first_env=0, num_envs=num_envs)
+        self.blocks = self.stepper.blocks
+        self.closed = False
         self.env_ids = np.arange(num_envs)
         self.action_shape = (self.batch_size, *self.act_spec.shape)
-        self.infos: Sequence[dict] = []
-        self.closed = False
-
-    def collect(self, block_infos: Sequence[dict], first_env: int) -> None:
-        # Emulators' fresh dicts are relabelled in place; a native block's EpisodeInfos (hundreds of
-        # episodes per step) is relabelled as arrays, building no dicts.
-        self.infos = join_infos(self.infos, relabel_infos(block_infos, first_env))
+        self.episodes = NO_EPISODES
 
     def async_reset(self, seed: int | None = 0) -> None:
-        self.infos = []
-        for block, (_, _, first_env) in zip(self.blocks, self.spans):
-            self.collect(block.vec_reset(None if seed is None else seed + first_env), first_env)
+        self.episodes = self.stepper.reset(seed)
 
     def send(self, actions: np.ndarray) -> None:
         if type(actions) is not np.ndarray or actions.shape != self.action_shape:  # the common case skips a call
             actions = self.check_actions(actions)
         if actions is not self.buffers.actions:
             self.buffers.actions[:] = actions
-        self.infos = []
-        for block, block_actions, first_env in self.steps:
-            block_infos = block.vec_step(block_actions)
-            if block_infos:
-                self.collect(block_infos, first_env)
+        self.episodes = self.stepper.step()
 
     def recv(self):
         b = self.buffers
-        return b.observations, b.rewards, b.terminals, b.truncations, self.infos, self.env_ids, b.masks
+        return b.observations, b.rewards, b.terminals, b.truncations, self.episodes, self.env_ids, b.masks
 
     def render(self) -> Any:
         """The first env's frame (its ``render_mode``), what ``pufferbox eval --render/--video`` shows."""
         return self.blocks[0].render()
 
-    def close(self) -> None:
+    def close(self, **kwargs: Any) -> None:
         if not self.closed:
             self.closed = True
-            for block in getattr(self, "blocks", ()):  # unset when __init__ failed: nothing to close
-                block.close()
+            self.stepper.close()

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from pufferbox.buffers import Buffers
+from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.vector.base import VectorConfigError
 
 SHM_DIR = "/dev/shm"
@@ -37,6 +39,21 @@ def check_shm_room(nbytes: int, shm_dir: str = SHM_DIR) -> None:
             f"shared memory too small: the buffers need {nbytes / 2**20:.1f} MiB but {shm_dir} has "
             f"{free / 2**20:.1f} MiB free; raise it (`docker run --shm-size=8g`, compose `shm_size: 8gb`) "
             f"or use fewer envs / smaller observations")
+
+
+def backend_layout(obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int, num_workers: int) -> Layout:
+    """The multiprocessing backend's segment: every row's :class:`Buffers` arrays, then per worker
+    a command flag and a has-episodes flag, and one ``closing`` flag."""
+    layout: Layout = dict(Buffers.layout(obs_spec, act_spec, rows))
+    layout["flags"] = ((num_workers,), np.dtype(np.int32))
+    layout["has_info"] = ((num_workers,), np.dtype(np.int32))
+    layout["closing"] = ((1,), np.dtype(np.int32))
+    return layout
+
+
+def buffers_of(arrays: dict[str, np.ndarray]) -> Buffers:
+    """The :class:`Buffers` views among a segment's arrays."""
+    return Buffers(**{name: arrays[name] for name in Buffers.__dataclass_fields__})
 
 
 def offsets(layout: Layout) -> tuple[dict[str, int], int]:
@@ -59,7 +76,7 @@ class SharedArrays:
             for name, (shape, dtype) in layout.items()}
 
     @classmethod
-    def create(cls, layout: Layout) -> "SharedArrays":
+    def create(cls, layout: Layout) -> SharedArrays:
         _, nbytes = offsets(layout)
         check_shm_room(nbytes)
         try:
@@ -70,7 +87,7 @@ class SharedArrays:
         return cls(shm, layout, owner=True)
 
     @classmethod
-    def attach(cls, name: str, layout: Layout) -> "SharedArrays":
+    def attach(cls, name: str, layout: Layout) -> SharedArrays:
         # Python 3.11 registers attached segments with the resource tracker too; multiprocessing
         # children share the creator's tracker, whose set of names makes that a no-op.
         return cls(shared_memory.SharedMemory(name=name), layout, owner=False)

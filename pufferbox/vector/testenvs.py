@@ -69,8 +69,14 @@ class CountdownAgents:
         pass
 
 
+BAD_OBSERVATIONS = {"short_obs": np.zeros(1, np.float32), "none_obs": None,
+                    "nan_obs": np.array([0.0, np.nan], np.float32), "big_obs": np.array([0.0, 5.0], np.float32)}
+
+
 class FaultyEnv(gymnasium.Env):
-    """Steps normally until ``fail_at`` steps, then raises (``mode="raise"``) or kills itself (``"kill"``)."""
+    """Steps normally until ``fail_at`` steps, then raises (``mode="raise"``), kills itself
+    (``"kill"``), sleeps forever (``"hang"``) or returns a bad observation (``"short_obs"``: shape
+    (1,) instead of (2,); ``"none_obs"``: ``None``; ``"nan_obs"``: NaN; ``"big_obs"``: out of bounds)."""
 
     def __init__(self, fail_at: int = 3, mode: str = "raise", fail_env_seed: int | None = None):
         self.observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
@@ -86,12 +92,17 @@ class FaultyEnv(gymnasium.Env):
         self.t = 0
         return np.zeros(2, np.float32), {}
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         self.t += 1
         armed = self.fail_env_seed is None or self.seed_seen == self.fail_env_seed
         if armed and self.t >= self.fail_at:
             if self.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self.mode == "hang":
+                while True:
+                    time.sleep(60)
+            if self.mode in BAD_OBSERVATIONS:
+                return BAD_OBSERVATIONS[self.mode], 0.0, False, False, {}
             raise ValueError(f"deliberate failure at step {self.t}")
         return np.zeros(2, np.float32), 0.0, False, False, {}
 

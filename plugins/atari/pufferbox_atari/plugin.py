@@ -88,7 +88,7 @@ def make_atari(game: str, frame_skip: int = 4, noop_max: int = 30, screen_size: 
                full_action_space: bool = False, max_episode_frames: int = 108_000,
                render_mode: str | None = None) -> gymnasium.Env:
     """One preprocessed Atari env (``uint8[stack, screen_size, screen_size]`` observations)."""
-    import ale_py  # noqa: F401 - heavy, and optional until an Atari env is made
+    import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
     if game not in GAMES:

@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from pufferbox.train.policies import CNNEncoder
+from pufferbox.api import CNNEncoder
 
 
 class NatureCNN(CNNEncoder):

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry
 from pufferbox_atari.plugin import GAMES, MULTIPLAYER_ONLY, make_atari
 from pufferbox_atari.policy import NatureCNN
+
+import pufferbox.vector
+from pufferbox.api import get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 def test_every_single_player_rom_is_registered_under_its_name_and_short_name():

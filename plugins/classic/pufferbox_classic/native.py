@@ -17,8 +17,7 @@ Resets: the numpy kernel draws ``RESET_DRAWS`` states at a time per env (a gener
 an auto-reset is a gather instead of a Python call. The C kernel runs numpy's PCG64 itself
 on the generator's state (``bit_generator.state``), so a reset never leaves C.
 
-Episode infos are an :class:`~pufferbox.vector.native.EpisodeInfos` (arrays; dicts only
-when a consumer iterates).
+Finished episodes are an :class:`~pufferbox.episodes.Episodes` (arrays; no dict per episode).
 
 Example:
     >>> block = CartPoleNative(num_envs=3)
@@ -39,9 +38,16 @@ import gymnasium
 import numpy as np
 from gymnasium.utils import seeding
 
-from pufferbox.buffers import Buffers
-from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
-from pufferbox.vector.native import EpisodeInfos, NativeBlock, episode_infos
+from pufferbox.api import (
+    NO_EPISODES,
+    ActionSpec,
+    Buffers,
+    Episodes,
+    NativeBlock,
+    ObservationSpec,
+    SpaceError,
+    episodes_ended,
+)
 
 try:
     from pufferbox_classic import _cartpole
@@ -119,14 +125,14 @@ class CartPoleNative(NativeBlock):
     def close(self) -> None:
         self.kernel = None  # releases its views (a shared-memory segment unmaps only without them)
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def vec_reset(self, seed: int | None = None) -> Episodes:
         return self.reset_c(seed) if self.kernel_name == "c" else self.reset_numpy(seed)
 
-    def vec_step(self, actions: np.ndarray) -> EpisodeInfos | list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         return self.step_c(actions) if self.kernel_name == "c" else self.step_numpy(actions)
 
     # -- C kernel ---------------------------------------------------------------------
-    def reset_c(self, seed: int | None = None) -> list[dict]:
+    def reset_c(self, seed: int | None = None) -> Episodes:
         if seed is not None or not self.seeded:
             for env in range(self.num_envs):
                 rng = seeding.np_random(None if seed is None else seed + env)[0]
@@ -138,9 +144,9 @@ class CartPoleNative(NativeBlock):
             raise RuntimeError("cartpole native: reset() after close()")
         self.kernel.reset()
         self.buffers.masks[:] = True
-        return []
+        return NO_EPISODES
 
-    def step_c(self, actions: np.ndarray) -> EpisodeInfos | list[dict]:
+    def step_c(self, actions: np.ndarray) -> Episodes:
         if not self.seeded or self.kernel is None:
             raise RuntimeError("cartpole native: step() before reset() or after close()")
         if type(actions) is not np.ndarray or actions.dtype != np.int64 or not actions.flags.c_contiguous:
@@ -150,12 +156,12 @@ class CartPoleNative(NativeBlock):
             actions = np.ascontiguousarray(actions, dtype=np.int64)
         ended = self.kernel.step(actions)
         if ended > 0:  # copies: the kernel's arrays are rewritten next step
-            return EpisodeInfos(self.episode_env[:ended].copy(), self.episode_return[:ended].copy(),
-                                self.episode_length[:ended].copy())
+            return Episodes(self.episode_env[:ended].astype(np.int64), self.episode_return[:ended].astype(np.float64),
+                            self.episode_length[:ended].astype(np.int64))
         if ended < 0:
             bad = actions.reshape(-1)[-ended - 1]
             raise SpaceError(f"{self.name}: action {bad} is outside the flat action space Discrete(2)")
-        return []
+        return NO_EPISODES
 
     # -- numpy reference --------------------------------------------------------------
     def refill(self, env: int) -> None:
@@ -177,7 +183,7 @@ class CartPoleNative(NativeBlock):
         for i in range(4):
             obs[:, i] = self.state[i]
 
-    def reset_numpy(self, seed: int | None = None) -> list[dict]:
+    def reset_numpy(self, seed: int | None = None) -> Episodes:
         if seed is not None or not self.rngs:
             self.rngs = [seeding.np_random(None if seed is None else seed + i)[0] for i in range(self.num_envs)]
             for env in range(self.num_envs):
@@ -189,9 +195,9 @@ class CartPoleNative(NativeBlock):
         b.terminals[:] = False
         b.truncations[:] = False
         b.masks[:] = True
-        return []
+        return NO_EPISODES
 
-    def step_numpy(self, actions: np.ndarray) -> EpisodeInfos | list[dict]:
+    def step_numpy(self, actions: np.ndarray) -> Episodes:
         if not self.rngs:
             raise RuntimeError("cartpole native: step() before reset()")
         if not self.checked:
@@ -247,9 +253,9 @@ class CartPoleNative(NativeBlock):
         b.rewards[:] = 1.0
         self.returns += 1.0
         np.logical_or(terminated, b.truncations, out=self.done)
-        infos: EpisodeInfos | list[dict] = []
+        infos = NO_EPISODES
         if self.done.any():
-            infos = episode_infos(self.done, self.returns, self.lengths)
+            infos = episodes_ended(self.done, self.returns, self.lengths)
             self.reset_envs(np.flatnonzero(self.done))
         self.write_observations()
         return infos

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
+from pufferbox_classic.plugin import CLASSIC
 
+from pufferbox.api import get_registry
 from pufferbox.conformance import assert_conforms
 from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry
-from pufferbox_classic.plugin import CLASSIC
 
 NAMES = [row[0] for row in CLASSIC]
 BOX2D = ["lunarlander", "lunarlander_continuous", "bipedalwalker"]
@@ -31,7 +31,7 @@ def test_every_env_wraps_its_gymnasium_id_with_its_kwargs():
 
 
 def test_solved_returns_and_defaults_are_valid_training_configs():
-    from pufferbox.train.config import resolve_config
+    from pufferbox.api import resolve_config
 
     solved = {name: get_registry().get(name).solved_return for name in NAMES}
     assert solved == {"acrobot": -100.0, "mountaincar": -110.0, "mountaincar_continuous": 90.0, "pendulum": -200.0,

@@ -8,8 +8,9 @@ after ``length`` steps (10,000 by default).
 
 Achievements are episode metrics: the final step's info holds ``achievement_<name>`` (1.0
 when unlocked in the episode, else 0.0) for each of the 22 achievements, and
-``achievements`` (how many were unlocked); pufferbox carries plain numeric keys of an
-episode's final info as its named metrics.
+``achievements`` (how many were unlocked); the EnvSpec declares these names
+(``episode_metrics``), so every backend reports them in ``Episodes.metrics`` and the trainer
+logs their means (``episode_achievements``, ``episode_achievement_collect_wood``, ...).
 
 Seeding: ``reset(seed=s)`` draws Crafter's world seed from ``self.np_random`` and restarts
 its episode counter, so a seed fixes that episode's world and every unseeded one after it.
@@ -48,6 +49,7 @@ ACHIEVEMENTS = (
     "make_iron_sword", "make_stone_pickaxe", "make_stone_sword", "make_wood_pickaxe", "make_wood_sword",
     "place_furnace", "place_plant", "place_stone", "place_table", "wake_up",
 )
+EPISODE_METRICS = tuple(f"achievement_{name}" for name in ACHIEVEMENTS) + ("achievements",)
 SEED_BOUND = 2**31 - 1  # crafter seeds numpy's RandomState (below 2**32) from hash((seed, episode))
 
 # PPO as in the Crafter paper's baseline budget (1M steps), NatureCNN-sized features.
@@ -123,7 +125,8 @@ class CrafterEnv(gymnasium.Env):
 @hookimpl
 def register_envs(register):
     register(EnvSpec(name="crafter", binding=CrafterEnv, requires=REQUIRES, defaults=DEFAULTS,
+                     episode_metrics=EPISODE_METRICS,
                      description="Crafter (open-world survival, 22 achievements); 64x64 RGB, the trainer's CNN"))
     register(EnvSpec(name="crafter/noreward", binding=CrafterEnv, kwargs={"reward": False}, requires=REQUIRES,
-                     defaults=DEFAULTS,
+                     defaults=DEFAULTS, episode_metrics=EPISODE_METRICS,
                      description="Crafter without reward (unsupervised agents); achievements still reported"))

@@ -95,7 +95,7 @@ class MissionBytes(gymnasium.ObservationWrapper, gymnasium.utils.RecordConstruct
 
 def make_minigrid(gym_id: str, render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env:
     """One MiniGrid/BabyAI env with its mission as bytes (``kwargs`` go to ``gymnasium.make``)."""
-    import minigrid  # noqa: F401 - registers the MiniGrid-*/BabyAI-* ids
+    import minigrid
 
     gymnasium.register_envs(minigrid)
     return MissionBytes(gymnasium.make(gym_id, render_mode=render_mode, **kwargs))

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.api import ActionSpec, ObservationSpec
 
 CELL_IDS = 32  # per channel; MiniGrid uses 0..10 (objects), 0..5 (colours), 0..2 (states)
 CELL_DIM = 16

@@ -6,13 +6,13 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry
 from pufferbox_minigrid.plugin import MISSION_BYTES, TASKS, encode_mission, env_name, make_minigrid
 from pufferbox_minigrid.policy import MiniGridEncoder
+
+import pufferbox.vector
+from pufferbox.api import get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 def test_every_task_is_a_minigrid_id_under_a_lowercase_name():
@@ -76,8 +76,7 @@ def test_encoder_reads_the_mission_on_a_batch_from_the_vector_env():
 
 
 def test_trainer_picks_the_minigrid_encoder_by_default():
-    from pufferbox.registry import resolve
-    from pufferbox.train.policies import build_agent
+    from pufferbox.api import build_agent, resolve
 
     spec = get_registry().get("minigrid/doorkey-5x5")
     venv = pufferbox.vector.make("minigrid/doorkey-5x5", backend="serial", num_envs=1)

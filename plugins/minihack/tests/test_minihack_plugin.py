@@ -6,14 +6,13 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry, resolve
-from pufferbox.train.policies import build_agent
 from pufferbox_minihack.plugin import NAVIGATION, SKILLS, env_name, gym_id
 from pufferbox_nethack.policy import NetHackEncoder
+
+import pufferbox.vector
+from pufferbox.api import build_agent, get_registry, resolve
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 def test_every_task_is_a_minihack_id_under_a_lowercase_name():

@@ -6,13 +6,12 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from pufferbox_mujoco.plugin import TASKS
 
 import pufferbox.vector
+from pufferbox.api import MLPEncoder, build_agent, get_registry
 from pufferbox.conformance import assert_conforms
 from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry
-from pufferbox.train.policies import MLPEncoder, build_agent
-from pufferbox_mujoco.plugin import TASKS
 
 
 def test_every_task_is_a_gymnasium_v5_id_with_its_threshold_under_two_names():

@@ -15,7 +15,7 @@ plugin's) but steps its core itself and repeats exactly what the env's ``step`` 
   gold, hunger (``NetHackEat``) and explored glyphs (``NetHackScout``), plus the time penalty
   of every mode, with its frozen-step counter kept across episodes as nle keeps it;
 * Gymnasium's ``TimeLimit`` (the plugin's ``max_episode_steps``) and the emulator's episode
-  infos: ``end_status``, ``is_ascended``, ``episode_return``, ``episode_length``.
+  finished episodes: returns, lengths and the metrics ``end_status``, ``is_ascended``.
 
 Resets go through the whole wrapper stack (``env.reset(seed=seed + i)``, then unseeded
 auto-resets), as the emulator does, so games start identically. nle writes the observation
@@ -43,9 +43,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.buffers import Buffers
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.vector.native import NativeBlock
+from pufferbox.api import NO_EPISODES, ActionSpec, Buffers, Episodes, NativeBlock, ObservationSpec
 from pufferbox_nethack.plugin import NATIVE_TASKS, OBSERVATION_KEYS, make_nethack
 
 # Task -> nle class the block reproduces; checked with ``type(env.unwrapped) is cls`` so a
@@ -74,10 +72,32 @@ XWAITFORSPACE, IN_YN_FUNCTION, IN_GETLIN = 3, 1, 2  # internal[...]: the prompts
 class NetHackGame:
     """One plugin env whose core is stepped directly; ``step`` is ``env.step`` without the Python around it."""
 
-    __slots__ = ("env", "unwrapped", "core", "pynethack", "task", "actions", "time_limit", "nle_limit",
-                 "allow_all_modes", "penalty_mode", "penalty_step", "penalty_time", "blstats", "internal",
-                 "program_state", "glyphs", "copies", "score", "time", "gold", "hunger", "steps", "frozen",
-                 "episode_return")
+    __slots__ = (
+        "actions",
+        "allow_all_modes",
+        "blstats",
+        "copies",
+        "core",
+        "env",
+        "episode_return",
+        "frozen",
+        "glyphs",
+        "gold",
+        "hunger",
+        "internal",
+        "nle_limit",
+        "penalty_mode",
+        "penalty_step",
+        "penalty_time",
+        "program_state",
+        "pynethack",
+        "score",
+        "steps",
+        "task",
+        "time",
+        "time_limit",
+        "unwrapped",
+    )
 
     def __init__(self, task: str, observation_keys: tuple[str, ...], max_episode_steps: int | None,
                  **kwargs: Any):
@@ -267,7 +287,7 @@ class NetHackNative(NativeBlock):
             game.bind_buffers({leaf.path: view[i:i + 1].reshape(leaf.shape)
                                for leaf, view in zip(self.obs_spec.leaves, leaf_views)})
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def vec_reset(self, seed: int | None = None) -> Episodes:
         for i, game in enumerate(self.games):
             game.reset(None if seed is None else seed + i)
         b = self.buffers
@@ -276,9 +296,9 @@ class NetHackNative(NativeBlock):
         b.truncations[:] = False
         b.masks[:] = True
         self.started = True
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         if not self.started:
             raise RuntimeError(f"{self.name} native: step() before reset()")
         actions = np.asarray(actions)
@@ -287,7 +307,7 @@ class NetHackNative(NativeBlock):
             self.checked = True
         b = self.buffers
         rewards, terminals, truncations = b.rewards, b.terminals, b.truncations
-        infos: list[dict] = []
+        ended: list[Episodes] = []
         for i, (game, action) in enumerate(zip(self.games, actions.reshape(-1).tolist())):
             reward, terminated, truncated, status = game.step(action)
             rewards[i] = reward
@@ -295,15 +315,11 @@ class NetHackNative(NativeBlock):
             truncations[i] = truncated
             game.episode_return += reward
             if terminated or truncated:
-                info = game.end_info(status)
-                info["env"] = i
-                info["episode_return"] = game.episode_return
-                info["episode_length"] = game.steps
-                infos.append(info)
+                ended.append(Episodes.one(i, game.episode_return, game.steps, game.end_info(status)))
                 game.reset(None)
             elif game.copies:
                 game.write_copies()
-        return infos
+        return Episodes.concat(ended) if ended else NO_EPISODES
 
     def close(self) -> None:
         for game in self.games:

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Mapping, SupportsFloat
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
 
 import gymnasium
 import numpy as np
@@ -217,6 +218,7 @@ def register_envs(register):
             binding=make_nethack,
             kwargs={"task": task},
             native=make_native if task in NATIVE_TASKS else None,
+            episode_metrics=("end_status", "is_ascended"),
             aliases=("nethack/score",) if task == "score" else (),
             requires=REQUIRES,
             policy="pufferbox_nethack.policy:NetHackEncoder",

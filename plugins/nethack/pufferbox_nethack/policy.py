@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.api import ActionSpec, ObservationSpec
 
 GLYPH_DIM = 16
 MAP_CHANNELS = 32

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.emulation import emulate
-from pufferbox.registry import get_registry
 from pufferbox_nethack.plugin import TASKS, make_nethack
 from pufferbox_nethack.policy import NetHackEncoder
+
+import pufferbox.vector
+from pufferbox.api import emulate, get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 class RecordObservation(gymnasium.Wrapper):
@@ -63,8 +62,8 @@ def test_flattened_dict_matches_the_raw_observation_in_lock_step():
         for key in ("glyphs", "blstats", "message"):
             np.testing.assert_array_equal(tree[key][0], recorder.last[key])
         infos = emulated.vec_step(np.array([rng.integers(23)]))
-        if infos:  # auto-reset: the row already holds the next episode's first observation
-            assert "episode_return" in infos[0]
+        if len(infos):  # auto-reset: the row already holds the next episode's first observation
+            assert infos.lengths[0] > 0
     emulated.close()
 
 
@@ -117,14 +116,14 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
     """Against an unbound twin in lock step: same rows and rewards, and the emulator copies nothing."""
     from nle import nethack
 
-    from pufferbox.buffers import Buffers
+    from pufferbox.api import Buffers
 
     emulated = emulate(make_nethack("score", max_episode_steps=40), name="nethack")
     twin = make_nethack("score", max_episode_steps=40)
     rows = Buffers.allocate(emulated.obs_spec, emulated.act_spec, 3)
     emulated.set_buffers(rows.slice(1, 2))  # an inner row, as a backend hands it
     core = emulated.env.unwrapped.nethack
-    for key, target in emulated.obs_keyed:
+    for key, target, *_ in emulated.obs_keyed:
         assert core._obs_buffers[key] is target and np.shares_memory(target, rows.observations[1])
         # nle writes through its C pointer; the emulator's own copy (target[...] = value) would now raise
         target.flags.writeable = False
@@ -141,7 +140,7 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
         expected, reward, terminated, truncated, _ = twin.step(action)
         assert (rows.rewards[1], rows.terminals[1], rows.truncations[1]) == (np.float32(reward), terminated, truncated)
         if terminated or truncated:
-            assert infos and "episode_return" in infos[0]
+            assert len(infos) == 1 and infos.lengths[0] > 0
             # The auto-reset wrote the next game's first screen in place (turn 1; the twin has not
             # reset into that game, so re-sync both with one seed).
             tree = emulated.obs_spec.unflatten(rows.observations)
@@ -156,7 +155,7 @@ def test_nle_writes_the_observation_into_the_backend_row_in_place():
 
 def test_rebinding_after_reset_falls_back_to_copying():
     """nle refuses new buffers once reset: a later re-point keeps the game going and copies instead."""
-    from pufferbox.buffers import Buffers
+    from pufferbox.api import Buffers
 
     emulated = emulate(make_nethack("score"), name="nethack")
     twin = make_nethack("score")

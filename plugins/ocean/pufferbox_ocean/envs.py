@@ -15,8 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium
 import numpy as np
 from gymnasium import spaces

@@ -22,10 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium.utils import seeding
 
-from pufferbox.emulation import APIUsageError
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.vector.native import NativeBlock
-
+from pufferbox.api import NO_EPISODES, ActionSpec, APIUsageError, Episodes, NativeBlock, ObservationSpec, episodes_ended
 from pufferbox_ocean import envs
 
 __all__ = ["OceanBlock", "SquaredNative", "PasswordNative", "StochasticNative", "MemoryNative",
@@ -53,7 +50,7 @@ class OceanBlock(NativeBlock):
         super().set_buffers(buffers)
         self.views = dict(zip((leaf.path for leaf in self.obs_spec.leaves), self.obs_spec.leaf_views(buffers.observations)))
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def vec_reset(self, seed: int | None = None) -> Episodes:
         if seed is not None:
             self.rngs = [seeding.np_random(seed + i)[0] for i in range(self.num_envs)]
         self.reset_envs(np.arange(self.num_envs))
@@ -65,9 +62,9 @@ class OceanBlock(NativeBlock):
         self.episode_return[:] = 0.0
         self.episode_length[:] = 0
         self.needs_reset = False
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
         rewards, terminated, truncated = self.step_envs(actions)
@@ -78,9 +75,9 @@ class OceanBlock(NativeBlock):
         # float64 sum of the env's own rewards, as the emulator sums float(reward).
         self.episode_return += rewards
         self.episode_length += 1
-        done = np.flatnonzero(terminated | truncated)
-        infos = [{"env": int(i), "episode_return": float(self.episode_return[i]),
-                  "episode_length": int(self.episode_length[i])} for i in done]
+        ended = terminated | truncated
+        infos = episodes_ended(ended, self.episode_return, self.episode_length)
+        done = np.flatnonzero(ended)
         if done.size:
             self.episode_return[done] = 0.0
             self.episode_length[done] = 0
@@ -332,7 +329,7 @@ class MultiagentNative(NativeBlock):
         obs[idx] = np.eye(2, dtype=np.float32)
         self.rows(self.buffers.masks)[idx] = True
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def vec_reset(self, seed: int | None = None) -> Episodes:
         if seed is not None:
             self.rngs = [seeding.np_random(seed + i)[0] for i in range(self.num_envs)]
         self.reset_envs(np.arange(self.num_envs))
@@ -342,9 +339,9 @@ class MultiagentNative(NativeBlock):
         self.episode_returns[:] = 0.0
         self.episode_length[:] = 0
         self.needs_reset = False
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
         actions = np.asarray(actions).reshape(self.num_envs, 2)
@@ -364,9 +361,9 @@ class MultiagentNative(NativeBlock):
         self.episode_returns += rewards  # float32 rewards summed in float64, like the emulator
         self.episode_length += 1
         self.alive &= ~leaving
-        done = np.flatnonzero(~self.alive.any(axis=1))
-        infos = [{"env": int(i), "episode_return": float(self.episode_returns[i].mean()),
-                  "episode_length": int(self.episode_length[i])} for i in done]
+        ended = ~self.alive.any(axis=1)
+        infos = episodes_ended(ended, self.episode_returns.mean(axis=1), self.episode_length)
+        done = np.flatnonzero(ended)
         if done.size:
             self.episode_returns[done] = 0.0
             self.episode_length[done] = 0

@@ -8,7 +8,6 @@ within a minute on a laptop CPU.
 from __future__ import annotations
 
 from pufferbox import EnvSpec, hookimpl
-
 from pufferbox_ocean import envs, native
 
 # name, single env, native twin, solved_return (0.9 x optimum), training steps

@@ -7,14 +7,13 @@ import json
 import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, run_cli, smoke_train
-from pufferbox.registry import get_registry
-from pufferbox.spaces import SpaceError
 from pufferbox_pettingzoo.plugin import BUTTERFLY, MPE_ALIKE, MPE_PADDED, make_mpe
 from pufferbox_pettingzoo.uniform import PadObservations
+
+import pufferbox.vector
+from pufferbox.api import SpaceError, get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, run_cli, smoke_train
 
 MPE_NAMES = [f"mpe/{name}" for name in {**MPE_ALIKE, **MPE_PADDED}]
 
@@ -59,7 +58,7 @@ def test_roles_with_different_action_spaces_are_refused_with_the_reason():
     padded = PadObservations(simple_speaker_listener_v4.parallel_env())  # Discrete 3 and 5: padded to 5
     assert str(padded.action_space("speaker_0")) == str(padded.action_space("listener_0")) == "Discrete(5)"
     # Without the padding, the emulator refuses the mixed layouts; with it, they fit.
-    from pufferbox.emulation import emulate
+    from pufferbox.api import emulate
     with pytest.raises(SpaceError, match="pad them to one space"):
         emulate(make_mpe("simple_tag_v3"), name="unpadded simple_tag")
     emulate(make_mpe("simple_tag_v3", pad=True), name="simple_tag").close()

@@ -21,8 +21,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.vector.native import NativeBlock
+from pufferbox.api import NO_EPISODES, ActionSpec, Episodes, NativeBlock, ObservationSpec, episodes_ended
 
 GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot", "heist",
          "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
@@ -108,7 +107,7 @@ class ProcgenBlock(NativeBlock):
         super().set_buffers(buffers)
         self.frames = self.obs_spec.leaf_views(buffers.observations)[0]
 
-    def vec_reset(self, seed: int | None = None) -> list[dict]:
+    def vec_reset(self, seed: int | None = None) -> Episodes:
         if seed is not None:  # env i starts where a fresh one-env game seeded seed + i starts
             states = []
             for i in range(self.num_envs):
@@ -124,9 +123,9 @@ class ProcgenBlock(NativeBlock):
         b.masks[:] = True
         self.returns[:] = 0.0
         self.lengths[:] = 0
-        return []
+        return NO_EPISODES
 
-    def vec_step(self, actions: np.ndarray) -> list[dict]:
+    def vec_step(self, actions: np.ndarray) -> Episodes:
         actions = np.asarray(actions).reshape(self.num_envs)
         self.check_discrete_actions(actions, NUM_ACTIONS)
         self.env.act(actions.astype(np.int32))
@@ -138,15 +137,13 @@ class ProcgenBlock(NativeBlock):
         self.returns += reward
         self.lengths += 1
         if not first.any():
-            return []
-        infos = []
+            return NO_EPISODES
         env_infos = self.env.get_info()
-        for i in np.flatnonzero(first).tolist():
-            infos.append({"env": i, "prev_level_complete": int(env_infos[i]["prev_level_complete"]),
-                          "episode_return": float(self.returns[i]), "episode_length": int(self.lengths[i])})
+        complete = np.array([float(info["prev_level_complete"]) for info in env_infos])
+        episodes = episodes_ended(first, self.returns, self.lengths, {"prev_level_complete": complete})
         self.returns[first] = 0.0
         self.lengths[first] = 0
-        return infos
+        return episodes
 
     def close(self) -> None:
         self.env.close()

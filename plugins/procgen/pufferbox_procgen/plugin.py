@@ -44,6 +44,7 @@ def register_envs(register):
             name=f"procgen/{game}",
             binding=make_procgen,
             native=ProcgenBlock,
+            episode_metrics=("prev_level_complete",),
             kwargs={"game": game},
             requires=REQUIRES,
             policy="pufferbox_procgen.policy:ImpalaResNet",

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.api import ActionSpec, ObservationSpec
 
 
 class ResidualBlock(nn.Module):

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
-
-import pufferbox.vector
-from pufferbox.conformance import assert_conforms
-from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
-from pufferbox.registry import get_registry
 from pufferbox_procgen.envs import GAMES, ProcgenBlock, ProcgenEnv
 from pufferbox_procgen.policy import ImpalaResNet
+
+import pufferbox.vector
+from pufferbox.api import get_registry
+from pufferbox.conformance import assert_conforms
+from pufferbox.conformance.testing import assert_unavailable_without, info_json, smoke_train
 
 
 def test_all_sixteen_games_are_registered_with_a_native_block():

@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.cuda.reference import BatchedReference
+from pufferbox.api import BatchedReference
 from pufferbox.cuda.rng import cos_poly, env_keys, f32, sin_poly, uniform
 
 SOURCE = Path(__file__).parent / "kernels" / "cartpole.cu"

@@ -8,7 +8,7 @@ Gymnasium env that trains on any CPU backend), ``cuda`` describes the kernel for
 from __future__ import annotations
 
 from pufferbox import EnvSpec, hookimpl
-from pufferbox.cuda.spec import CudaImplementation
+from pufferbox.api import CudaImplementation
 from pufferbox_warp import cartpole, tag, tag_continuous
 
 

@@ -22,7 +22,7 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from pufferbox.cuda.reference import BatchedReference
+from pufferbox.api import BatchedReference
 from pufferbox.cuda.rng import env_keys, f32, hash32
 from pufferbox_warp.tag_common import catches, leave_and_count, nearest_agents, other_agents, report_done
 
@@ -139,7 +139,7 @@ class TagEnv(ParallelEnv):
         return self._act_space
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        if seed is not None or not self.agents and self.seed_counter is None:
+        if seed is not None or (not self.agents and self.seed_counter is None):
             self.core.reset(seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31))
             self.seed_counter = 0
         else:  # WarpDrive's reset: back to the positions drawn at the last seeded reset

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pufferbox.cuda.reference import BatchedReference
+from pufferbox.api import BatchedReference
 from pufferbox.cuda.rng import cos_poly, env_keys, f32, sin_poly, uniform
 from pufferbox_warp.tag import TagEnv
 from pufferbox_warp.tag_common import catches, leave_and_count, nearest_agents, other_agents, report_done

@@ -1,0 +1,65 @@
+"""The public surface for plugin authors: everything an environment plugin may import from pufferbox.
+
+Plugins import from here (or from ``pufferbox`` itself, which re-exports ``EnvSpec`` and
+``hookimpl``), never from pufferbox's internal modules, so those can change without breaking
+plugins; ``tests/test_layering.py`` enforces it for the first-party plugins. Kernel plugins may
+also use :mod:`pufferbox.cuda.rng` (the counter-based RNG their CPU references must mirror), and
+plugin tests :mod:`pufferbox.conformance` and :mod:`pufferbox.conformance.testing`.
+
+Names resolve on first use (PEP 562), so importing this module costs nothing: a plugin that
+only registers envs does not pull torch in.
+
+Example:
+    >>> from pufferbox.api import EnvSpec, ObservationSpec
+    >>> EnvSpec.__name__, ObservationSpec.__name__
+    ('EnvSpec', 'ObservationSpec')
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> the module that defines it
+EXPORTS: dict[str, str] = {
+    # registration
+    "EnvSpec": "pufferbox.registry",
+    "hookimpl": "pufferbox.hookspecs",
+    "get_registry": "pufferbox.registry",
+    "resolve": "pufferbox.registry",
+    # flattening and rows
+    "ObservationSpec": "pufferbox.spaces",
+    "ActionSpec": "pufferbox.spaces",
+    "SpaceError": "pufferbox.spaces",
+    "Buffers": "pufferbox.buffers",
+    "emulate": "pufferbox.emulation",
+    "APIUsageError": "pufferbox.emulation",
+    # native batched envs and their episodes
+    "NativeBlock": "pufferbox.vector.native",
+    "episodes_ended": "pufferbox.vector.native",
+    "Episodes": "pufferbox.episodes",
+    "NO_EPISODES": "pufferbox.episodes",
+    # GPU kernels
+    "CudaImplementation": "pufferbox.cuda.spec",
+    "BatchedReference": "pufferbox.cuda.reference",
+    # policies (encoders a plugin may build on or test with)
+    "CNNEncoder": "pufferbox.train.policies",
+    "MLPEncoder": "pufferbox.train.policies",
+    "build_agent": "pufferbox.train.policies",
+    "resolve_config": "pufferbox.train.config",
+}
+
+__all__ = sorted(EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"pufferbox.api has no {name!r}; plugins may use: {', '.join(__all__)}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,96 @@
+"""benchmarks/bench_train_peers.py: what it computes from the trainers' logs, and its errors (no training here)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_train_peers as bench
+import peer_venvs
+
+
+def test_steady_sps_excludes_the_first_update():
+    # the first update took 10 s (start-up, first calls); the next two took 1 s each
+    run = bench.Run(marks=[(1024, 10.0), (2048, 11.0), (3072, 12.0)])
+    assert run.steady_sps() == pytest.approx(1024.0)
+    assert bench.Run(marks=[(1024, 10.0)]).steady_sps() is None  # one update: no steady state to report
+
+
+def test_final_return_uses_the_last_quarter_of_the_budget():
+    run = bench.Run(episodes=[(100, 50.0), (700, 1.0), (800, 3.0), (1000, 5.0)])
+    assert run.final_return(1000) == (pytest.approx(4.0), 2)
+    assert bench.Run().final_return(1000) == (None, 0)
+
+
+def test_budgets_per_env_and_unknown_env():
+    assert bench.parse_budgets(["nethack=4096"], ["nethack", "breakout"]) == {"nethack": 4096, "breakout": 20_000}
+    assert bench.parse_budgets(["3000"], ["bigfish"]) == {"bigfish": 3000}
+    with pytest.raises(SystemExit, match="Error: --budget pong=1: unknown env 'pong'"):
+        bench.parse_budgets(["pong=1"], ["breakout"])
+
+
+def test_missing_peer_venv_names_setup(tmp_path, monkeypatch):
+    monkeypatch.setattr(peer_venvs, "PUFFERLIB_VENV", tmp_path / "pufferlib")
+    with pytest.raises(SystemExit, match=r"Error: peer venv .*pufferlib is missing: run .*--setup"):
+        bench.check_peers(["nethack"])
+
+
+def test_pufferbox_arm_reads_metrics_and_phases(tmp_path, monkeypatch):
+    """Phases are the cumulative timers' growth after update 1; the matched arm passes the peer's settings."""
+    seen = {}
+
+    def fake_run(cmd, cwd, env, log):
+        seen["cmd"] = cmd
+        run_dir = Path(cmd[cmd.index("--run-dir") + 1])
+        run_dir.mkdir()
+        rows = [{"global_step": 1024 * k, "wall_time": 5.0 + k, "episode_return": 2.0 * k, "episodes": k,
+                 "time_env": 0.5 * k, "time_inference": 1.0 * k, "time_learn": 3.0 * k} for k in (1, 2, 3, 4)]
+        (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+        return [], 9.0
+
+    monkeypatch.setattr(bench, "run_logged", fake_run)
+    run = bench.run_pufferbox(bench.PEERS["breakout"], True, 1, 4096, None, tmp_path)
+    assert run.steady_sps() == pytest.approx(1024.0)
+    assert run.phases == pytest.approx({"env": 1.5, "inference": 3.0, "update": 9.0})
+    assert run.final_return(4096) == (pytest.approx(8.0), 4)  # only update 4 (step 4096) is in the last quarter
+    assert run.return_unit == "clipped, per life"  # no raw score in these metrics: not CleanRL's unit
+    sets = [seen["cmd"][i + 1] for i, a in enumerate(seen["cmd"]) if a == "--set"]
+    assert sets == ["vec.num_envs=8", "train.num_steps=128", "train.update_epochs=4", "train.num_minibatches=4",
+                    "train.learning_rate=0.00025"]
+
+
+def test_table_ratio_against_the_peer():
+    rows = [{"env": "nethack", "arm": arm, "steady_sps": sps, "phases": None, "return_last_quarter": None,
+             "episodes_last_quarter": 0, "load_before": [1.0], "load_after": [1.0]}
+            for arm, sps in (("peer", 100.0), ("defaults", 250.0))]
+    text = bench.table(rows)
+    assert "| nethack | pufferbox defaults | 250 | 2.50x | not reported | n/a (0) |" in text
+
+
+def test_main_writes_one_results_section(monkeypatch, capsys):
+    """--write replaces the "## Training vs peers" section with the same table it prints."""
+    written = {}
+
+    def fake_arm(arm, peer, seed, budget, threads, work, pufferbox):
+        return {"env": peer.env, "arm": arm, "seed": seed, "steady_sps": 100.0 * seed, "phases": {"env": 1.0,
+                "inference": 2.0, "update": 3.0}, "return_last_quarter": 5.0, "episodes_last_quarter": 2,
+                "return_unit": "NetHackScore", "load_before": [0.5], "load_after": [0.7]}
+
+    monkeypatch.setattr(bench, "run_arm", fake_arm)
+    monkeypatch.setattr(bench, "write_section", lambda title, text: written.update({title: text}))
+    monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--envs", "nethack", "--arms", "defaults",
+                                      "--seeds", "1", "3", "--write"])
+    bench.main()
+    section = written["## Training vs peers"]
+    assert "| nethack | pufferbox defaults | 200 | n/a | 1.0 / 2.0 / 3.0 | 5.00 (4) | NetHackScore | 0.5→0.7, 0.5→0.7 |" in section
+    assert section.split("\n\n")[-1] in capsys.readouterr().out
+
+
+def test_unknown_arm_is_an_error(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--arms", "peer,fast"])
+    with pytest.raises(SystemExit, match="Error: --arms: unknown fast"):
+        bench.main()
