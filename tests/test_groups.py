@@ -394,3 +394,8 @@ def test_grouped_resume_replays_an_uninterrupted_run(tmp_path):
     whole = torch.load(tmp_path / "whole/checkpoints/ckpt-00000004.pt", weights_only=True)
     split = torch.load(tmp_path / "split/checkpoints/ckpt-00000004.pt", weights_only=True)
     assert all(torch.equal(whole["model"][k], split["model"][k]) for k in whole["model"])
+
+
+def test_overlap_with_groups_is_refused():
+    with pytest.raises(Exception, match="train.overlap: not supported with agent groups yet"):
+        tag_trainer(["train.overlap=true"])

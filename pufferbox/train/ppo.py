@@ -165,19 +165,20 @@ class Trainer:
             raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
                               "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
         device = setup_torch(tc)
+        # the group map is checked before any env worker starts (a bad map is a one-line error)
+        self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
+        if tc.overlap and self.layout is not None and not self.layout.single:
+            raise ConfigError(f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
+                              f"{', '.join(self.layout.names)} as separate policies); drop train.overlap")
         self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
-        self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
         self.league = None
         if self.layout is None or self.layout.single:  # one shared policy: the single-group path
             self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
             self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         else:
-            if tc.overlap:
-                raise ConfigError(f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
-                                  f"{', '.join(self.layout.names)} as separate policies); drop train.overlap")
             self.agent, self.learner, self.league = build_groups(self, config)
         self.collector = self.build_collector(tc)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
