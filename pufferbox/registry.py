@@ -74,6 +74,9 @@ class EnvSpec:
         aliases: other names that resolve to this env.
         episode_metrics: names of values in an episode's final ``info`` reported with each
             finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
+        groups: agent groups trained as separate policies (multi-agent): ``{name: [slot or agent id]}``
+            or a module-level ``groups(raw_env) -> {name: [...]}``; None: one shared policy
+            (see :mod:`pufferbox.train.groups`).
     """
 
     name: str
@@ -89,6 +92,7 @@ class EnvSpec:
     solved_return: float | None = None
     requires: dict = field(default_factory=dict)
     aliases: tuple = ()
+    groups: Any = None
     description: str = ""
     plugin: str = ""
     distribution: str = ""

@@ -167,7 +167,7 @@ def test_native_bug_is_caught():
 def test_pytest_fixture_runs_the_suite(pufferbox_check):
     spec = Registry(only=["ocean"]).get("bandit")
     assert [r.name for r in pufferbox_check(spec, steps=20)] == ["api", "spaces", "determinism", "flattening",
-                                                                 "serial", "native"]
+                                                                 "serial", "native", "groups"]
 
 
 def readme_blocks() -> dict[str, str]:

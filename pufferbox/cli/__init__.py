@@ -19,12 +19,13 @@ from pufferbox import __version__
 def user_errors() -> tuple[type[BaseException], ...]:
     from pufferbox.cuda.device import NoGPUError
     from pufferbox.envargs import EnvArgumentError
+    from pufferbox.groups import GroupError
     from pufferbox.registry import RegistryError, UnknownEnvError
     from pufferbox.spaces import SpaceError
     from pufferbox.vector.base import VectorConfigError
 
     errors: list[type[BaseException]] = [RegistryError, UnknownEnvError, SpaceError, VectorConfigError, NoGPUError,
-                                          EnvArgumentError]
+                                          EnvArgumentError, GroupError]
     try:
         from pufferbox.train.config import ConfigError
         errors.append(ConfigError)

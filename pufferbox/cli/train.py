@@ -93,7 +93,13 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 @click.option("--seed", type=int, default=12345, show_default=True)
 @click.option("--encoder", metavar="MODULE:ATTR", help="Trust this encoder, named by the checkpoint but registered "
               "by no installed plugin (a checkpoint alone never makes pufferbox import code).")
-def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder):
+@click.option("--opponent", metavar="CKPT|random", help="Multi-agent (grouped) runs: play a match, --checkpoint on "
+              "--side, this checkpoint (or uniform random actions) on the other groups; prints win/draw/loss.")
+@click.option("--side", metavar="GROUP", help="With --opponent: the group --checkpoint plays (default: the first).")
+@click.option("--league", "league_dir", type=click.Path(file_okay=False),
+              help="With --opponent: record the match in DIR/league.sqlite (ratings).")
+def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side,
+          league_dir):
     """Evaluate a checkpoint: prints mean/std return as JSON.
 
     Without --checkpoint, takes the newest checkpoint of ENV's runs under ./runs
@@ -111,6 +117,10 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
             raise UserError("eval: name an env (newest run under runs/) or pass --checkpoint PATH")
         checkpoint = newest_checkpoint(get_registry().get(env).name, Path(runs_root))
         click.echo(f"checkpoint: {checkpoint}", err=True)
+    if opponent is not None:
+        return print_match(env, checkpoint, opponent, episodes, side, seed, deterministic, league_dir)
+    if side is not None or league_dir is not None:
+        raise UserError("--side and --league go with --opponent CKPT|random")
     if video is not None:
         # rgb_array frames need no window; without this, pygame-drawn envs ask SDL for a display
         # and print "XDG_RUNTIME_DIR is invalid" on headless machines and in containers.
@@ -119,6 +129,52 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
                       deterministic=deterministic, seed=seed, stream=sys.stderr if render else None,
                       encoder=encoder)
     click.echo(json.dumps(result))
+
+
+def print_match(env, checkpoint, opponent, episodes, side, seed, deterministic, league_dir) -> None:
+    """``eval --opponent``: one JSON line (counts, win rate, its 95% Wilson interval) and a summary on stderr."""
+    from pufferbox.train.league import RANDOM, Ratings, grouped_state, play_match
+
+    if opponent != RANDOM and not Path(opponent).exists():
+        raise UserError(f"--opponent {opponent}: no such checkpoint; pass a ckpt-*.pt, a run directory or 'random'")
+    trained = grouped_state(checkpoint)["env"]
+    if env is not None and get_registry().get(env).name != trained:
+        raise UserError(f"{checkpoint}: checkpoint was trained on {trained!r}, not {env!r}")
+    result = play_match(checkpoint, opponent, episodes=episodes, side=side, seed=seed, deterministic=deterministic)
+    summary = result.summary()
+    if league_dir is not None:
+        Ratings(Path(league_dir) / "league.sqlite").record(result)
+    low, high = summary["win_rate_ci95"]
+    click.echo(f"{result.side}: {result.wins} wins, {result.draws} draws, {result.losses} losses in {result.games} "
+               f"games; win rate {summary['win_rate']:.3f} (95% CI {low:.3f}-{high:.3f})", err=True)
+    click.echo(json.dumps(summary))
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--play", "episodes", type=click.IntRange(0), default=0, show_default=True,
+              help="First play every pair of the run's checkpoints (and random) this many episodes per side.")
+@click.option("--seed", type=int, default=12345, show_default=True)
+def league(run_dir, episodes, seed):
+    """Ratings of a multi-agent run's checkpoints (RUN_DIR/league.sqlite), best first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from pufferbox.train.league import Ratings, round_robin
+
+    if episodes:
+        round_robin(run_dir, episodes=episodes, seed=seed)
+    path = Path(run_dir) / "league.sqlite"
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no league.sqlite yet; rate the checkpoints with `pufferbox league {run_dir} "
+                        "--play 20` or `pufferbox eval --checkpoint A --opponent B --league DIR`")
+    table = Table(title=f"league: {run_dir}")
+    for column in ("rank", "checkpoint", "mu - 3 sigma", "mu", "sigma", "games", "W", "D", "L"):
+        table.add_column(column, justify="left" if column == "checkpoint" else "right")
+    for rank, row in enumerate(Ratings(path).table(), 1):
+        table.add_row(str(rank), row["name"], f"{row['ordinal']:.2f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}",
+                      str(row["games"]), str(row["wins"]), str(row["draws"]), str(row["losses"]))
+    Console(width=200).print(table)
 
 
 def newest_checkpoint(env: str, root: Path) -> Path:

@@ -11,6 +11,8 @@ on the first violation; :func:`check_env_spec` runs them all and collects the re
 * ``serial``: the serial vector backend equals manual stepping of raw envs (seeded
   ``seed + i``), autoresets and episode infos included.
 * ``native``: a plugin's native batched block equals the emulated envs bit for bit.
+* ``groups``: a plugin's declared agent groups (``EnvSpec.groups``) put every agent in exactly one
+  group, and the agents of a group share their own observation and action spaces.
 """
 
 from __future__ import annotations
@@ -434,6 +436,20 @@ CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
 }
 
 
+def check_groups(spec: EnvSpec, cfg: CheckConfig) -> None:
+    from pufferbox.groups import GroupError, resolve_layout
+
+    try:
+        layout = resolve_layout(spec, cfg.kwargs, None)
+    except GroupError as exc:
+        fail(str(exc))
+    if layout is not None and len(layout.names) != len(set(layout.names)):
+        fail(f"group names repeat: {layout.names}")
+
+
+CHECKS["groups"] = check_groups
+
+
 def check_env_spec(spec: EnvSpec, steps: int = 200, seed: int = 0, num_envs: int = 3,
                    checks: list[str] | None = None, env_kwargs: dict | None = None) -> list[CheckResult]:
     """Run the checks (all by default) on ``spec``; never raises for a failing env.
@@ -452,6 +468,9 @@ def check_env_spec(spec: EnvSpec, steps: int = 200, seed: int = 0, num_envs: int
     for name in checks or CHECKS:
         if name == "native" and spec.native is None:
             results.append(CheckResult(name, True, "no native implementation (skipped)"))
+            continue
+        if name == "groups" and spec.groups is None:
+            results.append(CheckResult(name, True, "one shared policy (no groups declared)"))
             continue
         try:
             CHECKS[name](spec, cfg)

@@ -54,6 +54,7 @@ class Collected:
     steps: int
     episodes: Episodes
     metrics: dict[str, float] = field(default_factory=dict)
+    rows: np.ndarray | None = None  # the agent row of each segment (None: segment i is row i)
 
 
 class Collector(Protocol):
@@ -153,6 +154,7 @@ class Rollout:
 
     def clear(self) -> None:
         self.seg = np.arange(self.rows)  # the segment each row writes to
+        self.seg_row = np.arange(self.segments) % self.rows  # the row each segment holds (agent groups)
         self.ptr = np.zeros(self.rows, dtype=np.int64)  # obs stored in it so far
         self.full = np.zeros(self.segments, dtype=bool)
         self.free = list(range(self.rows, self.segments))
@@ -178,6 +180,7 @@ class Rollout:
         for arr in self.arrays():
             arr[new_segs, 0] = arr[old, last]
         self.seg[rows] = new_segs
+        self.seg_row[new_segs] = rows
         self.ptr[rows] = 1
 
     def finish(self, rows: np.ndarray) -> None:
@@ -244,8 +247,9 @@ class HostCollector:
                 if self.rollout.ready():
                     segs = np.nonzero(self.rollout.full)[0]
                     batch = {k: v[:, :steps + 1].to(self.device) for k, v in self.rollout.take(segs).items()}
+                    rows_of_segs = self.rollout.seg_row[segs].copy()
                     self.rollout.release(segs)  # ``take`` copied them
-                    return Collected(batch, len(segs) * steps, Episodes.concat(episodes))
+                    return Collected(batch, len(segs) * steps, Episodes.concat(episodes), rows=rows_of_segs)
 
     def rows_of(self, env_ids: np.ndarray) -> np.ndarray:
         if len(env_ids) == len(self.all_env_ids) and np.array_equal(env_ids, self.all_env_ids):

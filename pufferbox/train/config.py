@@ -24,13 +24,13 @@ import difflib
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import tomli_w
 
-__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "typed", "updated", "resolve_config",
+__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "LeagueConfig", "typed", "updated", "resolve_config",
            "merge", "parse_override", "load_toml", "dump_toml"]
 
 
@@ -96,10 +96,23 @@ class PolicyConfig:
     encoder: str = "auto"  # "auto" (plugin policy, CNN for images, else MLP), "mlp", "cnn", or "module:Class"
 
 
-SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig}
+@dataclass(frozen=True)
+class LeagueConfig:
+    """``[league]``: agent groups that do not learn and the opponent pool that fills them
+    (:mod:`pufferbox.train.groups`)."""
+
+    frozen: list = field(default_factory=list)  # group names that act but never learn
+    pool: str = "latest"  # how a frozen group is refilled: "latest", "uniform", "prioritized", or "none"
+    pool_source: str = ""  # whose snapshots fill the frozen groups ("": each group's own)
+    snapshot_interval: int = 10  # updates between snapshots of the learning groups into RUN_DIR/pool/
+    refresh_interval: int = 10  # updates between refills of the frozen groups from the pool
+
+
+SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig,
+                             "league": LeagueConfig}
 # Every key's default, whose type is the key's type; ``env`` holds the binding's free-form kwargs.
-DEFAULTS: dict[str, dict[str, Any]] = {name: asdict(cls()) for name, cls in SECTIONS.items()} | {"env": {}}
-Section = TypeVar("Section", TrainConfig, VecConfig, PolicyConfig)
+DEFAULTS: dict[str, dict[str, Any]] = {name: asdict(cls()) for name, cls in SECTIONS.items()} | {"env": {}, "groups": {}}
+Section = TypeVar("Section", TrainConfig, VecConfig, PolicyConfig, LeagueConfig)
 
 
 def typed(cls: type[Section], values: Mapping[str, Any], source: str = "config") -> Section:
@@ -117,7 +130,7 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
     return typed(type(section), {**asdict(section), **values}, source)
 
 
-FREE_SECTIONS = ("env",)
+FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked by train.groups
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
                 "train.solve_window", "vec.num_envs", "policy.hidden_size"}
 CHOICES = {"train.lag_correction": ("vtrace", "none")}

@@ -62,9 +62,16 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
                                  native=config["vec"]["native"] and not visual)
     torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
-    agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
-    agent.load_state_dict(state["model"])
-    agent.eval()
+    if "groups" in state:  # one policy per agent group, each on its own slots
+        from pufferbox.groups import checkpoint_layout
+        from pufferbox.train.league import build_match_agent
+
+        layout = checkpoint_layout(spec, dict(config.get("env", {})), state, str(checkpoint))
+        agent = build_match_agent(spec, venv, config, layout, "", state, state)
+    else:
+        agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
+        agent.load_state_dict(state["model"])
+        agent.eval()
     torch.manual_seed(seed)
     out = stream or sys.stdout
     frames: list[np.ndarray] = []

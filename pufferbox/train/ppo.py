@@ -41,6 +41,7 @@ from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
+from pufferbox.train.groups import build_groups, resolve_layout
 from pufferbox.train.learner import Learner
 from pufferbox.train.overlap import OverlapCollector, vtrace_targets
 from pufferbox.train.policies import build_agent
@@ -164,18 +165,28 @@ class Trainer:
             raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
                               "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
         device = setup_torch(tc)
-        if vc.backend == "ray":  # rollouts run on the actors, next to their envs (train/ray_collector.py)
+        # the group map is checked before any env worker starts (a bad map is a one-line error)
+        self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
+        grouped = self.layout is not None and not self.layout.single
+        if tc.overlap and grouped:
+            raise ConfigError(f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
+                              f"{', '.join(self.layout.names)} as separate policies); drop train.overlap")
+        if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
             from pufferbox.train.ray_collector import make_ray_rollouts
 
             self.venv = make_ray_rollouts(self.spec, vc, config.get("env", {}), tc.seed)
-        else:
+        else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
             self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
-        self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
+        self.league = None
+        if self.layout is None or self.layout.single:  # one shared policy: the single-group path
+            self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
+            self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
+        else:
+            self.agent, self.learner, self.league = build_groups(self, config)
         self.collector = self.build_collector(tc)
-        self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
         self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
@@ -218,9 +229,12 @@ class Trainer:
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
         batch = rollout.batch
-        if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
-            batch = vtrace_targets(self.agent, batch, self.tc.gamma, self.tc.gae_lambda)
-        losses = self.learner.update(batch, progress=self.update / self.total_updates)
+        if self.league is not None:  # one learner per agent group, each on its own rows
+            losses = self.learner.update(batch, progress=self.update / self.total_updates, rows=rollout.rows)
+        else:
+            if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
+                batch = vtrace_targets(self.agent, batch, self.tc.gamma, self.tc.gae_lambda)
+            losses = self.learner.update(batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
@@ -228,6 +242,8 @@ class Trainer:
                                  "the env's rewards, or lower train.learning_rate")
         self.update += 1
         self.global_step += rollout.steps
+        if self.league is not None:
+            losses |= self.league.record(self.update, rollout)
         metrics = self.record(rollout, losses)
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
             self.collector.reset(self.env_seed())  # first: an overlapped rollout in flight draws from torch's RNG
@@ -301,7 +317,10 @@ class Trainer:
         if state is not None:
             return self.learner.load_weights(state)
         torch.manual_seed(seed)
-        fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
+        if self.league is not None:
+            fresh = build_groups(self, self.config)[0]
+        else:
+            fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
         self.agent.load_state_dict(fresh.state_dict())
         self.learner.reset_optimizer()
 
@@ -337,6 +356,10 @@ class Trainer:
         state = load_checkpoint(path, map_location=self.device)
         if state.get("env") != self.spec.name:
             raise ConfigError(f"checkpoint {path} is for env {state.get('env')!r}, not {self.spec.name!r}")
+        if ("groups" in state) != (self.league is not None):
+            raise ConfigError(f"checkpoint {path} holds {'agent groups' if 'groups' in state else 'one shared policy'}"
+                              f", this run {'agent groups' if self.league is not None else 'one shared policy'}: "
+                              "resume with the run's own [groups]")
         self.learner.load_weights(state)
         self.global_step, self.update = int(state["global_step"]), int(state["update"])
         self.elapsed_before, self.start_time = float(state["wall_time"]), time.perf_counter()

@@ -8,8 +8,12 @@
   ``mpe/simple_line``, ``mpe/simple_formation`` (agents already alike), and
   ``mpe/simple_adversary``, ``mpe/simple_crypto``, ``mpe/simple_push``, ``mpe/simple_tag``,
   ``mpe/collect_treasure`` (roles observe different lengths: padded, plus a role one-hot;
-  see :mod:`pufferbox_pettingzoo.uniform`). Left out: ``simple_speaker_listener`` and
-  ``simple_world_comm``, whose roles have different action spaces (3 vs 5, 20 vs 5 actions).
+  see :mod:`pufferbox_pettingzoo.uniform`), ``mpe/simple_speaker_listener`` and
+  ``mpe/simple_world_comm`` (roles also act differently, 3 vs 5 and 20 vs 5 actions: padded to the
+  largest, each role a group whose illegal actions are masked out of its policy).
+* Team envs train one policy per team (``EnvSpec.groups``, by agent-id prefix):
+  ``knights_archers_zombies``, ``mpe/simple_adversary``, ``simple_push``, ``simple_tag``,
+  ``simple_speaker_listener``, ``simple_world_comm``.
 
 The env packages are imported inside the bindings only, so without them the envs are
 listed as unavailable with the install command.
@@ -38,9 +42,9 @@ MPE_ALIKE = {"simple": "simple_v3", "simple_spread": "simple_spread_v3", "simple
              "simple_line": "simple_line_v1", "simple_formation": "simple_formation_v1"}
 MPE_PADDED = {"simple_adversary": "simple_adversary_v3", "simple_crypto": "simple_crypto_v3",
               "simple_push": "simple_push_v3", "simple_tag": "simple_tag_v3",
-              "collect_treasure": "collect_treasure_v1"}
-MPE_EXCLUDED = {"simple_speaker_listener": "speaker has 3 actions, listener 5",
-                "simple_world_comm": "leader has 20 actions, the others 5"}
+              "collect_treasure": "collect_treasure_v1",
+              # roles with different Discrete action counts too: padded, illegal actions masked per group
+              "simple_speaker_listener": "simple_speaker_listener_v4", "simple_world_comm": "simple_world_comm_v3"}
 
 MPE_DEFAULTS = {"train": {"total_steps": 2_000_000, "learning_rate": 7e-4, "num_steps": 128, "ent_coef": 0.01},
                 "vec": {"num_envs": 8}, "policy": {"hidden_size": 128}}
@@ -65,18 +69,31 @@ def make_mpe(module: str, pad: bool = False, **kwargs: Any) -> Any:
     return env
 
 
+TEAMS = {"knights_archers_zombies", "mpe/simple_adversary", "mpe/simple_push", "mpe/simple_tag",
+         "mpe/simple_speaker_listener", "mpe/simple_world_comm"}
+
+
+def team_groups(env: Any) -> dict[str, list]:
+    """One policy per team, named by the agent-id prefix (``adversary_0`` -> ``adversary``)."""
+    out: dict[str, list] = {}
+    for agent in env.possible_agents:
+        out.setdefault(str(agent).rsplit("_", 1)[0], []).append(agent)
+    return out
+
+
 @hookimpl
 def register_envs(register):
     for name, (module, kwargs, what) in BUTTERFLY.items():
         register(EnvSpec(
             name=name, binding=make_butterfly, kwargs={"module": module, **kwargs},
             aliases=(f"butterfly/{name}",), requires=BUTTERFLY_REQUIRES, defaults=BUTTERFLY_DEFAULTS,
+            groups=team_groups if name in TEAMS else None,
             description=f"PettingZoo butterfly {module}: {what}",
         ))
     for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
         padded = name in MPE_PADDED
         register(EnvSpec(
             name=f"mpe/{name}", binding=make_mpe, kwargs={"module": module, "pad": padded},
-            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS,
+            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS, groups=team_groups if f"mpe/{name}" in TEAMS else None,
             description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
         ))

@@ -5,7 +5,11 @@ adversarial scenarios give each role its own observation length (e.g. simple_tag
 adversaries, 14 for the good agents). :class:`PadObservations` zero-pads every 1-D Box
 observation to the longest one and appends a one-hot of the agent's role (agents with the
 same original space share a role), so a shared policy still knows whose row it reads.
-Action spaces must already agree: padding actions would change what an action means.
+Discrete action spaces that differ (``simple_speaker_listener``: 3 vs 5, ``simple_world_comm``:
+20 vs 5) are padded to the largest ``Discrete(n)``; an agent's actions past its own ``n`` are
+illegal: pufferbox's agent groups mask them out of the policy's logits (one group per role), and
+the wrapper turns any that still arrive into action 0 (no-op). ``original_observation_space`` and
+``original_action_space`` tell the agent's own spaces.
 
 Example:
     >>> from mpe2 import simple_tag_v3                            # doctest: +SKIP
@@ -32,10 +36,14 @@ class PadObservations:
         for agent, space in originals.items():
             if not (isinstance(space, spaces.Box) and len(space.shape) == 1):
                 raise ValueError(f"PadObservations pads 1-D Box observations; agent {agent!r} has {space}")
-        actions = {str(env.action_space(agent)) for agent in self.possible_agents}
-        if len(actions) > 1:
-            raise ValueError(f"agents have different action spaces ({', '.join(sorted(actions))}); "
-                             "they cannot share fixed agent slots")
+        actions = {agent: env.action_space(agent) for agent in self.possible_agents}
+        self.action_n: dict = {}
+        if len({str(a) for a in actions.values()}) > 1:
+            if not all(isinstance(a, spaces.Discrete) and a.start == 0 for a in actions.values()):
+                raise ValueError(f"agents have different action spaces ({', '.join(sorted(map(str, actions.values())))})"
+                                 "; only Discrete ones can be padded to share fixed agent slots")
+            self.action_n = {agent: int(a.n) for agent, a in actions.items()}
+        self.action = spaces.Discrete(max(self.action_n.values())) if self.action_n else None
         roles = []
         for space in originals.values():
             if space not in roles:
@@ -62,7 +70,15 @@ class PadObservations:
         return self.space
 
     def action_space(self, agent: Any) -> spaces.Space:
+        return self.action if self.action is not None else self.env.action_space(agent)
+
+    def original_action_space(self, agent: Any) -> spaces.Space:
+        """The agent's own action space before padding."""
         return self.env.action_space(agent)
+
+    def original_observation_space(self, agent: Any) -> spaces.Space:
+        """The agent's own space before padding (agent groups must not mix them)."""
+        return self.env.observation_space(agent)
 
     def pad(self, observations: dict) -> dict:
         out = {}
@@ -79,6 +95,8 @@ class PadObservations:
         return self.pad(observations), infos
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        if self.action_n:  # padded actions past an agent's own range: no-op
+            actions = {a: act if int(act) < self.action_n[a] else 0 for a, act in actions.items()}
         observations, rewards, terminations, truncations, infos = self.env.step(actions)
         return self.pad(observations), rewards, terminations, truncations, infos
 

@@ -20,6 +20,12 @@ def make_tag_continuous(**kwargs):
     return tag_continuous.TagContinuousEnv(**kwargs)
 
 
+def tag_groups(env):
+    """Taggers (the first ``num_taggers`` agents) and runners train as two policies."""
+    taggers = env.core.num_taggers
+    return {"tagger": env.possible_agents[:taggers], "runner": env.possible_agents[taggers:]}
+
+
 def make_cuda_cartpole(**kwargs):
     return cartpole.CartPoleEnv(**kwargs)
 
@@ -39,13 +45,13 @@ CARTPOLE = CudaImplementation(source=cartpole.SOURCE, reference=cartpole.CartPol
 def register_envs(register):
     register(EnvSpec(
         name="tag", binding=make_tag, implementation="cuda", cuda=TAG, aliases=("warp_tag",),
-        kwargs={"num_taggers": 1, "num_runners": 4},
+        kwargs={"num_taggers": 1, "num_runners": 4}, groups=tag_groups,
         description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
         defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
     ))
     register(EnvSpec(
         name="tag_continuous", binding=make_tag_continuous, implementation="cuda", cuda=TAG_CONTINUOUS,
-        aliases=("warp_tag_continuous",), kwargs={"num_taggers": 2, "num_runners": 10},
+        aliases=("warp_tag_continuous",), kwargs={"num_taggers": 2, "num_runners": 10}, groups=tag_groups,
         description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
                     "(PyCUDA kernel + CPU reference).",
         defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
