@@ -40,6 +40,7 @@ from gymnasium import spaces
 
 from pufferbox.episodes import Episodes, episodes_from_infos
 from pufferbox.train.config import ConfigError, VecConfig
+from pufferbox.train.hardware import pick_device  # noqa: F401  (re-exported: callers import it from here)
 
 __all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
            "make_vec_env", "pick_device"]
@@ -72,17 +73,6 @@ class Collector(Protocol):
     def collect(self, horizon: int | None = None) -> Collected:
         """Step until a batch of full segments is ready; ``horizon`` (at most the collector's) cuts this
         rollout's segments short (the last rollout of a step budget)."""
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu")
-    try:
-        return torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
 
 
 def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> Any:

@@ -19,6 +19,7 @@ from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
+from pufferbox.train.hardware import auto_threads, usable_cores
 from pufferbox.train.policies import build_agent
 
 __all__ = ["evaluate"]
@@ -59,7 +60,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         num_envs = 1
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
                                  native=config["vec"]["native"] and not visual)
-    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
+    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or auto_threads(usable_cores(), "serial", 0))
     agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
     agent.load_state_dict(state["model"])
     agent.eval()

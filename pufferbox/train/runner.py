@@ -76,18 +76,18 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        dump_toml({"run": {"env": spec.name}, **config}, run_dir / "config.toml")
-
+    trainer = Trainer(spec, config, run_dir=run_dir)
     writers: list[Any] = []
-    if run_dir is not None:
-        writers.append(JsonlWriter(run_dir / "metrics.jsonl"))
-        if tensorboard:
-            writers.append(TensorBoardWriter(run_dir / "tb"))
-    if dashboard:
-        writers.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
-                                       config["train"]["total_steps"]))
-    trainer = Trainer(spec, config, run_dir=run_dir, callbacks=writers)
     try:
+        if run_dir is not None:  # [run] records what "auto" settings resolved to on this machine
+            dump_toml({"run": {"env": spec.name, **trainer.hardware.as_config()}, **config}, run_dir / "config.toml")
+            writers.append(JsonlWriter(run_dir / "metrics.jsonl"))
+            if tensorboard:
+                writers.append(TensorBoardWriter(run_dir / "tb"))
+        if dashboard:
+            writers.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
+                                           config["train"]["total_steps"], hardware=trainer.hardware.describe()))
+        trainer.callbacks.extend(writers)
         if checkpoint is not None:
             trainer.load_checkpoint(checkpoint)
         total = config["train"]["total_steps"]
