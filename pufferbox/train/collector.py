@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from pufferbox.episodes import Episodes, episodes_from_infos
 from pufferbox.train.config import ConfigError, VecConfig
-from pufferbox.train.hardware import pick_device  # noqa: F401  (re-exported: callers import it from here)
+from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
 
 __all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
            "make_vec_env", "pick_device"]
