@@ -33,7 +33,10 @@ def learner_and_batch(minibatches: int = 4) -> tuple[Learner, dict[str, torch.Te
              "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
              "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
              "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
-    return Learner(agent, TrainConfig(num_minibatches=minibatches, update_epochs=2)), batch
+    learner = Learner(agent, TrainConfig(num_minibatches=minibatches, update_epochs=2))
+    assert not learner.sync_free  # on the CPU a host read is free; the accelerator path is tested here
+    learner.sync_free = True
+    return learner, batch
 
 
 def guard_minibatches(learner: Learner, poison_at: int | None = None) -> list[dict[str, torch.Tensor]]:
@@ -46,8 +49,9 @@ def guard_minibatches(learner: Learner, poison_at: int | None = None) -> list[di
         if len(after) == poison_at:
             args[6] = torch.full_like(args[6], float("nan"))  # the returns: value loss NaN
         with SyncGuard():
-            step(*args)
+            stepped = step(*args)
         after.append(copy.deepcopy(learner.agent.state_dict()))
+        return stepped
 
     learner.minibatch_step = guarded
     return after
@@ -73,6 +77,23 @@ def test_a_nan_minibatch_leaves_the_model_as_before_it_without_a_host_read():
     assert learner.optimizer.step_count == 2  # the disabled steps do not count for Adam's bias correction
     assert all(torch.isfinite(m).all() and torch.isfinite(v).all()
                for m, v in zip(learner.optimizer.exp_avg, learner.optimizer.exp_avg_sq))
+
+
+def test_on_the_cpu_a_nan_minibatch_ends_the_update_at_once():
+    learner, batch = learner_and_batch()
+    learner.sync_free = False
+    step, calls = learner.minibatch_step, []
+
+    def poisoned(*args):
+        calls.append(1)
+        args = list(args)
+        if len(calls) == 2:
+            args[6] = torch.full_like(args[6], float("nan"))
+        return step(*args)
+
+    learner.minibatch_step = poisoned
+    assert learner.update(batch)["nonfinite_updates"] == 1 and len(calls) == 2
+    assert learner.optimizer.step_count == 1
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -68,6 +68,9 @@ class Learner:
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
+        # Minibatch steps read nothing on the host (NaN guard on the device, read once per update): on
+        # an accelerator, where a read waits for the device; tests set it on the CPU.
+        self.sync_free = next(agent.parameters()).device.type != "cpu"
 
     def reset_optimizer(self) -> None:
         """Fresh Adam moments (a new lineage in a tournament)."""
@@ -114,8 +117,9 @@ class Learner:
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])
                 (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = new, old
-                self.minibatch_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret,
-                                    weight, stats)
+                if not self.minibatch_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret,
+                                           weight, stats):
+                    return self.skipped(lr)
             recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
             if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
                 break
@@ -139,9 +143,10 @@ class Learner:
 
     def minibatch_step(self, new_logprob: torch.Tensor, entropy: torch.Tensor, new_value: torch.Tensor,
                        old_logprob: torch.Tensor, old_value: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> None:
+                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> bool:
         """One gradient step of the clipped PPO objective on a minibatch (weighted means). A loss or gradient
-        that is not finite clears ``all_finite``; from then on the steps change nothing (no host read here)."""
+        that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
+        is cleared and from then on the steps change nothing, without a host read here."""
         hp = self.hp
         total = weight.sum().clamp(min=1.0)
         wmean = lambda x: (x * weight).sum() / total  # noqa: E731
@@ -165,12 +170,20 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
-        self.all_finite &= torch.isfinite(loss.detach() + grad_norm)
-        self.disabled_steps += (~self.all_finite).long()
-        self.optimizer.step(enabled=self.all_finite)
+        finite = torch.isfinite(loss.detach() + grad_norm)
+        if self.sync_free:
+            self.all_finite &= finite
+            self.disabled_steps += (~self.all_finite).long()
+            self.optimizer.step(enabled=self.all_finite)
+        elif not bool(finite):  # a host read costs nothing on the CPU; the guarded step would cost two passes
+            self.optimizer.zero_grad(set_to_none=True)
+            return False
+        else:
+            self.optimizer.step()
         stats["policy_loss"].append(pg_loss.detach())
         stats["value_loss"].append(v_loss.detach())
         stats["entropy"].append(entropy_loss.detach())
+        return True
 
     def load_weights(self, state: Mapping[str, Any]) -> None:
         """Model and optimizer moments from a checkpoint's ``model`` and ``optimizer`` entries."""
