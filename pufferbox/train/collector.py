@@ -267,7 +267,7 @@ class HostCollector:
         self.phase_time["inference"] += time.perf_counter() - t1
         return rows
 
-    @torch.no_grad()
+    @torch.inference_mode()  # every output leaves as numpy: no autograd bookkeeping at all
     def choose(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:
         """The policy on ``rows``' observations, advancing their LSTM state: ``(actions to send, actions,
         logprobs, values)`` as numpy (logprobs and values None when ``greedy``); one wait for the device."""
