@@ -27,12 +27,18 @@ def trained(tmp_path_factory) -> Path:
                                       "--seed", "7", *QUICK])
     assert result.exit_code == 0, result.output
     assert f"run directory: {run_dir}" in result.output
+    assert "training on cpu (auto), " in result.output  # the log shows the resolved device and threads
     return run_dir
 
 
 def test_run_directory_holds_config_metrics_tensorboard_checkpoints(trained):
     config = tomllib.loads((trained / "config.toml").read_text())
     assert config["run"]["env"] == "cartpole"
+    from pufferbox.train.hardware import auto_threads, usable_cores
+
+    assert config["train"]["device"] == "auto" and config["train"]["torch_threads"] == 0  # as asked, for resumes
+    assert config["run"]["device"] == "cpu"  # what they resolved to (no GPU on the test machine)
+    assert config["run"]["torch_threads"] == auto_threads(usable_cores(), "serial", 0)
     assert config["train"]["seed"] == 7 and config["vec"]["num_envs"] == 4 and config["train"]["num_steps"] == 32
     lines = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
     assert [m["global_step"] for m in lines] == [128 * i for i in range(1, 9)]

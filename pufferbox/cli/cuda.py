@@ -123,8 +123,21 @@ def check_ray() -> Check:
     return Check("ray", True, f"ray {version('ray')}")
 
 
+def check_train_device() -> Check:
+    """What ``pufferbox train`` resolves ``train.device = "auto"`` and ``torch_threads = 0`` to here (always ok:
+    training falls back to the CPU)."""
+    import torch
+
+    from pufferbox.train.hardware import auto_threads, pick_device, usable_cores
+
+    device, cores = pick_device("auto"), usable_cores()
+    name = f"cuda ({torch.cuda.get_device_name()})" if device.type == "cuda" else "cpu"
+    return Check("train device", True, f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} "
+                                       f"of {cores} cores (serial backend; minus one per env worker process)")
+
+
 CHECKS = (check_driver, check_runtime, check_nvcc, check_pycuda, check_compute_capability, check_torch_cuda,
-          check_shm, check_ray)
+          check_train_device, check_shm, check_ray)
 
 
 def run_checks() -> list[Check]:
@@ -141,7 +154,7 @@ def run_checks() -> list[Check]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any check is missing.")
 def doctor(as_json: bool, strict: bool) -> None:
-    """Check driver, CUDA runtime, nvcc, PyCUDA, compute capability, torch CUDA, /dev/shm and Ray."""
+    """Check driver, CUDA runtime, nvcc, PyCUDA, compute capability, torch CUDA, the train device, /dev/shm and Ray."""
     checks = run_checks()
     if as_json:
         click.echo(json.dumps([asdict(c) for c in checks], indent=2))

@@ -41,6 +41,8 @@ from gymnasium import spaces
 
 from pufferbox.episodes import Episodes, episodes_from_infos
 from pufferbox.train.config import ConfigError, VecConfig
+from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
+from pufferbox.train.transfer import Transfer
 
 __all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
            "make_vec_env", "pick_device"]
@@ -74,17 +76,6 @@ class Collector(Protocol):
     def collect(self, horizon: int | None = None) -> Collected:
         """Step until a batch of full segments is ready; ``horizon`` (at most the collector's) cuts this
         rollout's segments short (the last rollout of a step budget)."""
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu")
-    try:
-        return torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
 
 
 def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> Any:
@@ -212,6 +203,7 @@ class HostCollector:
                  compile: bool = False):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.act = torch.compile(agent.act) if compile else agent.act
+        self.transfer = Transfer(self.device)  # pinned staging on a GPU, plain on the CPU
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
         pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments
         obs_spec, act_spec = venv.obs_spec, venv.act_spec
@@ -280,27 +272,31 @@ class HostCollector:
             ro.np_h[seg, ptr], ro.np_c[seg, ptr] = self.state[0][rows].numpy(), self.state[1][rows].numpy()
         self.pending, action, logprob, value = self.choose(obs, starts, rows)
         ro.np_actions[seg, ptr] = action
-        ro.np_logprobs[seg, ptr] = logprob.cpu().numpy()
-        ro.np_values[seg, ptr] = value.cpu().numpy()
+        ro.np_logprobs[seg, ptr] = logprob
+        ro.np_values[seg, ptr] = value
         ro.ptr[rows] = ptr + 1
         self.phase_time["inference"] += time.perf_counter() - t1
         return rows
 
-    @torch.no_grad()
+    @torch.inference_mode()  # every output leaves as numpy: no autograd bookkeeping at all
     def choose(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:
-        """The policy on ``rows``' observations, advancing their LSTM state:
-        ``(actions to send, actions, logprobs, values)`` (logprobs and values None when ``greedy``)."""
+        """The policy on ``rows``' observations, advancing their LSTM state: ``(actions to send, actions,
+        logprobs, values)`` as numpy (logprobs and values None when ``greedy``); one wait for the device."""
         state = None
         if self.state is not None:
             state = (self.state[0][rows].to(self.device), self.state[1][rows].to(self.device))
-        obs_t, starts_t = torch.from_numpy(obs).to(self.device), torch.from_numpy(starts).to(self.device)
+        obs_t, starts_t = self.transfer.to_device("obs", obs), self.transfer.to_device("starts", starts)
         if greedy:
             (action, new_state), logprob, value = self.agent.greedy(obs_t, state, starts_t), None, None
         else:
             action, logprob, _, value, new_state = self.act(obs_t, state, starts_t)
+        outputs = [action] + ([] if greedy else [logprob, value]) + ([] if new_state is None else list(new_state))
+        host = self.transfer.to_host(outputs)
+        action, host = host[0], host[1:]
+        if not greedy:
+            (logprob, value), host = host[:2], host[2:]
         if new_state is not None:
-            self.state[0][rows], self.state[1][rows] = new_state[0].cpu(), new_state[1].cpu()
-        action = action.cpu().numpy()
+            self.state[0][rows], self.state[1][rows] = torch.from_numpy(host[0]), torch.from_numpy(host[1])
         sent = action if self.action_bounds is None else np.clip(action, *self.action_bounds)  # sample unclipped
         return sent, action, logprob, value
 

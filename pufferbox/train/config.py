@@ -58,8 +58,11 @@ class TrainConfig:
     max_grad_norm: float = 0.5
     target_kl: float = 0.0  # 0: no early stop of the epochs
     seed: int = 1
-    device: str = "cpu"  # "cpu", "cuda", "cuda:1", or "auto"
-    torch_threads: int = 0  # 0: one thread (small models on few cores: more threads only spin)
+    device: str = "auto"  # "auto" (CUDA when torch sees a GPU, else CPU), "cpu", "cuda" or "cuda:N"
+    # torch intra-op threads. 0: automatic (pufferbox.train.hardware.auto_threads): the usable cores
+    # (affinity mask, at most OMP_NUM_THREADS when set) minus one per env worker process
+    # (multiprocessing/ray; serial, native and cuda backends leave every core), at least 1, at most 8.
+    torch_threads: int = 0
     compile: bool = False
     checkpoint_interval: int = 100  # updates between checkpoints (and env re-seeding, see ppo.py)
     keep_checkpoints: int = 3

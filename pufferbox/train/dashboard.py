@@ -77,10 +77,12 @@ def fmt(value: Any, spec: str = ".2f") -> str:
 class PlainLog:
     """One line per update (rate-limited), for logs that are not a terminal."""
 
-    def __init__(self, stream: TextIO | None = None, every: float = 1.0):
+    def __init__(self, stream: TextIO | None = None, every: float = 1.0, hardware: str = ""):
         self.stream = stream
         self.every = every
         self.last = -math.inf
+        if hardware:
+            print(f"training on {hardware}", file=self.stream or sys.stdout, flush=True)
 
     def __call__(self, metrics: dict) -> None:
         now = time.perf_counter()
@@ -127,11 +129,11 @@ class SystemStats:
 class Dashboard:
     """A rich Live panel redrawn at each update."""
 
-    def __init__(self, env: str, run_dir: str | None, total_steps: int):
+    def __init__(self, env: str, run_dir: str | None, total_steps: int, hardware: str = ""):
         from rich.console import Console
         from rich.live import Live
 
-        self.env, self.run_dir, self.total_steps = env, run_dir, total_steps
+        self.env, self.run_dir, self.total_steps, self.hardware = env, run_dir, total_steps, hardware
         self.system = SystemStats()
         self.live = Live(self.render({}), console=Console(), refresh_per_second=4, transient=False)
         self.live.start()
@@ -155,6 +157,8 @@ class Dashboard:
             ("env", f"{times['env'] / total:.0%}", "inference", f"{times['inference'] / total:.0%}"),
             ("learn", f"{times['learn'] / total:.0%}", "wall", fmt(m.get("wall_time"), ".1f") + " s"),
         ]
+        if self.hardware:
+            rows.append(("device", self.hardware, "", ""))
         system = list(self.system.read().items())
         while system:
             (k1, v1), *system = system
@@ -172,8 +176,10 @@ class Dashboard:
         self.live.stop()
 
 
-def terminal_writer(env: str, run_dir: str | None, total_steps: int, stream: TextIO | None = None) -> Any:
-    """A :class:`Dashboard` when stdout is a terminal, else a :class:`PlainLog`."""
+def terminal_writer(env: str, run_dir: str | None, total_steps: int, stream: TextIO | None = None,
+                    hardware: str = "") -> Any:
+    """A :class:`Dashboard` when stdout is a terminal, else a :class:`PlainLog`; both show ``hardware``
+    (what :meth:`~pufferbox.train.hardware.Hardware.describe` says)."""
     if (stream or sys.stdout).isatty():
-        return Dashboard(env, run_dir, total_steps)
-    return PlainLog(stream)
+        return Dashboard(env, run_dir, total_steps, hardware)
+    return PlainLog(stream, hardware=hardware)

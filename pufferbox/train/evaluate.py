@@ -19,6 +19,7 @@ from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
+from pufferbox.train.hardware import auto_threads, usable_cores
 from pufferbox.train.policies import build_agent
 
 __all__ = ["evaluate"]
@@ -61,7 +62,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         num_envs = 1
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
                                  native=config["vec"]["native"] and not visual)
-    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or 1)  # as in training: few cores
+    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or auto_threads(usable_cores(), "serial", 0))
     if "groups" in state:  # one policy per agent group, each on its own slots
         from pufferbox.groups import checkpoint_layout
         from pufferbox.train.league import build_match_agent

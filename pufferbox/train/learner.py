@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch import nn
 
 from pufferbox.train.config import TrainConfig
 from pufferbox.train.optim import Adam
@@ -50,6 +49,17 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma
     return adv, adv + values[:, :steps]
 
 
+def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """``nn.utils.clip_grad_norm_`` for parameters on one device, without its per-tensor ``.to(device)``
+    (no host transfer to forbid in the step's sync guard); returns the total norm before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp(max=1.0))
+    return total
+
+
 class Learner:
     """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
 
@@ -59,6 +69,9 @@ class Learner:
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
+        # Minibatch steps read nothing on the host (NaN guard on the device, read once per update): on
+        # an accelerator, where a read waits for the device; tests set it on the CPU.
+        self.sync_free = next(agent.parameters()).device.type != "cpu"
 
     def reset_optimizer(self) -> None:
         """Fresh Adam moments (a new lineage in a tournament)."""
@@ -89,6 +102,10 @@ class Learner:
             return {}
         mb_size = max(1, len(units) // hp.num_minibatches)
         stats: dict[str, list[torch.Tensor]] = collections.defaultdict(list)
+        # Every minibatch so far had a finite loss and gradient: a device flag, read once after the epochs
+        # (a NaN step disables the optimizer from there on, as returning at once would, without a host read).
+        self.all_finite = torch.ones((), dtype=torch.bool, device=obs.device)
+        self.disabled_steps = torch.zeros((), dtype=torch.int64, device=obs.device)
         for _epoch in range(hp.update_epochs):
             order = units[torch.randperm(len(units), generator=self.generator)].to(obs.device)  # one copy per epoch
             for start in range(0, len(units) - mb_size + 1, mb_size):
@@ -110,6 +127,10 @@ class Learner:
             recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
             if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
                 break
+        finite, disabled = torch.stack([self.all_finite.long(), self.disabled_steps]).tolist()  # the one read
+        if not finite:
+            self.optimizer.step_count -= disabled  # the steps that changed nothing do not count
+            return self.skipped(lr)
 
         live = masks.reshape(-1)
         y_pred, y_true = values.reshape(-1)[live], returns.reshape(-1)[live]
@@ -127,8 +148,9 @@ class Learner:
     def minibatch_step(self, new_logprob: torch.Tensor, entropy: torch.Tensor, new_value: torch.Tensor,
                        old_logprob: torch.Tensor, old_value: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
                        weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> bool:
-        """One gradient step of the clipped PPO objective on a minibatch (weighted means); False (and no
-        step) when the loss or its gradient is not finite."""
+        """One gradient step of the clipped PPO objective on a minibatch (weighted means). A loss or gradient
+        that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
+        is cleared and from then on the steps change nothing, without a host read here."""
         hp = self.hp
         total = weight.sum().clamp(min=1.0)
         wmean = lambda x: (x * weight).sum() / total
@@ -151,11 +173,17 @@ class Learner:
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.agent.parameters(), hp.max_grad_norm)
-        if not bool(torch.isfinite(loss.detach() + grad_norm)):  # one read per minibatch, as torch's GradScaler
+        grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
+        finite = torch.isfinite(loss.detach() + grad_norm)
+        if self.sync_free:
+            self.all_finite &= finite
+            self.disabled_steps += (~self.all_finite).long()
+            self.optimizer.step(enabled=self.all_finite)
+        elif not bool(finite):  # a host read costs nothing on the CPU; the guarded step would cost two passes
             self.optimizer.zero_grad(set_to_none=True)
             return False
-        self.optimizer.step()
+        else:
+            self.optimizer.step()
         stats["policy_loss"].append(pg_loss.detach())
         stats["value_loss"].append(v_loss.detach())
         stats["entropy"].append(entropy_loss.detach())

@@ -39,7 +39,11 @@ class Adam:
             p.grad = None
 
     @torch.no_grad()
-    def step(self) -> None:
+    def step(self, enabled: torch.Tensor | None = None) -> None:
+        """One Adam step; ``enabled`` (a bool tensor on the device) False leaves parameters and moments
+        exactly as they were, without reading it on the host (the caller corrects ``step_count`` once)."""
+        if enabled is not None:
+            return self.guarded_step(enabled)
         group = self.param_groups[0]
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         live = [i for i, p in enumerate(self.params) if p.grad is not None]
@@ -57,6 +61,29 @@ class Adam:
         torch._foreach_div_(denom, bias2_sqrt)
         torch._foreach_add_(denom, eps)
         torch._foreach_addcdiv_(params, m, denom, -lr / bias1)
+
+    def guarded_step(self, enabled: torch.Tensor) -> None:
+        # The step into new tensors, then lerp by 0 or 1, which torch computes exactly (a + 0*(b-a), b - 0*(b-a)).
+        group = self.param_groups[0]
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        live = [i for i, p in enumerate(self.params) if p.grad is not None]
+        params = [self.params[i] for i in live]
+        grads = [torch.where(enabled, self.params[i].grad, 0.0) for i in live]  # NaN grads would poison 0 * x
+        m = [self.exp_avg[i] for i in live]
+        v = [self.exp_avg_sq[i] for i in live]
+        self.step_count += 1
+        weight = enabled.to(params[0].dtype) if params else enabled.float()
+        new_m = torch._foreach_lerp(m, grads, 1 - beta1)
+        new_v = torch._foreach_mul(v, beta2)
+        torch._foreach_addcmul_(new_v, grads, grads, 1 - beta2)
+        denom = torch._foreach_sqrt(new_v)
+        torch._foreach_div_(denom, (1 - beta2 ** self.step_count) ** 0.5)
+        torch._foreach_add_(denom, eps)
+        update = torch._foreach_div(new_m, denom)
+        torch._foreach_mul_(update, weight * (-lr / (1 - beta1 ** self.step_count)))
+        torch._foreach_add_(params, update)
+        torch._foreach_lerp_(m, new_m, weight)
+        torch._foreach_lerp_(v, new_v, weight)
 
     def state_dict(self) -> dict:
         return {"step": self.step_count, "param_groups": [dict(g) for g in self.param_groups],

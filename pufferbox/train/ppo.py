@@ -39,7 +39,8 @@ import torch
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
-from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
+from pufferbox.train.collector import Collected, make_collector, make_vec_env
+from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import build_groups, resolve_layout
 from pufferbox.train.learner import Learner
@@ -80,9 +81,9 @@ class TrainResult:
 
 
 def setup_torch(tc: TrainConfig) -> torch.device:
-    """Seed torch, set its threads and determinism; returns the device ``train.device`` names."""
+    """Seed torch and set its determinism; returns the device ``train.device`` names (threads: see
+    :func:`~pufferbox.train.hardware.resolve_hardware`, once the vector env is known)."""
     device = pick_device(tc.device)
-    torch.set_num_threads(tc.torch_threads or 1)  # small models on few cores: extra threads only spin
     if tc.deterministic:
         torch.use_deterministic_algorithms(True)
     torch.manual_seed(tc.seed)
@@ -178,6 +179,8 @@ class Trainer:
         else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
             self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
+        self.hardware: Hardware = resolve_hardware(self.device, tc.device, tc.torch_threads, self.venv)
+        torch.set_num_threads(self.hardware.torch_threads)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
         self.league = None

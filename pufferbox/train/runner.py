@@ -139,7 +139,8 @@ def run_locked(env: str | None, config: dict | None, *, config_file: str | Path 
             load_resumed(trainer, checkpoint)
         if run_dir is not None:
             run_dir = Path(run_dir)
-            dump_toml({"run": {"env": spec.name}, **config}, run_dir / "config.toml")
+            # [run] records what "auto" settings resolved to on this machine
+            dump_toml({"run": {"env": spec.name, **trainer.hardware.as_config()}, **config}, run_dir / "config.toml")
             if checkpoint is not None:
                 trim_metrics(run_dir / "metrics.jsonl", trainer.update)
             writers.items.append(JsonlWriter(run_dir / "metrics.jsonl"))
@@ -148,7 +149,7 @@ def run_locked(env: str | None, config: dict | None, *, config_file: str | Path 
                                                        if checkpoint is not None else None))
         if dashboard:
             writers.items.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
-                                                 config["train"]["total_steps"]))
+                                                 config["train"]["total_steps"], hardware=trainer.hardware.describe()))
         writers.items.extend(callbacks or [])
         total = config["train"]["total_steps"]
         if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
