@@ -26,7 +26,10 @@ from pufferbox.bench import bench
 from pufferbox.registry import get_registry
 
 SECTION = "## Environment plugins"
-NOTE = ("Notes: the load average above says how busy the 2 cores were. The PettingZoo raw loops draw each agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), which is why they trail. Procgen's native block copies frames into the shared buffers and tracks episode statistics, the bare gym3 row does neither.")
+NOTE = ("Notes: the load average above says how busy the 2 cores were. The PettingZoo raw loops draw each "
+        "agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), "
+        "which is why they trail. Procgen's native block copies frames into the shared buffers and tracks "
+        "episode statistics, the bare gym3 row does neither.")
 # Training runs of the issue's acceptance list, on the same 2-core machine (plots next to this file).
 TRAININGS = """### Training runs (CPU, 2 cores, shared with other jobs)
 

@@ -74,7 +74,8 @@ def one_machine(seconds: float, nethack_envs: int) -> list[tuple[str, str, float
         def run() -> float:
             sps, holder["k"] = rollout_sps(spec, envs, workers, seconds, **kw)
             return sps
-        add(workload, f"Ray remote rollouts, {envs} envs / {workers} actors{', batch ' + str(kw['batch_size']) if kw.get('batch_size') else ''} (K auto)", run)
+        batch = f", batch {kw['batch_size']}" if kw.get("batch_size") else ""
+        add(workload, f"Ray remote rollouts, {envs} envs / {workers} actors{batch} (K auto)", run)
         if rows and rows[-1][0] == workload and "k" in holder:
             rows[-1] = (workload, rows[-1][1].replace("K auto", f"K={holder['k']}"), rows[-1][2])
 

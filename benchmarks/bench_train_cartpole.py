@@ -76,7 +76,8 @@ def run_pufferbox(seed: int, workdir: Path) -> dict:
 
 def run_sb3(seed: int, budget: int, threads: int) -> dict:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", SB3_SCRIPT, str(seed), str(budget), str(threads)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", SB3_SCRIPT, str(seed), str(budget), str(threads)],
+                          capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"SB3 failed:\n{proc.stderr}")
@@ -99,7 +100,8 @@ def main() -> None:
             for tool in ("pufferbox", "sb3"):
                 if tool == "sb3" and args.skip_sb3:
                     continue
-                row = run_pufferbox(seed, Path(tmp)) if tool == "pufferbox" else run_sb3(seed, args.sb3_budget, args.sb3_threads)
+                row = (run_pufferbox(seed, Path(tmp)) if tool == "pufferbox"
+                       else run_sb3(seed, args.sb3_budget, args.sb3_threads))
                 results[tool].append(row)
                 print(json.dumps(row), flush=True)
     summary = {"load_avg_before": [round(x, 2) for x in load_before],

@@ -219,7 +219,8 @@ def policy_sizes() -> None:
     rows.append(peer_row("CleanRL NatureCNN (breakout)", NatureCNNAgent(), torch.zeros(1, 4, 84, 84)))
     rows.append(peer_row("CleanRL IMPALA CNN (bigfish)", ImpalaAgent(), torch.zeros(1, 64, 64, 3)))
     rows.append(peer_row("PufferLib NetHack Policy", PufferNetHackPolicy(),
-                         {"blstats": torch.zeros(1, 27, dtype=torch.long), "chars": torch.zeros(1, 21, 79, dtype=torch.long)}))
+                         {"blstats": torch.zeros(1, 27, dtype=torch.long),
+                          "chars": torch.zeros(1, 21, 79, dtype=torch.long)}))
     print("\n| policy | parameters | forward FLOPs / sample | forward+backward FLOPs / sample | note |")
     print("|---|---:|---:|---:|---|")
     for name, params, fwd, fwd_bwd, note in rows:

@@ -50,7 +50,7 @@ def random_batch(obs_spec: ObservationSpec, rows: int, horizon: int, act_n: int)
     for leaf, view in zip(obs_spec.leaves, obs_spec.leaf_views(flat)):
         high = 255 if leaf.space.dtype == np.uint8 else 5976 if view.dtype == np.int16 else 1000
         view[...] = rng.integers(0, high, view.shape)
-    t = lambda x: torch.from_numpy(np.asarray(x))  # noqa: E731
+    t = lambda x: torch.from_numpy(np.asarray(x))
     return {"obs": t(flat).reshape(rows, horizon + 1, -1),
             "actions": torch.randint(0, act_n, (rows, horizon + 1)),
             "logprobs": torch.full((rows, horizon + 1), -np.log(act_n), dtype=torch.float32),

@@ -112,7 +112,8 @@ class GymnasiumEmulator(gymnasium.Env):
         bind = getattr(self.env, BIND_OBSERVATION_BUFFERS, None)
         if bind is not None:
             bind(dict(self.obs_targets))
-        self.action_offset = int(self.act_spec.space.start) if isinstance(self.act_spec.space, gymnasium.spaces.Discrete) else None
+        space = self.act_spec.space
+        self.action_offset = int(space.start) if isinstance(space, gymnasium.spaces.Discrete) else None
 
     def write_observation(self, obs: Any) -> None:
         if not self.obs_checked or self.check_obs:
@@ -152,7 +153,7 @@ class GymnasiumEmulator(gymnasium.Env):
 
     def vec_reset(self, seed: int | None = None) -> Episodes:
         self.own_rows()
-        obs, info = seeded_reset(self.env, seed)
+        obs, _info = seeded_reset(self.env, seed)
         self.write_observation(obs)
         b = self.buffers
         b.rewards[0] = 0.0
@@ -456,7 +457,8 @@ def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None
         return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
         return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
-    raise TypeError(f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv")
+    raise TypeError(f"{name}: the binding returned {type(env).__name__}, "
+                    "expected a gymnasium.Env or a PettingZoo ParallelEnv")
 
 
 EnvCreator = Callable[..., Any]

@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=here.parent, help="repository root (default: this checkout)")
-    parser.add_argument("--constraints", type=Path, default=None, help="constraints file (default: ROOT/tank/constraints.txt)")
+    parser.add_argument("--constraints", type=Path, default=None,
+                        help="constraints file (default: ROOT/tank/constraints.txt)")
     parser.add_argument("--cuda-constraints", type=Path, default=None,
                         help="CUDA wheels' pins (default: ROOT/tank/constraints-cuda.txt when it exists)")
     parser.add_argument("--report", type=Path, default=None, help="pip --report JSON whose installs must all be pinned")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
 
@@ -26,7 +27,7 @@ def test_orders_by_score_and_keeps_capacity(tmp_path):
     assert [e.score for e in top] == [50.0, 40.0, 30.0]
     # Checkpoints of entries pushed off the board are deleted; those on the board exist and hold their bytes.
     assert all(os.path.exists(e.checkpoint) for e in top)
-    assert open(top[0].checkpoint, "rb").read() == b"50.0"
+    assert Path(top[0].checkpoint).read_bytes() == b"50.0"
     off = [e for e in board.entries(on_board_only=False) if not e.on_board]
     assert {e.score for e in off} == {10.0, 5.0}
     assert all(e.checkpoint is None or not os.path.exists(e.checkpoint) for e in off)

@@ -14,13 +14,13 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
 
 from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.train.config import TrainConfig
 from pufferbox.train.learner import Learner
 from pufferbox.train.optim import Adam
 from pufferbox.train.policies import Agent, MLPEncoder
-from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
 
 
 def learner_and_batch(minibatches: int = 4) -> tuple[Learner, dict[str, torch.Tensor]]:
@@ -102,7 +102,7 @@ def test_guarded_adam_step_matches_a_plain_step_or_none(enabled):
     w = torch.nn.Parameter(torch.randn(5))
     plain, guarded = Adam([w], lr=0.1), Adam([w2 := torch.nn.Parameter(w.detach().clone())], lr=0.1)
     for _ in range(3):
-        for opt, p in ((plain, w), (guarded, w2)):
+        for _opt, p in ((plain, w), (guarded, w2)):
             p.grad = torch.full_like(p, float("nan")) if not enabled else (p ** 3).detach()
         if enabled:
             plain.step()

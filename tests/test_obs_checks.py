@@ -71,8 +71,8 @@ def test_backends_pass_the_error_on_and_multiprocessing_names_env_and_worker() -
         assert venv.stepper.failed_env == 3
     venv = vector.make(spec, backend="multiprocessing", num_envs=4, num_workers=2)
     venv.reset(seed=0)
-    with pytest.raises(WorkerError, match=r"env 3 in worker 1 \(pid \d+\) raised pufferbox.spaces.SpaceError: faulty: observation at "
-                                          r"episode step 3: .*has shape \(1,\)"):
+    with pytest.raises(WorkerError, match=r"env 3 in worker 1 \(pid \d+\) raised pufferbox.spaces.SpaceError: "
+                                          r"faulty: observation at episode step 3: .*has shape \(1,\)"):
         for _ in range(5):
             venv.step(np.zeros(4, dtype=np.int64))
     assert venv.closed

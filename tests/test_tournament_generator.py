@@ -4,6 +4,7 @@ records, the slice schedule, parent choice and the truncation rule."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -95,7 +96,7 @@ def test_a_lineage_tip_that_missed_the_board_stays_a_candidate(tmp_path):
     assert board.insert(Entry(pod=2, score=250.0, score_std=60.0, episodes=10, steps=16384, hyperparams=BASE,
                               parent=1, generation=1, checkpoint=str(tip_file))) is None, "missed the board"
     tip = next(e for e in board.candidates() if e.pod == 2)
-    assert not tip.on_board and open(tip.checkpoint, "rb").read() == b"tip"
+    assert not tip.on_board and Path(tip.checkpoint).read_bytes() == b"tip"
     child = propose(board, BASE, pod=3, rng=random.Random(0))
     assert child.parent == tip.id and child.parent_checkpoint == b"tip" and child.generation == 2
     # A newer entry takes the one retained slot: the old tip's checkpoint goes, and it is no candidate.

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
 
 from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
 from pufferbox.train.transfer import Transfer
-from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
 
 
 def test_staging_buffers_are_reused_and_results_do_not_alias_them():

@@ -57,7 +57,8 @@ def check_runtime() -> Check:
 
     if torch.version.cuda:
         return Check("cuda runtime", True, f"bundled with torch (CUDA {torch.version.cuda})")
-    return Check("cuda runtime", False, "no libcudart and a CPU-only torch", "install a CUDA torch build or the CUDA toolkit")
+    return Check("cuda runtime", False, "no libcudart and a CPU-only torch",
+                 "install a CUDA torch build or the CUDA toolkit")
 
 
 def check_nvcc() -> Check:
@@ -112,7 +113,8 @@ def check_shm(path: str = "/dev/shm") -> Check:
     size = st.f_frsize * st.f_blocks
     ok = size >= SHM_MIN
     return Check("/dev/shm", ok, f"{size / 2**30:.1f} GiB",
-                 "" if ok else "multiprocessing/ray need >= 1 GiB: docker run --shm-size=8g, or shm_size: 8gb in compose.yaml")
+                 "" if ok else "multiprocessing/ray need >= 1 GiB: docker run --shm-size=8g, "
+                               "or shm_size: 8gb in compose.yaml")
 
 
 def check_ray() -> Check:

@@ -96,7 +96,7 @@ def describe(spec: EnvSpec) -> dict:
     """Everything ``info`` shows, as plain data."""
     obs_spec, act_spec, agents = spec.flattening()
     requires = {}
-    for module, requirement in spec.requires.items():
+    for _module, requirement in spec.requires.items():
         name = requirement.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
         try:
             requires[requirement] = metadata.version(name)

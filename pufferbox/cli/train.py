@@ -16,7 +16,8 @@ from pufferbox.registry import get_registry
 
 @cli.command()
 @click.argument("env", required=False)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with [train]/[vec]/[policy]/[env].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="TOML file with [train]/[vec]/[policy]/[env].")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override one setting (repeatable).")
 @click.option("--backend", help="Vector backend: serial, multiprocessing, ray, cuda.")
 @click.option("--num-envs", type=int, help="Number of envs.")
@@ -204,7 +205,8 @@ def newest_checkpoint(env: str, root: Path) -> Path:
 
 @cli.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="PNG path (default: RUN_DIR/curves.png of the first run).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="PNG path (default: RUN_DIR/curves.png of the first run).")
 def plot(run_dirs, output):
     """PNG learning curves (return vs steps and vs wall time) of one or more runs, overlaid."""
     from pufferbox.tournament.plot import plot_runs

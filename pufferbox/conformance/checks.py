@@ -164,7 +164,7 @@ def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
                     ObservationSpec(spaces_of(agent), name=who).check(value)
                 except SpaceError as exc:
                     fail(f"record {t} of the rollout: {exc}")
-            for agent, r in ((reward or {}).items() if multi else [(None, reward)]):
+            for r in ((reward or {}).values() if multi else [reward]):
                 if r is not None and not (np.isscalar(r) and math.isfinite(float(r))):
                     fail(f"record {t}: reward {r!r} is not a finite number")
     finally:
@@ -382,7 +382,7 @@ def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
         for t in range(cfg.steps):
             actions = sample()
             venv.send(actions)
-            obs, rew, term, trunc, infos, env_ids, masks = venv.recv()
+            obs, rew, term, trunc, infos, _env_ids, masks = venv.recv()
             expected_infos = manual.step(actions)
             compare_batches(t, names, (obs, rew, term, trunc, masks), mine, manual.multi)
             if episode_table(infos) != episode_table(expected_infos):

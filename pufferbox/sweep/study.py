@@ -119,7 +119,7 @@ class DirectoryLock:
     """One sweep process per directory (a second one would double-count the embedded study)."""
 
     def __init__(self, run_dir: Path):
-        self.fh = open(run_dir / "sweep.lock", "w")
+        self.fh = open(run_dir / "sweep.lock", "w")  # noqa: SIM115  (held while the sweep runs: the lock)
         try:
             fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -100,7 +100,7 @@ def perturb_value(knob: Knob, value: float, rng: random.Random) -> float:
     else:
         moved = value * rng.choice(PERTURB_FACTORS)
     moved = min(knob.high, max(knob.low, moved))
-    return int(round(moved)) if knob.kind in ("pow2", "step") else float(moved)
+    return round(moved) if knob.kind in ("pow2", "step") else float(moved)
 
 
 def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None,

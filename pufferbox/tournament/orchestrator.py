@@ -250,7 +250,7 @@ class Tournament:
 
     def pool_size(self) -> int:
         cpus, s = self.ray.cluster_resources().get("CPU", 0.0), self.settings
-        return max(1, min(s.pods, int(math.floor(cpus / s.cpus_per_pod + 1e-9)) if s.cpus_per_pod > 0 else s.pods))
+        return max(1, min(s.pods, math.floor(cpus / s.cpus_per_pod + 1e-9) if s.cpus_per_pod > 0 else s.pods))
 
     def budget_open(self) -> bool:
         if self.settings.total_steps is not None:

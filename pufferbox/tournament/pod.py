@@ -161,7 +161,7 @@ class Pod:
         self.current = None
         return SliceResult(checkpoint=weights, score=evaluation["mean_return"], score_std=evaluation["std_return"],
                            episodes=evaluation["episodes"], train_time=t3 - t2, eval_time=t4 - t3,
-                           eval_steps=int(round(evaluation["episodes"] * evaluation["mean_length"])), **common)
+                           eval_steps=round(evaluation["episodes"] * evaluation["mean_length"]), **common)
 
     def close(self) -> None:
         for trainer in self.trainers.values():

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "LeagueConfig", "typed", "updated", "resolve_config",
-           "merge", "parse_override", "load_toml", "dump_toml"]
+__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "LeagueConfig", "typed", "updated",
+           "resolve_config", "merge", "parse_override", "load_toml", "dump_toml"]
 
 
 class ConfigError(ValueError):

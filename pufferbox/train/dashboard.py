@@ -34,7 +34,7 @@ class JsonlWriter:
     """Appends one JSON line per update to ``metrics.jsonl``."""
 
     def __init__(self, path: str | Path):
-        self.fh = open(path, "a", buffering=1)
+        self.fh = open(path, "a", buffering=1)  # noqa: SIM115  (open for the run; close() closes it)
 
     def __call__(self, metrics: dict) -> None:
         self.fh.write(json.dumps({k: clean(v) for k, v in metrics.items()}) + "\n")
@@ -114,7 +114,8 @@ class SystemStats:
         if now - self.last >= 1.0:
             self.last = now
             mem = self.psutil.virtual_memory()
-            self.values = {"cpu %": f"{self.psutil.cpu_percent(None):.0f}", "ram": f"{mem.percent:.0f}% of {mem.total / 2**30:.0f} GiB"}
+            self.values = {"cpu %": f"{self.psutil.cpu_percent(None):.0f}",
+                           "ram": f"{mem.percent:.0f}% of {mem.total / 2**30:.0f} GiB"}
             try:
                 import torch
 

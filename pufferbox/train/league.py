@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 import torch
 
 from pufferbox.train.config import (
@@ -124,9 +124,9 @@ def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20,
     """Play ``episodes`` episodes: ``checkpoint`` on group ``side``, ``opponent`` (a checkpoint or
     ``"random"``) on the others."""
     import pufferbox.vector
+    from pufferbox.groups import checkpoint_layout
     from pufferbox.registry import get_registry
     from pufferbox.train.collector import HostCollector
-    from pufferbox.groups import checkpoint_layout
 
     state_a = grouped_state(checkpoint)
     state_b = None if str(opponent) == RANDOM else grouped_state(opponent)
@@ -226,9 +226,9 @@ class Ratings:
                 [[ra], [rb]] = self.model.rate([[ra], [rb]], ranks=ranks)
             wins, draws, losses = match.wins, match.draws, match.losses
             sides = ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins)))
-            for name, r, old, (w, d, l) in sides:
+            for name, r, old, (w, d, lost) in sides:
                 db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, r.mu, r.sigma, old[2] + w + d + l, old[3] + w, old[4] + d, old[5] + l))
+                           (name, r.mu, r.sigma, old[2] + w + d + lost, old[3] + w, old[4] + d, old[5] + lost))
             db.execute("INSERT INTO matches (a, b, side, wins, draws, losses, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (match.a, match.b, match.side, wins, draws, losses, time.time()))
 

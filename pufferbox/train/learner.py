@@ -111,12 +111,12 @@ class Learner:
             for start in range(0, len(units) - mb_size + 1, mb_size):
                 idx = order[start:start + mb_size]
                 if recurrent:
-                    sl = lambda x: x[idx].transpose(0, 1)
+                    sl = lambda x, idx=idx: x[idx].transpose(0, 1)
                     new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
                     old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
                     weight = sl(masks).reshape(-1).float()
                 else:
-                    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]
+                    flat = lambda x, idx=idx: x.reshape(-1, *x.shape[2:])[idx]
                     new = self.evaluate(flat(obs), flat(actions))
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])

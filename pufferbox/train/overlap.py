@@ -75,7 +75,10 @@ def vtrace(behaviour_logprobs: torch.Tensor, target_logprobs: torch.Tensor, rewa
 
 @torch.no_grad()
 def rescore(agent: Any, batch: dict[str, torch.Tensor], chunk: int = 16384) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(logprobs, values)`` of the batch's stored actions under ``agent``'s current weights, ``(segments, horizon + 1)``."""
+    """``(logprobs, values)`` of the batch's stored actions under ``agent``'s current weights.
+
+    Both are ``(segments, horizon + 1)``.
+    """
     obs, actions = batch["obs"], batch["actions"]
     segments, width = obs.shape[:2]
     if "h" in batch:  # unroll each segment from its first stored LSTM state

@@ -40,9 +40,9 @@ from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env
-from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import build_groups, resolve_layout
+from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
 from pufferbox.train.learner import Learner
 from pufferbox.train.overlap import OverlapCollector, vtrace_targets
 from pufferbox.train.policies import build_agent

@@ -247,7 +247,7 @@ class RayVectorEnv(VectorEnv):
     def step_counts(self) -> list[int]:
         return self.ray.get([a.step_count.remote() for a in self.actors])
 
-    def close(self, graceful: bool = True) -> None:
+    def close(self, graceful: bool = True, **kwargs: Any) -> None:
         """Close the envs (``graceful``: ask each actor, waiting at most 10 s) and kill the actors."""
         if not getattr(self, "closed", True) and hasattr(self, "actors"):
             self.closed = True

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 
 from pufferbox.buffers import Buffers
@@ -85,7 +86,7 @@ class RolloutWorker:
         self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
         self.obs_spec, self.act_spec = obs_spec, act_spec
         space = act_spec.flat_space
-        self.bounds = None if act_spec.discrete else (space.low, space.high)
+        self.bounds = (space.low, space.high) if isinstance(space, gymnasium.spaces.Box) else None
         self.seed, self.rng = seed, np.random.default_rng(seed)
         self.policy: Any = None
         self.state: Any = None
@@ -215,7 +216,7 @@ class RayRollouts:
                                          if num_envs % w == 0)
         if num_envs % num_workers:
             raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of num_workers ({num_workers})")
-        batch_envs = num_envs if not batch_size else batch_size
+        batch_envs = batch_size if batch_size else num_envs
         self.envs_per_worker = num_envs // num_workers
         if batch_envs <= 0 or num_envs % batch_envs or batch_envs % self.envs_per_worker:
             raise VectorConfigError(f"batch_size ({batch_envs}) must divide num_envs ({num_envs}) and be a multiple "
@@ -265,8 +266,9 @@ class RayRollouts:
         if nodes:
             load = {node: sum(1 for i, a in enumerate(self.actor_nodes) if a == node and i != w) / cpus
                     for node, cpus in nodes.items()}
-            self.actor_nodes[w] = min(load, key=lambda node: (load[node], -nodes[node], node))
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.actor_nodes[w], soft=False)
+            node_id = min(load, key=lambda node: (load[node], -nodes[node], node))
+            self.actor_nodes[w] = node_id
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         return self.actor_cls.options(**options).remote(self.factory, w * self.envs_per_worker, self.envs_per_worker,
                                                         self.base_seed * 1_000_003 + w)
 
@@ -380,8 +382,9 @@ class RayRollouts:
         self.lost_steps += sum(again) * self.rows_per_worker
         self.replaced += 1
         self.ray.kill(self.actors[w])  # already dead; frees its name and handle
-        if self.actor_nodes[w] is not None:
-            self.suspect[self.actor_nodes[w]] = time.monotonic()
+        node_id = self.actor_nodes[w]
+        if node_id is not None:
+            self.suspect[node_id] = time.monotonic()
         actor = self.actors[w] = self.spawn(w)
         actor.reset.remote(self.reset_seed)  # calls from one caller run in order: reset, policy, rollout
         self.loaded[w] = 0

@@ -167,7 +167,7 @@ def serve(args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: An
         command = int(flags[w])
         if command == CLOSE or closing[0]:
             return
-        if command == DONE or command == ERROR:
+        if command in (DONE, ERROR):
             continue  # a CLOSE overwritten by our own answer; ``closing`` catches it next time
         if stepper is None:
             flags[w] = ERROR

@@ -175,7 +175,7 @@ class NetHackGame:
         elif mode == "always":
             penalty += self.penalty_step
         else:
-            raise ValueError("Unknown penalty_mode '%s'" % mode)
+            raise ValueError(f"Unknown penalty_mode '{mode}'")
         penalty += (new_time - self.time) * self.penalty_time
         return penalty
 

@@ -70,7 +70,7 @@ def test_fixed_agent_slots_through_the_vector_env():
     assert obs.shape == (2 * 4, 18) and venv.agents_per_env == 4
     ended = 0
     for _ in range(30):  # max_cycles=25: every env ends once and auto-resets
-        obs, rewards, terminals, truncations, infos = venv.step(np.zeros(8, dtype=np.int64))
+        obs, _rewards, _terminals, truncations, _infos = venv.step(np.zeros(8, dtype=np.int64))
         ended += int(truncations.any())
     assert ended >= 1
     venv.close()

@@ -74,7 +74,8 @@ class CartPoleReference(BatchedReference):
         s[:] = new
         a["steps"][:, 0] += 1
         x, theta = new[:, 0], new[:, 2]
-        terminated = (x < -K["X_THRESHOLD"]) | (x > K["X_THRESHOLD"]) | (theta < -K["THETA_THRESHOLD"]) | (theta > K["THETA_THRESHOLD"])
+        terminated = ((x < -K["X_THRESHOLD"]) | (x > K["X_THRESHOLD"])
+                      | (theta < -K["THETA_THRESHOLD"]) | (theta > K["THETA_THRESHOLD"]))
         truncated = ~terminated & (a["steps"][:, 0] >= self.max_steps)
         a["rewards"][:] = 1.0
         a["terminals"][:, 0] = terminated
