@@ -92,7 +92,7 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
         >>> worker_error_line(RuntimeError("cartpole: worker 0 died. Worker traceback:\\nX"), Path("/nonexistent"))
         'cartpole: worker 0 died; continue with `pufferbox train --resume /nonexistent`'
     """
-    first = str(exc).splitlines()[0].removesuffix(" Worker traceback:").rstrip(" .;:")
+    first = str(exc).splitlines()[0].removesuffix(" Traceback:").removesuffix(" Worker traceback:").rstrip(" .;:")
     saved = ""
     if run_dir.is_dir():
         try:
