@@ -34,7 +34,7 @@ SIGNAL_FAULTS = ["sigkill_trainer", "sigterm_trainer", "sigstop_trainer", "poiso
 # the serial backend re-raises an env's own exception with its traceback (it is the debugging backend), and an
 # os._exit there ends the trainer itself: those two env faults run on multiprocessing, like the worker faults
 WORKER_FAULTS = ["sigkill_worker", "sigstop_worker", "sigterm_worker", "env_hang", "env_raise", "env_exit"]
-ENV_FAULTS = ["env_raise", "env_exit", "env_nan", "env_hang"]
+ENV_FAULTS = ["env_raise", "env_exit", "env_nan_reward", "env_hang"]
 FAULTS = SIGNAL_FAULTS + WORKER_FAULTS[:3] + ENV_FAULTS
 STEP_TIMEOUT = 3.0
 WAIT = 90.0  # seconds any one subprocess may take before the round fails
@@ -262,7 +262,7 @@ def check_trainer_exit(t: Tracked, run_dir: Path, plan: dict) -> None:
             s.check(bool(checkpoints(run_dir)), f"SIGTERM left no checkpoint\n{t.tail()}")
     else:  # a broken worker or env: one line naming it, exit 2
         needle = {"env_raise": "deliberate failure", "sigstop_worker": "step_timeout", "env_hang": "step_timeout",
-                  "env_nan": "finite"}.get(fault, "")
+                  "env_nan_reward": "finite"}.get(fault, "")
         assert_one_line_error(t, needle)
 
 
