@@ -133,6 +133,19 @@ def test_failed_resume_leaves_the_run_dir_unchanged(finished, tmp_path, args, ne
     assert result.exit_code == 0, result.output  # a plain resume still works
 
 
+def test_resume_removes_temp_files_a_killed_writer_left(finished, tmp_path):
+    """Found by the chaos suite: a SIGKILL while a checkpoint is written leaves ``.ckpt-N.pt.XXXX.tmp``."""
+    run_dir = tmp_path / "stale"
+    shutil.copytree(finished, run_dir)
+    stale = [run_dir / "checkpoints" / ".ckpt-00000003.pt.k1ll3d.tmp", run_dir / "metrics.jsonl.4242.tmp"]
+    for path in stale:
+        path.write_bytes(b"half a checkpoint")
+    result = CliRunner().invoke(cli, ["train", "--resume", str(run_dir), "--total-steps", "768"])
+    assert result.exit_code == 0, result.output
+    assert not any(path.exists() for path in stale)
+    assert not list(run_dir.rglob("*.tmp"))
+
+
 @pytest.mark.slow
 def test_a_second_trainer_on_the_same_run_dir_is_refused_naming_the_holder(tmp_path):
     run_dir = tmp_path / "shared"

@@ -113,3 +113,28 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
     state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert state["global_step"] == last["global_step"] > 0
+
+
+@pytest.mark.parametrize("mode, needle", [("raise", "raised ValueError: deliberate failure at step 40"),
+                                          ("exit", "exited with status 3")])
+@pytest.mark.timeout(90)
+def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monkeypatch, mode, needle):
+    """Found by the chaos suite: a worker that raised or died ended `pufferbox train` with a traceback."""
+    from pufferbox.registry import get_registry
+    from pufferbox.vector.testenvs import env_spec_for
+
+    load_commands()
+    registry = get_registry()
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda name: env_spec_for("faulty", fail_at=40, mode=mode)
+                        if name == "faulty" else real_get(name))
+    run_dir = tmp_path / "broken"
+    result = CliRunner().invoke(cli, ["train", "faulty", "--run-dir", str(run_dir), "--backend", "multiprocessing",
+                                      "--num-workers", "2", "--num-envs", "4", "--set", "train.num_steps=16",
+                                      "--set", "train.checkpoint_interval=5", "--total-steps", "4096", "--no-tensorboard"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: faulty: ") and needle in line and "Traceback" not in result.output
+    assert f"continue with `pufferbox train --resume {run_dir}`" in line
+    if mode == "raise":  # the env's traceback is kept, not printed
+        assert "deliberate failure" in (run_dir / "worker-error.txt").read_text()

@@ -46,6 +46,7 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
     """
     from pufferbox.train.config import ConfigError
     from pufferbox.train.runner import default_run_dir, run
+    from pufferbox.vector.base import WorkerError
 
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
@@ -65,9 +66,12 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
         from pufferbox.registry import get_registry
 
         run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
-    result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
-                 run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard,
-                 callbacks=tracker_factory(tracking)(str(resume or run_dir)))
+    try:
+        result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
+                     run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard,
+                     callbacks=tracker_factory(tracking)(str(resume or run_dir)))
+    except WorkerError as exc:
+        raise UserError(worker_error_line(exc, Path(resume or run_dir))) from None
     solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
               f"after {result.solved_at_time:.1f} s" if result.solved_at_step is not None else
               "not solved" if result.solved_return is not None else "")
@@ -79,6 +83,25 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
     click.echo(f"checkpoint: {result.checkpoint}")
     if result.stop_signal == signal.SIGTERM:
         sys.exit(128 + signal.SIGTERM)  # what supervisors (Slurm, Kubernetes) expect after a TERM
+
+
+def worker_error_line(exc: Exception, run_dir: Path) -> str:
+    """One line for an env or worker that broke mid-run; the full message (the env's traceback)
+    goes to ``RUN_DIR/worker-error.txt``, and the line says how to continue.
+
+    Example:
+        >>> worker_error_line(RuntimeError("cartpole: worker 0 died. Worker traceback:\\nX"), Path("/nonexistent"))
+        'cartpole: worker 0 died; continue with `pufferbox train --resume /nonexistent`'
+    """
+    first = str(exc).splitlines()[0].removesuffix(" Traceback:").removesuffix(" Worker traceback:").rstrip(" .;:")
+    saved = ""
+    if run_dir.is_dir():
+        try:
+            (run_dir / "worker-error.txt").write_text(str(exc) + "\n")
+            saved = f" (details: {run_dir / 'worker-error.txt'})"
+        except OSError:
+            pass
+    return f"{first}{saved}; continue with `pufferbox train --resume {run_dir}`"
 
 
 @cli.command("eval")

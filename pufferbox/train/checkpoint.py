@@ -118,6 +118,20 @@ def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, k
     return final
 
 
+def remove_stale_temp_files(directory: str | Path) -> list[Path]:
+    """Delete ``.ckpt-*.tmp`` files a killed writer left (call only while holding the run dir's lock).
+
+    Example:
+        >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / ".ckpt-00000002.pt.x1.tmp").write_bytes(b"")
+        >>> [p.name for p in remove_stale_temp_files(d)]
+        ['.ckpt-00000002.pt.x1.tmp']
+    """
+    stale = sorted(Path(directory).glob(".ckpt-*.pt.*.tmp"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint file, or the newest one of a run dir / checkpoint dir."""
     path = Path(path)

@@ -23,6 +23,7 @@ from pufferbox.train.checkpoint import (
     check_encoder_is_trusted,
     latest_checkpoint,
     latest_finite_checkpoint,
+    remove_stale_temp_files,
 )
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
@@ -139,6 +140,9 @@ def run_locked(env: str | None, config: dict | None, *, config_file: str | Path 
             load_resumed(trainer, checkpoint)
         if run_dir is not None:
             run_dir = Path(run_dir)
+            remove_stale_temp_files(run_dir / "checkpoints")  # a SIGKILL mid-write leaves one; we hold the lock
+            for stale in run_dir.glob("metrics.jsonl.*.tmp"):  # and one of trim_metrics
+                stale.unlink(missing_ok=True)
             # [run] records what "auto" settings resolved to on this machine
             dump_toml({"run": {"env": spec.name, **trainer.hardware.as_config()}, **config}, run_dir / "config.toml")
             if checkpoint is not None:

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from multiprocessing import shared_memory
 from typing import Any
@@ -25,6 +26,17 @@ from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.vector.base import VectorConfigError
 
 SHM_DIR = "/dev/shm"
+SEGMENT_PREFIX = "pufferbox_"
+
+
+def segment_name(pid: int | None = None) -> str:
+    """A fresh segment name, ``pufferbox_<creator pid>_<random>``: a leaked segment names its creator.
+
+    Example:
+        >>> segment_name(42).startswith("pufferbox_42_")
+        True
+    """
+    return f"{SEGMENT_PREFIX}{os.getpid() if pid is None else pid}_{secrets.token_hex(6)}"
 ALIGN = 64
 Layout = dict[str, tuple[tuple[int, ...], np.dtype]]
 
@@ -80,7 +92,7 @@ class SharedArrays:
         _, nbytes = offsets(layout)
         check_shm_room(nbytes)
         try:
-            shm = shared_memory.SharedMemory(create=True, size=nbytes)
+            shm = shared_memory.SharedMemory(name=segment_name(), create=True, size=nbytes)
         except OSError as exc:
             raise VectorConfigError(f"cannot allocate {nbytes / 2**20:.1f} MiB of shared memory ({exc}); raise "
                                     f"/dev/shm (`docker run --shm-size=8g`, compose `shm_size: 8gb`)") from exc

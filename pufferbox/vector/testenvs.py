@@ -75,8 +75,10 @@ BAD_OBSERVATIONS = {"short_obs": np.zeros(1, np.float32), "none_obs": None,
 
 class FaultyEnv(gymnasium.Env):
     """Steps normally until ``fail_at`` steps, then raises (``mode="raise"``), kills itself
-    (``"kill"``), sleeps forever (``"hang"``) or returns a bad observation (``"short_obs"``: shape
-    (1,) instead of (2,); ``"none_obs"``: ``None``; ``"nan_obs"``: NaN; ``"big_obs"``: out of bounds)."""
+    (``"kill"``), exits its process with ``os._exit(3)`` (``"exit"``), sleeps forever (``"hang"``),
+    returns NaN rewards (``"nan_reward"``) or returns a bad observation (``"short_obs"``: shape
+    (1,) instead of (2,); ``"none_obs"``: ``None``; ``"nan_obs"``: NaN; ``"big_obs"``: out of bounds).
+    Rewards are a noisy function of the action, so a policy trained on it has gradients."""
 
     def __init__(self, fail_at: int = 3, mode: str = "raise", fail_env_seed: int | None = None):
         self.observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
@@ -98,13 +100,18 @@ class FaultyEnv(gymnasium.Env):
         if armed and self.t >= self.fail_at:
             if self.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self.mode == "exit":
+                os._exit(3)
+            if self.mode == "nan_reward":
+                return np.zeros(2, np.float32), float("nan"), False, False, {}
             if self.mode == "hang":
                 while True:
                     time.sleep(60)
             if self.mode in BAD_OBSERVATIONS:
                 return BAD_OBSERVATIONS[self.mode], 0.0, False, False, {}
             raise ValueError(f"deliberate failure at step {self.t}")
-        return np.zeros(2, np.float32), 0.0, False, False, {}
+        obs = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return obs, float(action) - 0.5 * float(obs[0]), False, False, {}
 
 
 class UnevenStepEnv(gymnasium.Env):

@@ -1,0 +1,301 @@
+"""A seeded fault schedule: what to break, when, and the invariants checked after every round.
+
+A round starts a ``pufferbox train`` (or tournament) subprocess in its own session, breaks it at
+a random moment (a signal to the trainer or a worker, an env fault, a full disk), waits for it
+with a deadline, and then checks: no process of its tree is left, no ``/dev/shm/pufferbox_<pid>_*``
+segment, no temp file; the run dir resumes (or is refused in one ``Error:`` line, exit 2), never
+from a checkpoint with non-finite weights. Every event is logged; a failure dumps the log and the
+seed (``PUFFERBOX_CHAOS_SEED=N python -m pytest tests/chaos`` replays it).
+
+Example:
+    >>> s = Schedule(7)
+    >>> s.log("start"); "PUFFERBOX_CHAOS_SEED=7" in s.dump()
+    True
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import torch
+
+HERE = Path(__file__).parent
+SIGNAL_FAULTS = ["sigkill_trainer", "sigterm_trainer", "sigstop_trainer", "poison_checkpoint"]
+# the serial backend re-raises an env's own exception with its traceback (it is the debugging backend), and an
+# os._exit there ends the trainer itself: those two env faults run on multiprocessing, like the worker faults
+WORKER_FAULTS = ["sigkill_worker", "sigstop_worker", "sigterm_worker", "env_hang", "env_raise", "env_exit"]
+ENV_FAULTS = ["env_raise", "env_exit", "env_nan_reward", "env_hang"]
+FAULTS = SIGNAL_FAULTS + WORKER_FAULTS[:3] + ENV_FAULTS
+STEP_TIMEOUT = 3.0
+WAIT = 90.0  # seconds any one subprocess may take before the round fails
+
+
+class ChaosFailure(AssertionError):
+    """An invariant broke; the message carries the seed and the schedule so far."""
+
+
+class Schedule:
+    """The seeded random source and the log of one chaos run."""
+
+    def __init__(self, seed: int):
+        self.seed, self.rng, self.events, self.t0 = seed, random.Random(seed), [], time.monotonic()
+
+    def log(self, what: str) -> None:
+        self.events.append(f"{time.monotonic() - self.t0:7.2f}s  {what}")
+
+    def dump(self) -> str:
+        return (f"chaos seed {self.seed} (replay: PUFFERBOX_CHAOS_SEED={self.seed} python -m pytest tests/chaos)\n"
+                + "\n".join(self.events))
+
+    def check(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.log(f"FAILED: {what}")
+            raise ChaosFailure(self.dump())
+
+
+def chaos_seed() -> int:
+    return int(os.environ.get("PUFFERBOX_CHAOS_SEED") or random.SystemRandom().randrange(2**31))
+
+
+def chaos_rounds(default: int) -> int:
+    return int(os.environ.get("PUFFERBOX_CHAOS_ROUNDS") or default)
+
+
+def plugin_env(tmp: Path, fault: str | None = None) -> dict[str, str]:
+    """The environment of a chaos subprocess: the ``chaosfault`` env plugin visible, ``fault`` armed."""
+    site = tmp / "chaos-site"
+    info = site / "pufferbox_chaos-0.1.0.dist-info"
+    if not info.exists():
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pufferbox-chaos\nVersion: 0.1.0\n")
+        (info / "entry_points.txt").write_text("[pufferbox]\nchaos = pufferbox_chaos\n")
+    path = os.pathsep.join([str(HERE / "plugin"), str(site), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "PUFFERBOX_PLUGINS": "classic,chaos", "PYTHONUNBUFFERED": "1"}
+    env.pop("PUFFERBOX_CHAOS_FAULT", None)
+    if fault:
+        env["PUFFERBOX_CHAOS_FAULT"] = fault
+    return env
+
+
+class Tracked:
+    """A ``pufferbox`` subprocess in its own session; a thread records every pid of its tree."""
+
+    def __init__(self, args: list[str], env: dict[str, str], schedule: Schedule):
+        self.schedule = schedule
+        self.proc = subprocess.Popen([sys.executable, "-m", "pufferbox", *args], env=env, start_new_session=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.seen: dict[int, psutil.Process] = {}
+        self.out = self.err = ""
+        schedule.log(f"start pid {self.proc.pid}: pufferbox {' '.join(args)}")
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def watch(self) -> None:
+        while self.proc.poll() is None:
+            try:
+                root = psutil.Process(self.proc.pid)
+                for p in [root, *root.children(recursive=True)]:
+                    self.seen.setdefault(p.pid, p)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+
+    def workers(self) -> list[psutil.Process]:
+        """Live direct children that are env workers (not multiprocessing's resource tracker or forkserver)."""
+        try:
+            kids = psutil.Process(self.proc.pid).children()
+            return [k for k in kids if not any(w in " ".join(k.cmdline()) for w in ("resource_tracker", "forkserver"))]
+        except psutil.Error:
+            return []
+
+    def signal(self, sig: signal.Signals, pid: int | None = None) -> None:
+        self.schedule.log(f"{sig.name} -> pid {pid or self.proc.pid}{' (worker)' if pid else ''}")
+        try:
+            os.kill(pid or self.proc.pid, sig)
+        except ProcessLookupError:
+            self.schedule.log("  (already gone)")
+
+    def wait(self, timeout: float = WAIT) -> int:
+        try:
+            self.out, self.err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.out, self.err = self.proc.communicate(timeout=30)
+            self.schedule.log(f"pid {self.proc.pid} still running after {timeout:.0f} s: killed its group")
+            self.schedule.check(False, f"a subprocess outlived its deadline\n{self.tail()}")
+        self.thread.join(timeout=5)
+        self.schedule.log(f"pid {self.proc.pid} exited {self.proc.returncode}")
+        return self.proc.returncode
+
+    def tail(self) -> str:
+        return f"--- stdout ---\n{self.out[-2000:]}\n--- stderr ---\n{self.err[-3000:]}"
+
+    def wait_for_lines(self, run_dir: Path, lines: int, timeout: float = WAIT) -> bool:
+        """Wait until ``metrics.jsonl`` has ``lines`` lines; False if the process ended first."""
+        path, deadline = run_dir / "metrics.jsonl", time.monotonic() + timeout
+        while not path.exists() or len(path.read_text().splitlines()) < lines:
+            if self.proc.poll() is not None:
+                return False
+            self.schedule.check(time.monotonic() < deadline, f"no {lines} metric lines in {timeout:.0f} s")
+            time.sleep(0.05)
+        return True
+
+
+def assert_nothing_left(t: Tracked, run_dir: Path | None) -> None:
+    """No process of the tree, no shared-memory segment it created, no temp file (unless SIGKILLed
+    mid-write: then the next ``--resume`` removes it)."""
+    s = t.schedule
+    _, alive = psutil.wait_procs(list(t.seen.values()), timeout=15)
+    s.check(not alive, f"processes left after pid {t.proc.pid}: {[(p.pid, p.status()) for p in alive]}")
+    deadline = time.monotonic() + 10  # multiprocessing's resource tracker unlinks a killed owner's segments
+    while (left := [g for pid in t.seen for g in glob.glob(f"/dev/shm/pufferbox_{pid}_*")]):
+        if time.monotonic() > deadline:
+            s.check(False, f"shared-memory segments left: {left}")
+        time.sleep(0.1)
+    if run_dir is not None and run_dir.exists() and t.proc.returncode != -signal.SIGKILL:
+        temps = [str(p) for p in run_dir.rglob("*.tmp")]
+        s.check(not temps, f"temp files left: {temps}")
+
+
+def finite(path: Path) -> bool:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return all(torch.isfinite(v).all() for v in state["model"].values() if torch.is_tensor(v))
+
+
+def checkpoints(run_dir: Path) -> list[Path]:
+    return sorted((run_dir / "checkpoints").glob("ckpt-*.pt"))
+
+
+def assert_one_line_error(t: Tracked, *needles: str) -> str:
+    lines = [line for line in t.err.strip().splitlines() if line.strip()]
+    t.schedule.check(t.proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("Error: "),
+                     f"expected exit 2 with one `Error:` line, got {t.proc.returncode}\n{t.tail()}")
+    for needle in needles:
+        t.schedule.check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
+    return lines[0]
+
+
+def assert_resumable(run_dir: Path, tmp: Path, s: Schedule, extra: list[str]) -> None:
+    """``--resume`` continues from the newest finite checkpoint, or is refused in one line; never a traceback."""
+    before = {p.name: finite(p) for p in checkpoints(run_dir)}
+    mtimes = {p.name: p.stat().st_mtime_ns for p in checkpoints(run_dir)}
+    s.log(f"checkpoints before resume: {before}")
+    newest_finite = max((n for n, ok in before.items() if ok), default=None)
+    t = Tracked(["train", "--resume", str(run_dir), "--total-steps", "1536", *extra], plugin_env(tmp), s)
+    rc = t.wait()
+    s.check("Traceback" not in t.out + t.err, f"traceback on resume\n{t.tail()}")
+    if rc == 0:
+        s.check(newest_finite is not None or not before, f"resumed from a non-finite checkpoint\n{t.tail()}")
+        written = [p for p in checkpoints(run_dir) if mtimes.get(p.name) != p.stat().st_mtime_ns]
+        s.check(bool(written) and all(finite(p) for p in written),
+                f"a resumed run wrote no or a non-finite checkpoint: {[p.name for p in written]}")
+    else:
+        assert_one_line_error(t)
+        s.check(newest_finite is None or not before, f"refused although {newest_finite} is finite\n{t.tail()}")
+    assert_nothing_left(t, run_dir)
+
+
+def plan_trainer_round(rng: random.Random) -> dict:
+    fault = rng.choice(FAULTS)
+    backend = "multiprocessing" if fault in WORKER_FAULTS or rng.random() < 0.5 else "serial"
+    return {"fault": fault, "backend": backend, "lines": rng.randint(1, 4), "delay": rng.uniform(0, 0.4),
+            "fail_at": rng.randint(40, 400), "stop_s": rng.uniform(0.2, 1.5), "then": rng.choice(["cont", "kill"]),
+            "interval": rng.choice([1, 2, 3])}
+
+
+def trainer_args(run_dir: Path, plan: dict) -> list[str]:
+    env = "chaosfault" if plan["fault"].startswith("env_") else "cartpole"
+    args = ["train", env, "--run-dir", str(run_dir), "--total-steps", "10000000", "--num-envs", "4",
+            "--set", "train.num_steps=32", "--set", f"train.checkpoint_interval={plan['interval']}",
+            "--set", "train.stop_on_solve=false", "--set", "policy.hidden_size=16", "--no-tensorboard",
+            "--backend", plan["backend"], "--set", f"vec.step_timeout={STEP_TIMEOUT}"]
+    return args + (["--num-workers", "2"] if plan["backend"] == "multiprocessing" else [])
+
+
+def break_trainer(t: Tracked, run_dir: Path, plan: dict) -> None:
+    """Apply ``plan["fault"]`` to a running trainer (env faults need nothing: the env breaks itself)."""
+    s, fault = t.schedule, plan["fault"]
+    if fault.startswith("env_") or not t.wait_for_lines(run_dir, plan["lines"]):
+        return
+    time.sleep(plan["delay"])
+    if fault in ("sigkill_trainer", "sigterm_trainer", "poison_checkpoint"):
+        t.signal(signal.SIGKILL if fault == "sigkill_trainer" else signal.SIGTERM)
+    elif fault == "sigstop_trainer":
+        t.signal(signal.SIGSTOP)
+        time.sleep(plan["stop_s"])
+        if plan["then"] == "cont":
+            t.signal(signal.SIGCONT)
+            time.sleep(0.3)
+            t.signal(signal.SIGTERM)
+        else:
+            t.signal(signal.SIGKILL)
+    else:
+        workers = t.workers()
+        s.check(bool(workers), f"no worker processes under pid {t.proc.pid}")
+        sig = {"sigkill_worker": signal.SIGKILL, "sigstop_worker": signal.SIGSTOP,
+               "sigterm_worker": signal.SIGTERM}[fault]
+        t.signal(sig, t.schedule.rng.choice(workers).pid)
+
+
+EXPECTED_EXIT = {"sigkill_trainer": {-9}, "sigterm_trainer": {143}, "poison_checkpoint": {143},
+                 "sigstop_trainer": {-9, 143}}
+
+
+def check_trainer_exit(t: Tracked, run_dir: Path, plan: dict) -> None:
+    s, fault, rc = t.schedule, plan["fault"], t.proc.returncode
+    s.check("Traceback" not in t.out + t.err, f"traceback from the trainer\n{t.tail()}")
+    if fault in EXPECTED_EXIT:
+        if rc == 0 and not t.wait_for_lines(run_dir, 10**9, timeout=0.0):
+            s.check(False, f"trainer finished before the fault\n{t.tail()}")
+        s.check(rc in EXPECTED_EXIT[fault], f"{fault}: exit {rc}, expected {EXPECTED_EXIT[fault]}\n{t.tail()}")
+        if rc == 143:
+            s.check(bool(checkpoints(run_dir)), f"SIGTERM left no checkpoint\n{t.tail()}")
+    else:  # a broken worker or env: one line naming it, exit 2
+        needle = {"env_raise": "deliberate failure", "sigstop_worker": "step_timeout", "env_hang": "step_timeout",
+                  "env_nan_reward": "finite"}.get(fault, "")
+        assert_one_line_error(t, needle)
+
+
+def poison(run_dir: Path, s: Schedule) -> None:
+    """Write a NaN copy of the newest checkpoint as a newer one (a poisoned model checkpointed)."""
+    newest = checkpoints(run_dir)[-1]
+    state = torch.load(newest, map_location="cpu", weights_only=True)
+    for value in state["model"].values():
+        if torch.is_tensor(value) and value.is_floating_point():
+            value.fill_(math.nan)
+    update = int(newest.stem.split("-")[1]) + 1
+    torch.save(state, newest.with_name(f"ckpt-{update:08d}.pt"))
+    s.log(f"poisoned: wrote NaN ckpt-{update:08d}.pt")
+
+
+def trainer_round(s: Schedule, tmp: Path, index: int) -> None:
+    """One round: start a trainer, break it per a random plan, check every invariant."""
+    plan = plan_trainer_round(s.rng)
+    run_dir = tmp / f"round{index}"
+    s.log(f"round {index}: {plan}")
+    fault_var = f"{plan['fault'][4:]}:{plan['fail_at']}" if plan["fault"].startswith("env_") else None
+    t = Tracked(trainer_args(run_dir, plan), plugin_env(tmp, fault_var), s)
+    try:
+        break_trainer(t, run_dir, plan)
+        t.wait()
+    finally:
+        if t.proc.poll() is None:
+            os.killpg(t.proc.pid, signal.SIGKILL)
+            t.proc.communicate(timeout=30)
+    check_trainer_exit(t, run_dir, plan)
+    assert_nothing_left(t, run_dir)
+    if plan["fault"] == "poison_checkpoint":
+        poison(run_dir, s)
+    extra = ["--set", f"vec.step_timeout={STEP_TIMEOUT}"]
+    if run_dir.exists():
+        assert_resumable(run_dir, tmp, s, extra)
