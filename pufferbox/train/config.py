@@ -66,6 +66,10 @@ class TrainConfig:
     solve_window: int = 20
     deterministic: bool = False  # torch deterministic algorithms
     max_nonfinite_updates: int = 3  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
+    norm_obs: bool = False  # running mean/std of the float observation leaves (see train/normalize.py)
+    norm_reward: bool = False  # rewards / running std of the discounted return
+    clip_obs: float = 10.0  # normalized observations are clipped to [-clip_obs, clip_obs]
+    clip_reward: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
 FREE_SECTIONS = ("env",)
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
                 "train.solve_window", "vec.num_envs", "policy.hidden_size"}
+POSITIVE = {"train.clip_obs", "train.clip_reward"}
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -142,12 +147,14 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
                           + (f"; did you mean {hint[0]}?" if hint else f" ({source}); keys are {', '.join(known)}"))
     expected = type(known[key])
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        value = float(value)  # and checked below: `train.learning_rate=-1` is no more valid than -1.0
     if type(value) is not expected:
         raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} "
                           f"{value!r} ({source})")
     if expected is float and not math.isfinite(value):
         raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
+    if f"{section}.{key}" in POSITIVE and value <= 0:
+        raise ConfigError(f"{section}.{key}: must be > 0, got {value!r} ({source})")
     if f"{section}.{key}" in AT_LEAST_ONE and value < 1:  # before the >= 0 rule: 0 is no fix for -4
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:

@@ -37,6 +37,7 @@ from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, make_collector, make_vec_env, pick_device
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.learner import Learner
+from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.policies import build_agent
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
@@ -161,6 +162,10 @@ class Trainer:
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
         self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
         self.collector = make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+        self.collector.norm = self.normalizer = make_normalizer(self.obs_spec, self.num_rows, tc)
+        if self.normalizer is not None and self.venv.backend == "cuda":
+            raise ConfigError("train.norm_obs/norm_reward: not available with --backend cuda (the kernels' rollout "
+                              "stays on the device); drop them or use another backend")
         self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
@@ -282,7 +287,8 @@ class Trainer:
                 "wall_time": self.wall_time(), "torch_rng": torch.get_rng_state(),
                 "shuffle_rng": self.learner.generator.get_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                **self.scores.state_dict()}
+                **self.scores.state_dict(),
+                **({"normalizer": self.normalizer.state_dict()} if self.normalizer is not None else {})}
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
@@ -310,6 +316,8 @@ class Trainer:
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
         self.scores.load_state_dict(state)
+        if self.normalizer is not None and "normalizer" in state:
+            self.normalizer.load_state_dict(state["normalizer"])
         self.collector.reset(self.env_seed())
 
     def close(self) -> None:
