@@ -42,17 +42,19 @@ class TrainConfig:
     """``[train]``: the PPO run. The update's keys are read by :class:`~pufferbox.train.learner.Learner`."""
 
     total_steps: int = 1_000_000  # agent steps; the last rollout is cut short to end there
-    learning_rate: float = 2.5e-4
+    # The optimization defaults are SB3's PPO (2,048 steps per update over the 8 default envs, 10 epochs of
+    # 64-sample minibatches, no entropy bonus): chosen on envs no plugin tunes (benchmarks/bench_defaults.py).
+    learning_rate: float = 3e-4
     anneal_lr: bool = True
-    num_steps: int = 128  # rollout length per agent row
+    num_steps: int = 256  # rollout length per agent row
     gamma: float = 0.99
     gae_lambda: float = 0.95
-    num_minibatches: int = 4
-    update_epochs: int = 4
+    num_minibatches: int = 32
+    update_epochs: int = 10
     norm_adv: bool = True
     clip_coef: float = 0.2
     clip_vloss: bool = True
-    ent_coef: float = 0.01
+    ent_coef: float = 0.0
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: float = 0.0  # 0: no early stop of the epochs
