@@ -83,7 +83,8 @@ def test_typed_sections_are_the_dataclasses_with_every_default_and_the_same_chec
         typed(TrainConfig, {"gama": 0.9})
     with pytest.raises(ConfigError, match=r"^train\.learning_rate: must be a finite number"):
         updated(train, {"learning_rate": float("nan")})
-    assert updated(train, {"ent_coef": 0}).ent_coef == 0.0 and train.ent_coef == 0.01  # frozen: a copy
+    # frozen: updated() returns a copy
+    assert updated(train, {"ent_coef": 0.5}).ent_coef == 0.5 and train.ent_coef == DEFAULTS["train"]["ent_coef"]
 
 
 def test_trainer_set_hyperparameters_checks_values(tmp_path):

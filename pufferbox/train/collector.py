@@ -216,6 +216,7 @@ class HostCollector:
         self.state = agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
         self.pending: np.ndarray | None = None  # actions chosen for the last stored step, not yet sent
         self.phase_time = {"env": 0.0, "inference": 0.0}
+        self.norm: Any = None  # a train.normalize.Normalizer: what the policy sees and learns from
 
     def reset(self, seed: int) -> None:
         self.venv.async_reset(seed)
@@ -258,6 +259,8 @@ class HostCollector:
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
+        if self.norm is not None:
+            obs, rewards = self.norm.observe(obs), self.norm.scale(rewards, rows, terminals | truncations)
         seg, ptr = ro.seg[rows], ro.ptr[rows]
         has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
         ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
@@ -317,6 +320,7 @@ class HostCollector:
                 on_step()
             if len(infos):
                 ended.append(episodes_from_infos(infos))
+            obs = obs if self.norm is None else self.norm.observe(obs)
             self.pending = self.choose(obs, starts, rows, greedy)[0]
         return Episodes.concat(ended)
 

@@ -43,17 +43,19 @@ class TrainConfig:
     """``[train]``: the PPO run. The update's keys are read by :class:`~pufferbox.train.learner.Learner`."""
 
     total_steps: int = 1_000_000  # agent steps; the last rollout is cut short to end there
-    learning_rate: float = 2.5e-4
+    # The optimization defaults are SB3's PPO (2,048 steps per update over the 8 default envs, 10 epochs of
+    # 64-sample minibatches, no entropy bonus): chosen on envs no plugin tunes (benchmarks/bench_defaults.py).
+    learning_rate: float = 3e-4
     anneal_lr: bool = True
-    num_steps: int = 128  # rollout length per agent row
+    num_steps: int = 256  # rollout length per agent row
     gamma: float = 0.99
     gae_lambda: float = 0.95
-    num_minibatches: int = 4
-    update_epochs: int = 4
+    num_minibatches: int = 32
+    update_epochs: int = 10
     norm_adv: bool = True
     clip_coef: float = 0.2
     clip_vloss: bool = True
-    ent_coef: float = 0.01
+    ent_coef: float = 0.0
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: float = 0.0  # 0: no early stop of the epochs
@@ -72,6 +74,10 @@ class TrainConfig:
     max_nonfinite_updates: int = 3  # updates in a row with a NaN/inf reward or loss (skipped) before stopping
     overlap: bool = False  # collect rollout k+1 (policy one update old) while learning on k; see overlap.py
     lag_correction: str = "vtrace"  # overlap only: "vtrace" (IMPALA's targets) or "none" (PPO's clip alone)
+    norm_obs: bool = False  # running mean/std of the float observation leaves (see train/normalize.py)
+    norm_reward: bool = False  # rewards / running std of the discounted return
+    clip_obs: float = 10.0  # normalized observations are clipped to [-clip_obs, clip_obs]
+    clip_reward: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,7 @@ FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked
 AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
                 "train.solve_window", "vec.num_envs", "policy.hidden_size"}
 CHOICES = {"train.lag_correction": ("vtrace", "none")}
+POSITIVE = {"train.clip_obs", "train.clip_reward"}
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -164,12 +171,14 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
                           + (f"; did you mean {hint[0]}?" if hint else f" ({source}); keys are {', '.join(known)}"))
     expected = type(known[key])
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        value = float(value)  # and checked below: `train.learning_rate=-1` is no more valid than -1.0
     if type(value) is not expected:
         raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} "
                           f"{value!r} ({source})")
     if expected is float and not math.isfinite(value):
         raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
+    if f"{section}.{key}" in POSITIVE and value <= 0:
+        raise ConfigError(f"{section}.{key}: must be > 0, got {value!r} ({source})")
     if f"{section}.{key}" in AT_LEAST_ONE and value < 1:  # before the >= 0 rule: 0 is no fix for -4
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:

@@ -20,6 +20,7 @@ from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
 from pufferbox.train.hardware import auto_threads, usable_cores
+from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.policies import build_agent
 
 __all__ = ["evaluate"]
@@ -86,6 +87,7 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
 
     try:
         collector = HostCollector(venv, agent, horizon=1)
+        collector.norm = frozen_normalizer(venv, typed(TrainConfig, config["train"]), state)
         collector.reset(seed)
         ended = collector.play(episodes, greedy=deterministic, on_step=show if visual else None)
     finally:
@@ -98,6 +100,15 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
     if video is not None:
         result["video"] = save_video(frames, Path(video))
     return result
+
+
+def frozen_normalizer(venv: Any, train: TrainConfig, state: dict) -> Any:
+    """The normalizer the run trained with, its statistics as the checkpoint saved them, no longer updated."""
+    norm = make_normalizer(venv.obs_spec, venv.num_agents, train)
+    if norm is not None:
+        norm.load_state_dict(state.get("normalizer", {}))
+        norm.frozen = True
+    return norm
 
 
 def save_video(frames: list[np.ndarray], path: Path, fps: int = 30) -> str:

@@ -39,11 +39,12 @@ import torch
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
-from pufferbox.train.collector import Collected, make_collector, make_vec_env
+from pufferbox.train.collector import Collected, HostCollector, make_collector, make_vec_env
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import build_groups, resolve_layout
 from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
 from pufferbox.train.learner import Learner
+from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.overlap import OverlapCollector, vtrace_targets
 from pufferbox.train.policies import build_agent
 
@@ -190,6 +191,13 @@ class Trainer:
         else:
             self.agent, self.learner, self.league = build_groups(self, config)
         self.collector = self.build_collector(tc)
+        self.normalizer = make_normalizer(self.obs_spec, self.num_rows, tc)
+        if self.normalizer is not None:
+            host = getattr(self.collector, "inner", self.collector)  # an OverlapCollector wraps the host one
+            if not isinstance(host, HostCollector):
+                raise ConfigError("train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
+                                  "backends); drop them for --backend cuda or ray")
+            host.norm = self.normalizer
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
         self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
@@ -339,7 +347,8 @@ class Trainer:
                 "wall_time": self.wall_time(), "torch_rng": torch.get_rng_state(),
                 "shuffle_rng": self.learner.generator.get_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                **self.scores.state_dict()}
+                **self.scores.state_dict(),
+                **({"normalizer": self.normalizer.state_dict()} if self.normalizer is not None else {})}
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
@@ -371,6 +380,8 @@ class Trainer:
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
         self.scores.load_state_dict(state)
+        if self.normalizer is not None and "normalizer" in state:
+            self.normalizer.load_state_dict(state["normalizer"])
         self.collector.reset(self.env_seed())
 
     def close(self) -> None:

@@ -9,7 +9,8 @@ Box2D (needs ``Box2D``, imported by Gymnasium only when one is made): ``lunarlan
 the hardcore course).
 
 Each env's training defaults follow RL-Baselines3-Zoo's tuned PPO settings (its minibatch
-of 64 rows as ``num_minibatches``; fewer envs where the Zoo uses many); ``solved_return`` is Gymnasium's
+of 64 rows as ``num_minibatches``; fewer envs where the Zoo uses many; ``normalize: true`` as
+``train.norm_obs``/``norm_reward``); ``solved_return`` is Gymnasium's
 ``reward_threshold`` where it has one (Pendulum has none: -200 is the customary bar).
 
 Example:
@@ -46,14 +47,16 @@ def ppo(total_steps: int, num_envs: int, **train: object) -> dict:
 CLASSIC = (
     ("acrobot", "Acrobot-v1", {}, -100.0, {},
      ppo(500_000, 16, num_steps=256, gamma=0.99, gae_lambda=0.94, update_epochs=4, ent_coef=0.0,
-         num_minibatches=64, learning_rate=1e-3),
+         num_minibatches=64, learning_rate=1e-3, norm_obs=True, norm_reward=True),
      "Swing a two-link pendulum's tip above a line (Gymnasium Acrobot-v1)."),
     ("mountaincar", "MountainCar-v0", {}, -110.0, {},
-     ppo(1_000_000, 16, num_steps=16, gamma=0.99, gae_lambda=0.98, update_epochs=4, ent_coef=0.0),
+     ppo(1_000_000, 16, num_steps=16, gamma=0.99, gae_lambda=0.98, update_epochs=4, ent_coef=0.0,
+         norm_obs=True, norm_reward=True),
      "Drive an underpowered car up a hill, discrete pushes (Gymnasium MountainCar-v0)."),
     ("mountaincar_continuous", "MountainCarContinuous-v0", {}, 90.0, {},
      ppo(200_000, 8, num_steps=64, gamma=0.9999, gae_lambda=0.9, update_epochs=10, ent_coef=0.00429,
-         num_minibatches=2, learning_rate=7.77e-5, clip_coef=0.1, max_grad_norm=5.0, vf_coef=0.19),
+         num_minibatches=2, learning_rate=7.77e-5, clip_coef=0.1, max_grad_norm=5.0, vf_coef=0.19,
+         norm_obs=True, norm_reward=True),
      "Drive an underpowered car up a hill, continuous force (Gymnasium MountainCarContinuous-v0)."),
     ("pendulum", "Pendulum-v1", {}, -200.0, {},
      ppo(200_000, 4, num_steps=1024, gamma=0.9, gae_lambda=0.95, update_epochs=10, ent_coef=0.0,
@@ -69,7 +72,7 @@ CLASSIC = (
      "Land a lander on the pad, continuous throttles (Gymnasium LunarLander-v3 continuous, Box2D)."),
     ("bipedalwalker", "BipedalWalker-v3", {}, 300.0, BOX2D_REQUIRES,
      ppo(5_000_000, 16, num_steps=2048, gamma=0.999, gae_lambda=0.95, update_epochs=10, ent_coef=0.001,
-         num_minibatches=512, learning_rate=2.5e-4),
+         num_minibatches=512, learning_rate=2.5e-4, norm_obs=True, norm_reward=True),
      "Walk a 2D biped over rough terrain, continuous torques (Gymnasium BipedalWalker-v3, Box2D)."),
 )
 

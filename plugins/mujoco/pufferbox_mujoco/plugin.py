@@ -6,8 +6,8 @@ episodes (Reacher 50, Pusher 100). Keyword arguments go to ``gymnasium.make``, e
 ``--set env.ctrl_cost_weight=0.5``.
 
 Observation and reward normalization (running mean/std, as in every MuJoCo PPO baseline)
-is the trainer's job, not the env's: the plugin does not wrap the env, so evaluation sees
-true returns and the statistics can live in checkpoints.
+is the trainer's job (``train.norm_obs``/``norm_reward``, on in these defaults), not the env's:
+the plugin does not wrap the env, so evaluation sees true returns and the statistics can live in checkpoints.
 
 Gymnasium imports mujoco when a task is made: without it the envs are listed as unavailable
 with the install command.
@@ -48,7 +48,7 @@ TASKS = {
 DEFAULTS = {
     "train": {"total_steps": 1_000_000, "learning_rate": 3e-4, "num_steps": 256, "gamma": 0.99,
               "gae_lambda": 0.95, "update_epochs": 10, "num_minibatches": 32, "ent_coef": 0.0,
-              "clip_coef": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5},
+              "clip_coef": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5, "norm_obs": True, "norm_reward": True},
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 64, "encoder": "mlp"},
 }
