@@ -10,29 +10,19 @@ from __future__ import annotations
 
 import copy
 
-import gymnasium
 import numpy as np
 import pytest
 import torch
 from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
+from tiny import tiny_agent, tiny_batch
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.train.config import TrainConfig
 from pufferbox.train.learner import Learner
 from pufferbox.train.optim import Adam
-from pufferbox.train.policies import Agent, MLPEncoder
 
 
 def learner_and_batch(minibatches: int = 4) -> tuple[Learner, dict[str, torch.Tensor]]:
-    obs_spec = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,), np.float32))
-    act_spec = ActionSpec(gymnasium.spaces.Discrete(2))
-    torch.manual_seed(0)
-    agent = Agent(MLPEncoder(obs_spec, act_spec, hidden_size=8), act_spec)
-    segments, horizon = 4, 8
-    batch = {"obs": torch.randn(segments, horizon + 1, 4), "actions": torch.randint(0, 2, (segments, horizon + 1)),
-             "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
-             "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
-             "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
+    agent, batch = tiny_agent(), tiny_batch(segments=4, horizon=8)
     learner = Learner(agent, TrainConfig(num_minibatches=minibatches, update_epochs=2))
     assert not learner.sync_free  # on the CPU a host read is free; the accelerator path is tested here
     learner.sync_free = True

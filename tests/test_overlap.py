@@ -217,23 +217,14 @@ def test_overlap_rejects_the_cuda_backend_with_a_one_line_error():
 
 def test_the_learner_uses_targets_given_with_the_batch_instead_of_gae():
     """``advantages``/``returns`` in the batch (V-trace's) replace GAE's: zero advantages, zero policy loss."""
-    import gymnasium
+    from tiny import tiny_agent, tiny_batch
 
-    from pufferbox.spaces import ActionSpec, ObservationSpec
     from pufferbox.train.config import TrainConfig
     from pufferbox.train.learner import Learner
     from pufferbox.train.overlap import vtrace_targets
-    from pufferbox.train.policies import Agent, MLPEncoder
 
-    obs_spec = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,), np.float32))
-    act_spec = ActionSpec(gymnasium.spaces.Discrete(2))
-    torch.manual_seed(0)
-    agent = Agent(MLPEncoder(obs_spec, act_spec, hidden_size=8), act_spec)
     segments, horizon = 3, 5
-    batch = {"obs": torch.randn(segments, horizon + 1, 4), "actions": torch.randint(0, 2, (segments, horizon + 1)),
-             "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
-             "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
-             "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
+    agent, batch = tiny_agent(), tiny_batch(segments, horizon)
     hp = TrainConfig(num_minibatches=1, update_epochs=1, norm_adv=False, ent_coef=0.0)
     zero = {"advantages": torch.zeros(segments, horizon), "returns": torch.zeros(segments, horizon)}
     assert Learner(agent, hp).update(batch | zero)["policy_loss"] == 0.0

@@ -138,22 +138,12 @@ def test_compiled_policy_trains():
 
 def test_learner_update_is_pure_on_a_batch_of_tensors():
     """No env, no collector: a batch of segments in, metrics out, the weights moved, nothing else touched."""
-    import gymnasium
+    from tiny import tiny_agent, tiny_batch
 
-    from pufferbox.spaces import ActionSpec, ObservationSpec
     from pufferbox.train.config import TrainConfig
     from pufferbox.train.learner import Learner
-    from pufferbox.train.policies import Agent, MLPEncoder
 
-    obs_spec = ObservationSpec(gymnasium.spaces.Box(-1, 1, (4,), np.float32))
-    act_spec = ActionSpec(gymnasium.spaces.Discrete(2))
-    torch.manual_seed(0)
-    agent = Agent(MLPEncoder(obs_spec, act_spec, hidden_size=8), act_spec)
-    segments, horizon = 3, 5
-    batch = {"obs": torch.randn(segments, horizon + 1, 4), "actions": torch.randint(0, 2, (segments, horizon + 1)),
-             "logprobs": torch.full((segments, horizon + 1), -0.69), "values": torch.zeros(segments, horizon + 1),
-             "rewards": torch.ones(segments, horizon + 1), "starts": torch.zeros(segments, horizon + 1, dtype=torch.bool),
-             "masks": torch.ones(segments, horizon + 1, dtype=torch.bool)}
+    agent, batch = tiny_agent(), tiny_batch(segments=3, horizon=5)
     before = {k: v.clone() for k, v in batch.items()}
     weights = copy.deepcopy(agent.state_dict())
     metrics = Learner(agent, TrainConfig(num_minibatches=1, update_epochs=2)).update(batch, progress=0.5)
