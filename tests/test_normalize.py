@@ -122,7 +122,8 @@ def test_collector_feeds_the_policy_normalized_obs_and_scaled_rewards():
 
 @pytest.mark.slow
 def test_normalized_training_still_learns_cartpole():
-    trainer = Trainer("cartpole", normalized("train.seed=3"))
+    # one torch thread: the learning curve is then the same on every machine (sums split over threads differ)
+    trainer = Trainer("cartpole", normalized("train.seed=3", "train.torch_threads=1"))
     trainer.train_steps(80_000)
     assert trainer.result().episode_return > 100, trainer.history[-1]
     trainer.close()
