@@ -14,14 +14,14 @@ from pufferbox.train.hardware import MAX_AUTO_THREADS, auto_threads, pick_device
 
 
 @pytest.mark.parametrize("cores, backend, workers, expected", [
-    (2, "serial", 0, 2),                  # envs in this process: every core between steps
+    (2, "serial", 0, 1),                  # one core kept for env stepping and the OS
     (16, "serial", 0, MAX_AUTO_THREADS),  # capped: small matrices do not use more
     (16, "native", 0, MAX_AUTO_THREADS),
-    (4, "cuda", 0, 4),
-    (16, "multiprocessing", 12, 4),       # each worker process keeps a core
+    (4, "cuda", 0, 3),
+    (16, "multiprocessing", 12, 3),       # each worker process keeps a core, and one spare
     (2, "multiprocessing", 2, 1),         # at least one
     (2, "multiprocessing", 8, 1),
-    (6, "ray", 2, 4),
+    (6, "ray", 2, 3),
     (1, "serial", 0, 1),
 ])
 def test_auto_threads_takes_the_cores_the_envs_leave(cores, backend, workers, expected):
@@ -51,8 +51,8 @@ def test_auto_device_is_cuda_when_torch_sees_one(monkeypatch):
 def test_resolved_hardware_reads_the_backend_and_its_workers():
     pool = types.SimpleNamespace(backend="multiprocessing", num_workers=3)
     hw = resolve_hardware(torch.device("cpu"), "auto", 0, pool, cores=8)
-    assert hw.torch_threads == 5 and hw.as_config() == {"device": "cpu", "torch_threads": 5}
-    assert hw.describe() == "cpu (auto), 5 torch threads (auto)"
+    assert hw.torch_threads == 4 and hw.as_config() == {"device": "cpu", "torch_threads": 4}  # 8 - 3 workers - 1
+    assert hw.describe() == "cpu (auto), 4 torch threads (auto)"
     fixed = resolve_hardware(torch.device("cpu"), "cpu", 1, pool, cores=8)
     assert fixed.torch_threads == 1 and fixed.describe() == "cpu, 1 torch thread"
 

@@ -46,9 +46,15 @@ def usable_cores() -> int:
 
 def auto_threads(cores: int, backend: str, workers: int, cap: int = MAX_AUTO_THREADS) -> int:
     """torch's intra-op threads for ``train.torch_threads = 0``: the cores left by ``workers`` env
-    processes of a ``backend`` (none for serial/native/cuda), at least 1, at most ``cap``."""
+    processes of a ``backend`` (none for serial/native/cuda) less one kept for the process's own
+    env stepping and the OS, at least 1, at most ``cap``.
+
+    The spare core is measured, not taste: on 2 cores, CartPole with 2 torch threads took 147 s to
+    solve next to one busy process, with 1 thread 6 s (RESULTS.md, Training); torch's threads spin
+    and collapse when they have no core of their own.
+    """
     busy = workers if backend in WORKER_BACKENDS else 0
-    return max(1, min(cap, cores - busy))
+    return max(1, min(cap, cores - busy - 1))
 
 
 def pick_device(name: str) -> torch.device:
