@@ -21,9 +21,10 @@ train: setup
 test: setup lint
 	$(PY) -m pytest -q
 
-# Lint (ruff), types of the core packages (mypy, files in pyproject) and the import layers (import-linter).
+# Lint and formatting (ruff), types of the core packages (mypy, files in pyproject) and the import layers (import-linter).
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 

@@ -57,11 +57,13 @@ def main() -> int:
         return 2
     import torch
 
-    rows = [("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
-            ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),
-            ("tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
-            ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
-            ("cuda_cartpole", 100_000, 1000, {})]
+    rows = [
+        ("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
+        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),
+        ("tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
+        ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
+        ("cuda_cartpole", 100_000, 1000, {}),
+    ]
     print(f"GPU: {torch.cuda.get_device_name()}\n\n| env | envs x agents | env steps/s |\n|---|---|---|")
     for name, envs, steps, kw in rows:
         agents = kw.get("num_taggers", 0) + kw.get("num_runners", 0) or 1

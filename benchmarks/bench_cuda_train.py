@@ -49,9 +49,14 @@ def train(env: str, overrides: list[str], updates: int, warmup: int, sync: bool)
     if sync:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    out = {"env_sps": updates * batch / seconds, "agent_sps": updates * batch * trainer.agents_per_env / seconds,
-           "seconds": seconds, "history": trainer.history, "agents_per_env": trainer.agents_per_env,
-           "phase_time": dict(trainer.phase_time)}
+    out = {
+        "env_sps": updates * batch / seconds,
+        "agent_sps": updates * batch * trainer.agents_per_env / seconds,
+        "seconds": seconds,
+        "history": trainer.history,
+        "agents_per_env": trainer.agents_per_env,
+        "phase_time": dict(trainer.phase_time),
+    }
     trainer.close()
     return out
 
@@ -84,44 +89,70 @@ def main() -> int:
     parser.add_argument("--plot", default="benchmarks/tag-rate-cuda.png", help="tag-rate PNG")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--skip-peer", action="store_true", help="skip the CPU-reference (serial backend) run")
-    parser.add_argument("--host", action="store_true",
-                        help="smoke-test this script on the host kernel simulator (toy sizes; numbers mean nothing)")
+    parser.add_argument(
+        "--host",
+        action="store_true",
+        help="smoke-test this script on the host kernel simulator (toy sizes; numbers mean nothing)",
+    )
     args = parser.parse_args()
 
     from pufferbox.cuda.device import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     if reason is not None and not args.host:
-        print(f"bench_cuda_train.py needs a GPU ({reason}); run it on a GPU machine, "
-              f"or `pufferbox train tag --backend serial` to train the CPU reference", file=sys.stderr)
+        print(
+            f"bench_cuda_train.py needs a GPU ({reason}); run it on a GPU machine, "
+            f"or `pufferbox train tag --backend serial` to train the CPU reference",
+            file=sys.stderr,
+        )
         return 2
     import torch
 
     device = ["vec.device=host"] if args.host else []
     num_envs = min(args.num_envs, 16) if args.host else args.num_envs
-    ours = train("tag", ["vec.backend=cuda", *device, f"vec.num_envs={num_envs}", *args.overrides],
-                 args.updates, args.warmup, sync=not args.host)
-    peer = None if args.skip_peer else train(
-        "tag", ["vec.backend=serial", "vec.num_envs=64", "train.num_steps=32", *args.overrides], 2, 1, sync=False)
+    ours = train(
+        "tag",
+        ["vec.backend=cuda", *device, f"vec.num_envs={num_envs}", *args.overrides],
+        args.updates,
+        args.warmup,
+        sync=not args.host,
+    )
+    peer = (
+        None
+        if args.skip_peer
+        else train("tag", ["vec.backend=serial", "vec.num_envs=64", "train.num_steps=32", *args.overrides], 2, 1, sync=False)
+    )
 
     rates = [m["tag_rate"] for m in ours["history"]]
     where = "host simulator (smoke test)" if args.host else torch.cuda.get_device_name()
-    png = plot(ours["history"], ours["agents_per_env"], args.plot,
-               f"Tag {num_envs} envs x {ours['agents_per_env']} agents, PPO on {where}")
+    png = plot(
+        ours["history"],
+        ours["agents_per_env"],
+        args.plot,
+        f"Tag {num_envs} envs x {ours['agents_per_env']} agents, PPO on {where}",
+    )
     load = os.getloadavg()[0]
     print("## GPU training: PPO on discrete Tag, --backend cuda\n")
-    print(f"`python benchmarks/bench_cuda_train.py {' '.join(sys.argv[1:])}` on {where}, "
-          f"torch {torch.__version__}, load average {load:.2f}\n")
+    print(
+        f"`python benchmarks/bench_cuda_train.py {' '.join(sys.argv[1:])}` on {where}, "
+        f"torch {torch.__version__}, load average {load:.2f}\n"
+    )
     print("| trainer | envs x agents | env steps/s | agent steps/s | timed updates |\n|---|---|---|---|---|")
-    print(f"| pufferbox --backend cuda | {num_envs} x {ours['agents_per_env']} | {ours['env_sps']:,.0f} | "
-          f"{ours['agent_sps']:,.0f} | {args.updates} in {ours['seconds']:.1f} s |")
+    print(
+        f"| pufferbox --backend cuda | {num_envs} x {ours['agents_per_env']} | {ours['env_sps']:,.0f} | "
+        f"{ours['agent_sps']:,.0f} | {args.updates} in {ours['seconds']:.1f} s |"
+    )
     if peer is not None:
-        print(f"| pufferbox --backend serial (CPU reference, 1 core) | 64 x {peer['agents_per_env']} | "
-              f"{peer['env_sps']:,.0f} | {peer['agent_sps']:,.0f} | 2 in {peer['seconds']:.1f} s |")
+        print(
+            f"| pufferbox --backend serial (CPU reference, 1 core) | 64 x {peer['agents_per_env']} | "
+            f"{peer['env_sps']:,.0f} | {peer['agent_sps']:,.0f} | 2 in {peer['seconds']:.1f} s |"
+        )
         print(f"\ncuda / serial training throughput: {ours['env_sps'] / peer['env_sps']:,.1f}x")
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in ours["phase_time"].items())
-    print(f"\nTarget: >= 1.3M env steps/s ({'met' if ours['env_sps'] >= 1.3e6 else 'NOT met'}). "
-          f"Phase times (host side, all updates): {phases}.")
+    print(
+        f"\nTarget: >= 1.3M env steps/s ({'met' if ours['env_sps'] >= 1.3e6 else 'NOT met'}). "
+        f"Phase times (host side, all updates): {phases}."
+    )
     first, last = sum(rates[:3]) / len(rates[:3]), sum(rates[-3:]) / len(rates[-3:])
     print(f"Tag rate (tags per env and step), first 3 vs last 3 updates: {first:.4f} -> {last:.4f}; plot: {png}")
     return 0

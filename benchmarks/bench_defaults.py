@@ -26,28 +26,60 @@ from pufferbox.train.ppo import Trainer
 
 # env -> step budget (agent steps). Classic control from the classic plugin; ocean sanity envs.
 VALIDATION_SET: dict[str, int] = {
-    "cartpole": 100_000, "acrobot": 100_000, "mountaincar": 200_000, "pendulum": 200_000,
-    "bandit": 20_000, "squared": 50_000, "stochastic": 30_000,
+    "cartpole": 100_000,
+    "acrobot": 100_000,
+    "mountaincar": 200_000,
+    "pendulum": 200_000,
+    "bandit": 20_000,
+    "squared": 50_000,
+    "stochastic": 30_000,
 }
 ORDER = ["bandit", "stochastic", "squared", "cartpole", "acrobot", "pendulum", "mountaincar"]  # quick ones first
 # name -> overrides on top of the built-in defaults; "builtin" is DEFAULTS as they are.
 CANDIDATES: dict[str, list[str]] = {
     "builtin": [],
-    "cleanrl": ["vec.num_envs=4", "train.num_steps=128", "train.learning_rate=2.5e-4", "train.update_epochs=4",
-                "train.num_minibatches=4", "train.ent_coef=0.01"],
+    "cleanrl": [
+        "vec.num_envs=4",
+        "train.num_steps=128",
+        "train.learning_rate=2.5e-4",
+        "train.update_epochs=4",
+        "train.num_minibatches=4",
+        "train.ent_coef=0.01",
+    ],
     # SB3 PPO: 2048 steps per update (here 8 envs x 256), 10 epochs of 64-sample minibatches, lr 3e-4, no entropy.
-    "sb3": ["vec.num_envs=8", "train.num_steps=256", "train.learning_rate=3e-4", "train.update_epochs=10",
-            "train.num_minibatches=32", "train.ent_coef=0.0"],
+    "sb3": [
+        "vec.num_envs=8",
+        "train.num_steps=256",
+        "train.learning_rate=3e-4",
+        "train.update_epochs=10",
+        "train.num_minibatches=32",
+        "train.ent_coef=0.0",
+    ],
     "builtin+norm": ["train.norm_obs=true", "train.norm_reward=true"],
-    "sb3+norm": ["vec.num_envs=8", "train.num_steps=256", "train.learning_rate=3e-4", "train.update_epochs=10",
-                 "train.num_minibatches=32", "train.ent_coef=0.0", "train.norm_obs=true", "train.norm_reward=true"],
+    "sb3+norm": [
+        "vec.num_envs=8",
+        "train.num_steps=256",
+        "train.learning_rate=3e-4",
+        "train.update_epochs=10",
+        "train.num_minibatches=32",
+        "train.ent_coef=0.0",
+        "train.norm_obs=true",
+        "train.norm_reward=true",
+    ],
 }
 
 
 def run(env: str, candidate: str, seed: int, budget: int) -> dict:
     spec = get_registry().get(env)
-    config = resolve_config(None, overrides=[*CANDIDATES[candidate], "train.checkpoint_interval=0",
-                                             f"train.seed={seed}", f"train.total_steps={budget}"])
+    config = resolve_config(
+        None,
+        overrides=[
+            *CANDIDATES[candidate],
+            "train.checkpoint_interval=0",
+            f"train.seed={seed}",
+            f"train.total_steps={budget}",
+        ],
+    )
     start = time.perf_counter()
     trainer = Trainer(spec, config)
     try:
@@ -56,15 +88,24 @@ def run(env: str, candidate: str, seed: int, budget: int) -> dict:
         trainer.close()
     kls = [h["approx_kl"] for h in trainer.history if h.get("approx_kl") is not None]
     kl = round(sum(kls) / len(kls), 6) if kls else None  # ~0: the update does not move the policy
-    return {"env": env, "candidate": candidate, "seed": seed, "budget": budget, "steps": result.global_step,
-            "solved_return": spec.solved_return, "final_return": result.episode_return,
-            "solved_at_step": result.solved_at_step, "mean_approx_kl": kl,
-            "seconds": round(time.perf_counter() - start, 1), "load_avg": round(os.getloadavg()[0], 2)}
+    return {
+        "env": env,
+        "candidate": candidate,
+        "seed": seed,
+        "budget": budget,
+        "steps": result.global_step,
+        "solved_return": spec.solved_return,
+        "final_return": result.episode_return,
+        "solved_at_step": result.solved_at_step,
+        "mean_approx_kl": kl,
+        "seconds": round(time.perf_counter() - start, 1),
+        "load_avg": round(os.getloadavg()[0], 2),
+    }
 
 
 def table(path: str) -> str:
     """Markdown: one row per env, one column per candidate: mean final return (solved seeds, median steps)."""
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.startswith("{\"env\"")]
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.startswith('{"env"')]
     envs = list(dict.fromkeys(r["env"] for r in rows))
     cands = list(dict.fromkeys(r["candidate"] for r in rows))
     out = ["| env (threshold, budget) | " + " | ".join(cands) + " |", "|---" * (len(cands) + 1) + "|"]

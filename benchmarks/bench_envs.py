@@ -26,10 +26,12 @@ from pufferbox.bench import bench
 from pufferbox.registry import get_registry
 
 SECTION = "## Environment plugins"
-NOTE = ("Notes: the load average above says how busy the 2 cores were. The PettingZoo raw loops draw each "
-        "agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), "
-        "which is why they trail. Procgen's native block copies frames into the shared buffers and tracks "
-        "episode statistics, the bare gym3 row does neither.")
+NOTE = (
+    "Notes: the load average above says how busy the 2 cores were. The PettingZoo raw loops draw each "
+    "agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), "
+    "which is why they trail. Procgen's native block copies frames into the shared buffers and tracks "
+    "episode statistics, the bare gym3 row does neither."
+)
 # Training runs of the issue's acceptance list, on the same 2-core machine (plots next to this file).
 TRAININGS = """### Training runs (CPU, 2 cores, shared with other jobs)
 
@@ -53,7 +55,6 @@ means, grouped by part of the run (episode-weighted).
   cost; the env block alone does 26k steps/s above). Mean episode return per update: 0.54, 0.87, 0.74,
   1.06, 0.85, 1.01, 0.96 (about 140 episodes each). Plot: `benchmarks/bigfish-100k.png`.
 """
-
 
 
 def raw_gymnasium(name: str, seconds: float) -> float:
@@ -152,11 +153,17 @@ def puffer(name: str, seconds: float, **kwargs: Any) -> float:
 
 def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]]:
     s = seconds
-    single = {"nethack": "NetHackScore-v0 (nle 1.3.0)", "breakout": "ALE Breakout-v5 + preprocessing",
-              "lunarlander": "LunarLander-v3 (Box2D)", "bipedalwalker": "BipedalWalker-v3 (Box2D)",
-              "minigrid/doorkey-5x5": "MiniGrid-DoorKey-5x5-v0 + mission bytes",
-              "crafter": "Crafter (64x64 frames)", "mujoco/hopper": "Hopper-v5 (MuJoCo)",
-              "mujoco/humanoid": "Humanoid-v5 (MuJoCo)", "minihack/room-5x5": "MiniHack-Room-5x5-v0 (nle 1.3.0)"}
+    single = {
+        "nethack": "NetHackScore-v0 (nle 1.3.0)",
+        "breakout": "ALE Breakout-v5 + preprocessing",
+        "lunarlander": "LunarLander-v3 (Box2D)",
+        "bipedalwalker": "BipedalWalker-v3 (Box2D)",
+        "minigrid/doorkey-5x5": "MiniGrid-DoorKey-5x5-v0 + mission bytes",
+        "crafter": "Crafter (64x64 frames)",
+        "mujoco/hopper": "Hopper-v5 (MuJoCo)",
+        "mujoco/humanoid": "Humanoid-v5 (MuJoCo)",
+        "minihack/room-5x5": "MiniHack-Room-5x5-v0 (nle 1.3.0)",
+    }
     out: dict[str, list[tuple[str, Callable[[], float]]]] = {}
     for name, what in single.items():
         out[name] = [
@@ -164,46 +171,66 @@ def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]
             ("Gymnasium SyncVectorEnv, 8 envs", lambda n=name: gymnasium_vector(n, 8, s, False)),
             ("Gymnasium AsyncVectorEnv, 2 envs (a process each)", lambda n=name: gymnasium_vector(n, 2, s, True)),
             ("pufferbox serial, 8 envs", lambda n=name: puffer(n, s, backend="serial", num_envs=8)),
-            ("pufferbox multiprocessing, 8 envs / 2 workers",
-             lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2)),
+            (
+                "pufferbox multiprocessing, 8 envs / 2 workers",
+                lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2),
+            ),
         ]
     # NetHack's vector envs default to the native block (nle cores stepped directly): label
     # those rows, and time the emulated gym env too.
     out["nethack"][3:] = [
         ("pufferbox serial, native nle block, 8 envs", lambda: puffer("nethack", s, backend="serial", num_envs=8)),
-        ("pufferbox serial, emulated gym env, 8 envs",
-         lambda: puffer("nethack", s, backend="serial", num_envs=8, native=False)),
-        ("pufferbox multiprocessing, native nle block, 8 envs / 2 workers",
-         lambda: puffer("nethack", s, backend="multiprocessing", num_envs=8, num_workers=2)),
+        (
+            "pufferbox serial, emulated gym env, 8 envs",
+            lambda: puffer("nethack", s, backend="serial", num_envs=8, native=False),
+        ),
+        (
+            "pufferbox multiprocessing, native nle block, 8 envs / 2 workers",
+            lambda: puffer("nethack", s, backend="multiprocessing", num_envs=8, num_workers=2),
+        ),
     ]
     out["procgen/bigfish"] = [
         ("raw: pufferbox's one-env Gymnasium adapter, single env loop", lambda: raw_gymnasium("procgen/bigfish", s)),
-        ("Gymnasium SyncVectorEnv over the adapter, 8 envs",
-         lambda: gymnasium_vector("procgen/bigfish", 8, s, False)),
+        ("Gymnasium SyncVectorEnv over the adapter, 8 envs", lambda: gymnasium_vector("procgen/bigfish", 8, s, False)),
         ("procgen's own batched gym3 env, 64 envs (no copies, no infos)", lambda: procgen_gym3("bigfish", 64, s)),
-        ("pufferbox serial, emulated adapters, 8 envs",
-         lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=8, native=False)),
-        ("pufferbox serial, native gym3 block, 64 envs",
-         lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=64)),
-        ("pufferbox multiprocessing, native, 128 envs / 2 workers",
-         lambda: puffer("procgen/bigfish", s, backend="multiprocessing", num_envs=128, num_workers=2)),
+        (
+            "pufferbox serial, emulated adapters, 8 envs",
+            lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=8, native=False),
+        ),
+        (
+            "pufferbox serial, native gym3 block, 64 envs",
+            lambda: puffer("procgen/bigfish", s, backend="serial", num_envs=64),
+        ),
+        (
+            "pufferbox multiprocessing, native, 128 envs / 2 workers",
+            lambda: puffer("procgen/bigfish", s, backend="multiprocessing", num_envs=128, num_workers=2),
+        ),
     ]
     for name in ("mpe/simple_spread", "knights_archers_zombies"):
         out[name] = [
             ("raw PettingZoo ParallelEnv loop (agent steps)", lambda n=name: raw_parallel(n, s)),
             ("pufferbox serial, 8 envs", lambda n=name: puffer(n, s, backend="serial", num_envs=8)),
-            ("pufferbox multiprocessing, 8 envs / 2 workers",
-             lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2)),
+            (
+                "pufferbox multiprocessing, 8 envs / 2 workers",
+                lambda n=name: puffer(n, s, backend="multiprocessing", num_envs=8, num_workers=2),
+            ),
         ]
     return out
 
 
 def render(results: dict[str, list[tuple[str, float]]], command: str, load_before: str, load_after: str) -> str:
-    lines = [SECTION, "",
-             f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
-             f"load average before the run {load_before}, after {load_after} (other jobs shared the cores: "
-             "compare rows within one table, not absolute numbers).", "",
-             f"Reproduce: `{command}`", "", NOTE, ""]
+    lines = [
+        SECTION,
+        "",
+        f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+        f"load average before the run {load_before}, after {load_after} (other jobs shared the cores: "
+        "compare rows within one table, not absolute numbers).",
+        "",
+        f"Reproduce: `{command}`",
+        "",
+        NOTE,
+        "",
+    ]
     for env, rows in results.items():
         base = rows[0][1]
         lines += [f"### {env}", "", "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
@@ -222,8 +249,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5, help="timing per configuration")
     parser.add_argument("--only", nargs="*", default=None, help="envs to run (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print, do not update RESULTS.md")
-    parser.add_argument("--random-return", metavar="ENV", default=None,
-                        help="only print the mean episode return of random actions on ENV (baseline for curves)")
+    parser.add_argument(
+        "--random-return",
+        metavar="ENV",
+        default=None,
+        help="only print the mean episode return of random actions on ENV (baseline for curves)",
+    )
     parser.add_argument("--episodes", type=int, default=50, help="episodes for --random-return")
     args = parser.parse_args()
     if args.random_return:

@@ -90,6 +90,7 @@ def raw_loop(num_envs: int, seconds: float, first: int = 0) -> float:
             if terminated or truncated:
                 env.reset()
         return num_envs
+
     try:
         return timed(step, seconds)
     finally:
@@ -124,6 +125,7 @@ def pufferbox_loop(num_envs: int, seconds: float, copying: bool = False, native:
             venv.send(table[t % TABLE_ROWS, env_ids] if pool else rows[t % TABLE_ROWS])
             env_ids = venv.recv()[5]
             return len(env_ids)
+
         return timed(step, seconds)
 
 
@@ -154,6 +156,7 @@ def peer_loop(kind: str, num_envs: int, seconds: float) -> float:
     def step(t: int) -> int:
         venv.step(table[t % TABLE_ROWS])
         return num_envs
+
     try:
         return timed(step, seconds)
     finally:
@@ -179,30 +182,44 @@ def run(seconds: float, n: int, repeats: int, peers: bool = True, parallel: bool
         add(f"raw nle, plugin env, {envs} env{plural} in a loop (median of {repeats})", statistics.median(raw))
         add(f"pufferbox serial, {envs} env{plural}, nle writes the rows (median of {repeats})", statistics.median(serial))
         add(f"pufferbox serial, native nle block, {envs} env{plural} (median of {repeats})", statistics.median(native))
-        add(f"pufferbox serial, {envs} env{plural}, leaves copied (hook hidden; median of {repeats})",
-            statistics.median(copying))
+        add(
+            f"pufferbox serial, {envs} env{plural}, leaves copied (hook hidden; median of {repeats})",
+            statistics.median(copying),
+        )
     if not parallel:
         return rows
-    add(f"{n} raw envs split over 2 processes, no IPC (the two-core ceiling at this load)",
-        raw_parallel(n, seconds))
-    add(f"pufferbox multiprocessing, {n} envs / 2 workers",
-        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2))
-    add(f"pufferbox multiprocessing, {n} envs / 2 workers, spin_s=0 (always block)",
-        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2, spin_s=0.0))
-    add(f"pufferbox multiprocessing, {2 * n} envs / 2 workers",
-        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=2))
-    add(f"pufferbox pool, {2 * n} envs / 4 workers, batch {n}",
-        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=4, batch_size=n))
+    add(f"{n} raw envs split over 2 processes, no IPC (the two-core ceiling at this load)", raw_parallel(n, seconds))
+    add(
+        f"pufferbox multiprocessing, {n} envs / 2 workers",
+        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2),
+    )
+    add(
+        f"pufferbox multiprocessing, {n} envs / 2 workers, spin_s=0 (always block)",
+        pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=2, spin_s=0.0),
+    )
+    add(
+        f"pufferbox multiprocessing, {2 * n} envs / 2 workers",
+        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=2),
+    )
+    add(
+        f"pufferbox pool, {2 * n} envs / 4 workers, batch {n}",
+        pufferbox_loop(2 * n, seconds, backend="multiprocessing", num_workers=4, batch_size=n),
+    )
     for per_worker in (1, 2, 4):
-        add(f"pufferbox multiprocessing, native nle block, {2 * per_worker} envs / 2 workers",
-            pufferbox_loop(2 * per_worker, seconds, native=True, backend="multiprocessing", num_workers=2))
+        add(
+            f"pufferbox multiprocessing, native nle block, {2 * per_worker} envs / 2 workers",
+            pufferbox_loop(2 * per_worker, seconds, native=True, backend="multiprocessing", num_workers=2),
+        )
     if has_main_envs():
         for share in (1, 2, 4):
-            add(f"pufferbox multiprocessing, native nle block, {2 * share} envs: {share} in the main process "
-                f"+ 1 worker", pufferbox_loop(2 * share, seconds, native=True, backend="multiprocessing",
-                                              num_workers=1, main_envs=share))
-        add(f"pufferbox multiprocessing, {n} envs: {n // 2} in the main process + 1 worker",
-            pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=1, main_envs=n // 2))
+            add(
+                f"pufferbox multiprocessing, native nle block, {2 * share} envs: {share} in the main process + 1 worker",
+                pufferbox_loop(2 * share, seconds, native=True, backend="multiprocessing", num_workers=1, main_envs=share),
+            )
+        add(
+            f"pufferbox multiprocessing, {n} envs: {n // 2} in the main process + 1 worker",
+            pufferbox_loop(n, seconds, backend="multiprocessing", num_workers=1, main_envs=n // 2),
+        )
     if not peers:
         return rows
     add(f"Gymnasium SyncVectorEnv, {n} envs", peer_loop("gym-sync", n, seconds))
@@ -216,11 +233,15 @@ def run(seconds: float, n: int, repeats: int, peers: bool = True, parallel: bool
 
 def markdown(rows: list[tuple[str, float]], command: str, load_before: tuple, load_after: tuple) -> str:
     base = rows[0][1]
-    lines = ["### nethack", "",
-             f"Load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f}, "
-             f"after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. Reproduce: `{command}`", "",
-             f"| configuration | {'steps per CPU-second' if CLOCK is time.process_time else 'steps/s'} | vs raw 1 env |",
-             "|---|---:|---:|"]
+    lines = [
+        "### nethack",
+        "",
+        f"Load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. Reproduce: `{command}`",
+        "",
+        f"| configuration | {'steps per CPU-second' if CLOCK is time.process_time else 'steps/s'} | vs raw 1 env |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for name, value in rows]
     return "\n".join(lines) + "\n"
 
@@ -231,9 +252,12 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=8, help="envs per vectorized configuration")
     parser.add_argument("--repeats", type=int, default=3, help="alternations of the raw/serial pair")
     parser.add_argument("--skip-peers", action="store_true", help="pufferbox and raw rows only (a quick look)")
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="single-process rows only, timed in CPU seconds of this process: a loaded "
-                             "machine's ratios (wall-clock rows then mostly measure the other jobs)")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="single-process rows only, timed in CPU seconds of this process: a loaded "
+        "machine's ratios (wall-clock rows then mostly measure the other jobs)",
+    )
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     if args.seconds <= 0 or args.num_envs < 2 or args.num_envs % 2 or args.repeats < 1:

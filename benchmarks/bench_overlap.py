@@ -29,17 +29,25 @@ from pufferbox.train.config import resolve_config
 from pufferbox.train.ppo import Trainer
 
 SECTION = "## Overlapped simulation and learning"
-ARMS = {"exact": ["train.overlap=false"],
-        "overlap+vtrace": ["train.overlap=true", "train.lag_correction=vtrace"],
-        "overlap+none": ["train.overlap=true", "train.lag_correction=none"]}
+ARMS = {
+    "exact": ["train.overlap=false"],
+    "overlap+vtrace": ["train.overlap=true", "train.lag_correction=vtrace"],
+    "overlap+none": ["train.overlap=true", "train.lag_correction=none"],
+}
 EFFICIENCY = {"cartpole": 500_000, "stochastic": 300_000}  # env: step cap (unsolved past it)
 SPEED = {"cartpole": 65_536, "breakout": 16_384, "nethack": 16_384}  # env: step budget
 
 
 def run(env: str, arm: str, seed: int, steps: int, vec: list[str], solve: bool) -> dict:
     spec = get_registry().get(env)
-    overrides = ["train.checkpoint_interval=0", f"train.seed={seed}", f"train.total_steps={steps}",
-                 f"train.stop_on_solve={str(solve).lower()}", *vec, *ARMS[arm]]
+    overrides = [
+        "train.checkpoint_interval=0",
+        f"train.seed={seed}",
+        f"train.total_steps={steps}",
+        f"train.stop_on_solve={str(solve).lower()}",
+        *vec,
+        *ARMS[arm],
+    ]
     trainer = Trainer(spec, resolve_config(spec.defaults, overrides=overrides))
     try:
         warm = trainer.train_update(trainer.budget_horizon())["global_step"]  # workers started, first update done
@@ -48,9 +56,16 @@ def run(env: str, arm: str, seed: int, steps: int, vec: list[str], solve: bool) 
         seconds = time.perf_counter() - start
     finally:
         trainer.close()
-    return {"env": env, "arm": arm, "seed": seed, "solved_at": result.solved_at_step, "steps": result.global_step,
-            "return": result.episode_return, "sps": (result.global_step - warm) / max(seconds, 1e-9),
-            "load": os.getloadavg()[0]}
+    return {
+        "env": env,
+        "arm": arm,
+        "seed": seed,
+        "solved_at": result.solved_at_step,
+        "steps": result.global_step,
+        "return": result.episode_return,
+        "sps": (result.global_step - warm) / max(seconds, 1e-9),
+        "load": os.getloadavg()[0],
+    }
 
 
 def fmt(x: float | None, spec: str = ",.0f") -> str:
@@ -74,16 +89,19 @@ def efficiency(seeds: int, vec: list[str], envs: list[str]) -> list[str]:
 
 
 def speed(vec: list[str], envs: list[str]) -> list[str]:
-    lines = ["| env | arm | steps | training steps/s | final mean return | load avg (1 min) |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| env | arm | steps | training steps/s | final mean return | load avg (1 min) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for env, steps in SPEED.items():
         if envs and env not in envs:
             continue
         for arm in ARMS:
             r = run(env, arm, 1, steps, vec, solve=False)
             print(r, flush=True)
-            lines.append(f"| {env} | {arm} | {r['steps']:,} | {fmt(r['sps'])} | {fmt(r['return'], '.2f')} | "
-                         f"{r['load']:.2f} |")
+            lines.append(
+                f"| {env} | {arm} | {r['steps']:,} | {fmt(r['sps'])} | {fmt(r['return'], '.2f')} | {r['load']:.2f} |"
+            )
     return lines
 
 
@@ -95,19 +113,36 @@ def main() -> None:
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--envs", nargs="*", default=[], help="only these envs (default: all of the part's)")
     args = parser.parse_args()
-    vec = [f"vec.backend={args.backend}"] + ([f"vec.num_workers={args.num_workers}"]
-                                              if args.backend == "multiprocessing" else [])
-    lines = [SECTION, "", f"Machine: {machine_summary()} (at the end).", "",
-             f"Reproduce: `.venv/bin/python benchmarks/bench_overlap.py --part {args.part} --seeds {args.seeds} "
-             f"--backend {args.backend}"
-             + (f" --envs {' '.join(args.envs)}" if args.envs else "") + "`", "",
-             "Each env's plugin defaults; arms differ only in `train.overlap` / `train.lag_correction`."]
+    vec = [f"vec.backend={args.backend}"] + (
+        [f"vec.num_workers={args.num_workers}"] if args.backend == "multiprocessing" else []
+    )
+    lines = [
+        SECTION,
+        "",
+        f"Machine: {machine_summary()} (at the end).",
+        "",
+        f"Reproduce: `.venv/bin/python benchmarks/bench_overlap.py --part {args.part} --seeds {args.seeds} "
+        f"--backend {args.backend}" + (f" --envs {' '.join(args.envs)}" if args.envs else "") + "`",
+        "",
+        "Each env's plugin defaults; arms differ only in `train.overlap` / `train.lag_correction`.",
+    ]
     if args.part in ("efficiency", "both"):
-        lines += ["", ("Env steps until the last-20-episode mean return reaches the env's `solved_return` "
-                       "(sample efficiency: independent of machine load)."), "", *efficiency(args.seeds, vec, args.envs)]
+        lines += [
+            "",
+            (
+                "Env steps until the last-20-episode mean return reaches the env's `solved_return` "
+                "(sample efficiency: independent of machine load)."
+            ),
+            "",
+            *efficiency(args.seeds, vec, args.envs),
+        ]
     if args.part in ("speed", "both"):
-        lines += ["", "Training steps/s after the first update on a fixed budget (load-dependent).", "",
-                  *speed(vec, args.envs)]
+        lines += [
+            "",
+            "Training steps/s after the first update on a fixed budget (load-dependent).",
+            "",
+            *speed(vec, args.envs),
+        ]
     write_section(SECTION, "\n".join(lines))
     print("\n".join(lines))
 

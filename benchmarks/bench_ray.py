@@ -39,13 +39,15 @@ SECTION = "## Ray scaling"
 MEAN_STEP_S = 1e-3
 
 
-def rollout_sps(spec: Any, num_envs: int, num_workers: int, seconds: float, batch_size: int | None = None,
-                native: bool = False) -> tuple[float, int]:
+def rollout_sps(
+    spec: Any, num_envs: int, num_workers: int, seconds: float, batch_size: int | None = None, native: bool = False
+) -> tuple[float, int]:
     """Agent steps/s of remote rollouts (random actions, K auto) and the K they settled on."""
     from pufferbox.vector.ray_rollout import RayRollouts
 
-    with RayRollouts(EnvFactory(spec, use_native=native), num_envs=num_envs, num_workers=num_workers,
-                     batch_size=batch_size) as r:
+    with RayRollouts(
+        EnvFactory(spec, use_native=native), num_envs=num_envs, num_workers=num_workers, batch_size=batch_size
+    ) as r:
         r.reset(seed=0)
         r.submit_idle()
         r.wait(r.num_workers)  # measures the step time: K from here on
@@ -74,6 +76,7 @@ def one_machine(seconds: float, nethack_envs: int) -> list[tuple[str, str, float
         def run() -> float:
             sps, holder["k"] = rollout_sps(spec, envs, workers, seconds, **kw)
             return sps
+
         batch = f", batch {kw['batch_size']}" if kw.get("batch_size") else ""
         add(workload, f"Ray remote rollouts, {envs} envs / {workers} actors{batch} (K auto)", run)
         if rows and rows[-1][0] == workload and "k" in holder:
@@ -82,12 +85,21 @@ def one_machine(seconds: float, nethack_envs: int) -> list[tuple[str, str, float
     cores = os.cpu_count() or 1
     uneven = env_spec_for("uneven", mean_step_s=MEAN_STEP_S)
     w = "uneven"
-    add(w, "multiprocessing pool, 4 envs / 4 workers, batch 2 (best)",
-        lambda: bench(uneven, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2, seconds=seconds)["sps"])
-    add(w, "multiprocessing, 2 envs / 2 workers (sync)",
-        lambda: bench(uneven, backend="multiprocessing", num_envs=2, num_workers=2, seconds=seconds)["sps"])
-    add(w, "Ray send/recv, 4 envs / 4 actors, batch 2",
-        lambda: bench(uneven, backend="ray", num_envs=4, num_workers=4, batch_size=2, seconds=seconds)["sps"])
+    add(
+        w,
+        "multiprocessing pool, 4 envs / 4 workers, batch 2 (best)",
+        lambda: bench(uneven, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2, seconds=seconds)["sps"],
+    )
+    add(
+        w,
+        "multiprocessing, 2 envs / 2 workers (sync)",
+        lambda: bench(uneven, backend="multiprocessing", num_envs=2, num_workers=2, seconds=seconds)["sps"],
+    )
+    add(
+        w,
+        "Ray send/recv, 4 envs / 4 actors, batch 2",
+        lambda: bench(uneven, backend="ray", num_envs=4, num_workers=4, batch_size=2, seconds=seconds)["sps"],
+    )
     rollouts(w, uneven, cores, cores)
     rollouts(w, uneven, 2 * cores, 2 * cores, batch_size=cores)
     for name, value in pufferlib_peer("uneven-ray", seconds, 4).items():
@@ -96,13 +108,23 @@ def one_machine(seconds: float, nethack_envs: int) -> list[tuple[str, str, float
     w = "nethack"
     n = nethack_envs
     nethack = get_registry().get("nethack")
-    add(w, f"multiprocessing, {n} envs / 2 workers",
-        lambda: bench(nethack, backend="multiprocessing", num_envs=n, num_workers=2, seconds=seconds, native=False)["sps"])
-    add(w, f"multiprocessing pool, {2 * n} envs / 4 workers, batch {n}",
-        lambda: bench(nethack, backend="multiprocessing", num_envs=2 * n, num_workers=4, batch_size=n,
-                      seconds=seconds, native=False)["sps"])
-    add(w, f"Ray send/recv, {n} envs / 2 actors",
-        lambda: bench(nethack, backend="ray", num_envs=n, num_workers=2, seconds=seconds, native=False)["sps"])
+    add(
+        w,
+        f"multiprocessing, {n} envs / 2 workers",
+        lambda: bench(nethack, backend="multiprocessing", num_envs=n, num_workers=2, seconds=seconds, native=False)["sps"],
+    )
+    add(
+        w,
+        f"multiprocessing pool, {2 * n} envs / 4 workers, batch {n}",
+        lambda: bench(
+            nethack, backend="multiprocessing", num_envs=2 * n, num_workers=4, batch_size=n, seconds=seconds, native=False
+        )["sps"],
+    )
+    add(
+        w,
+        f"Ray send/recv, {n} envs / 2 actors",
+        lambda: bench(nethack, backend="ray", num_envs=n, num_workers=2, seconds=seconds, native=False)["sps"],
+    )
     rollouts(w, nethack, n, cores)
     rollouts(w, nethack, 2 * n, 2 * cores, batch_size=n)
     for name, value in pufferlib_peer("nethack-ray", seconds, n).items():
@@ -121,8 +143,10 @@ def cluster_scaling(seconds: float, cpus_per_node: int, max_nodes: int) -> list[
     root = tempfile.mkdtemp(prefix="pbbr-", dir="/tmp")  # private; short (Unix socket paths <= 107 bytes)
     os.mkdir(os.path.join(root, "ray"))
     os.environ["RAY_TMPDIR"] = root
-    head = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus_per_node, "include_dashboard": False,
-                                                         "temp_dir": os.path.join(root, "s")})
+    head = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": cpus_per_node, "include_dashboard": False, "temp_dir": os.path.join(root, "s")},
+    )
     out = []
     try:
         ensure_ray(address=head.address)
@@ -136,8 +160,11 @@ def cluster_scaling(seconds: float, cpus_per_node: int, max_nodes: int) -> list[
             sps, _ = rollout_sps(uneven, 2 * cpus, cpus, seconds)
             ideal, limit = cpus * per_step, min(cpus, os.cpu_count() or 1) * per_step
             out.append((nodes, cpus, sps, 100 * sps / ideal, 100 * sps / limit))
-            print(f"cluster  {nodes} node(s) x {cpus_per_node} CPU: {sps:>10,.0f} steps/s "
-                  f"({out[-1][3]:.0f}% of ideal, {out[-1][4]:.0f}% of the machine's limit)", flush=True)
+            print(
+                f"cluster  {nodes} node(s) x {cpus_per_node} CPU: {sps:>10,.0f} steps/s "
+                f"({out[-1][3]:.0f}% of ideal, {out[-1][4]:.0f}% of the machine's limit)",
+                flush=True,
+            )
     finally:
         ray.shutdown()
         head.shutdown()
@@ -149,13 +176,20 @@ def markdown(machine_rows: list, cluster_rows: list, command: str, cpus_per_node
     lines = [SECTION, "", f"{machine_summary()}. Reproduce: `{command}`", ""]
     for workload in dict.fromkeys(r[0] for r in machine_rows):
         group = [r for r in machine_rows if r[0] == workload]
-        lines += [f"### {workload} (one machine, random actions)", "", "| configuration | steps/s | vs first row |",
-                  "|---|---:|---:|"]
+        lines += [
+            f"### {workload} (one machine, random actions)",
+            "",
+            "| configuration | steps/s | vs first row |",
+            "|---|---:|---:|",
+        ]
         lines += [f"| {name} | {value:,.0f} | {value / group[0][2]:.2f}x |" for _, name, value in group] + [""]
     if cluster_rows:
-        lines += [f"### simulated cluster, 1 ms env, {cpus_per_node} CPU(s) per node, one actor per CPU", "",
-                  "| nodes | CPUs | steps/s | % of ideal (CPUs x 1,000) | % of this machine's limit |",
-                  "|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"### simulated cluster, 1 ms env, {cpus_per_node} CPU(s) per node, one actor per CPU",
+            "",
+            "| nodes | CPUs | steps/s | % of ideal (CPUs x 1,000) | % of this machine's limit |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         lines += [f"| {n} | {c} | {s:,.0f} | {p:.0f}% | {m:.0f}% |" for n, c, s, p, m in cluster_rows] + [""]
     return "\n".join(lines)
 

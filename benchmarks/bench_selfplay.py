@@ -34,9 +34,16 @@ from pufferbox.train.ppo import Trainer
 
 def train(env: str, steps: int, num_envs: int, every: int, seed: int, run_dir: Path) -> list[dict]:
     spec = get_registry().get(env)
-    config = resolve_config(spec.defaults, overrides=[
-        f"train.total_steps={steps}", f"vec.num_envs={num_envs}", f"train.checkpoint_interval={every}",
-        f"train.seed={seed}", "train.keep_checkpoints=1000"])
+    config = resolve_config(
+        spec.defaults,
+        overrides=[
+            f"train.total_steps={steps}",
+            f"vec.num_envs={num_envs}",
+            f"train.checkpoint_interval={every}",
+            f"train.seed={seed}",
+            "train.keep_checkpoints=1000",
+        ],
+    )
     trainer = Trainer(spec, config, run_dir=run_dir)
     try:
         if trainer.league is None:
@@ -67,9 +74,15 @@ def matches(run_dir: Path, episodes: int, seed: int) -> list[dict]:
         for opponent in (RANDOM, early):
             result = play_match(final, opponent, episodes=episodes, side=side, seed=seed)
             mean, low, high = margin_ci(result.outcomes, seed)
-            out.append(result.summary() | {"opponent": "random" if opponent == RANDOM else f"early ({early.name})",
-                                           "margin": round(mean, 4), "margin_ci95": [round(low, 4), round(high, 4)],
-                                           "significant": low > 0 or high < 0})
+            out.append(
+                result.summary()
+                | {
+                    "opponent": "random" if opponent == RANDOM else f"early ({early.name})",
+                    "margin": round(mean, 4),
+                    "margin_ci95": [round(low, 4), round(high, 4)],
+                    "significant": low > 0 or high < 0,
+                }
+            )
     return out
 
 
@@ -81,8 +94,9 @@ def plot(history: list[dict], groups: list[str], path: Path, env: str) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for group in groups:
-        points = [(m["global_step"], m[f"{group}/episode_return"]) for m in history
-                  if m.get(f"{group}/episode_return") is not None]
+        points = [
+            (m["global_step"], m[f"{group}/episode_return"]) for m in history if m.get(f"{group}/episode_return") is not None
+        ]
         if points:
             ax.plot(*zip(*points), label=f"{group} return")
     ax.set_xlabel("agent steps")
@@ -112,11 +126,23 @@ def main() -> None:
     groups = sorted({k.split("/")[0] for m in history for k in m if k.endswith("/episode_return")})
     if args.plot:
         plot(history, groups, args.plot, args.env)
-    curves = {g: [(m["global_step"], m[f"{g}/episode_return"]) for m in history
-                  if m.get(f"{g}/episode_return") is not None] for g in groups}
-    print(json.dumps({"env": args.env, "run_dir": str(run_dir), "steps": history[-1]["global_step"],
-                      "sps": history[-1]["sps"], "curves": curves,
-                      "matches": matches(run_dir, args.episodes, args.seed)}, indent=1))
+    curves = {
+        g: [(m["global_step"], m[f"{g}/episode_return"]) for m in history if m.get(f"{g}/episode_return") is not None]
+        for g in groups
+    }
+    print(
+        json.dumps(
+            {
+                "env": args.env,
+                "run_dir": str(run_dir),
+                "steps": history[-1]["global_step"],
+                "sps": history[-1]["sps"],
+                "curves": curves,
+                "matches": matches(run_dir, args.episodes, args.seed),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

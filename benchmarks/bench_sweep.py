@@ -32,8 +32,15 @@ ENVS = ["cartpole", "squared", "password"]
 
 
 def steps_to_solve(env: str, config: dict, seed: int, budget: int) -> int | None:
-    config = resolve_config(config, overrides=[f"train.seed={seed}", f"train.total_steps={budget}",
-                                               "train.stop_on_solve=true", "train.checkpoint_interval=0"])
+    config = resolve_config(
+        config,
+        overrides=[
+            f"train.seed={seed}",
+            f"train.total_steps={budget}",
+            "train.stop_on_solve=true",
+            "train.checkpoint_interval=0",
+        ],
+    )
     result = run(env, config=config, dashboard=False, tensorboard=False)
     return result.solved_at_step
 
@@ -47,32 +54,55 @@ def bench_env(env: str, args: argparse.Namespace, out: Path) -> dict:
     spec = get_registry().get(env)
     defaults = resolve_config(spec.defaults)
     budget = max(1024, int(defaults["train"]["total_steps"] * args.budget_scale))
-    result = sweep(env, args.trials, out / env, parallel=args.parallel, pruner=args.pruner,
-                   overrides=[f"train.total_steps={budget}", "train.checkpoint_interval=0"], log=lambda s: None)
+    result = sweep(
+        env,
+        args.trials,
+        out / env,
+        parallel=args.parallel,
+        pruner=args.pruner,
+        overrides=[f"train.total_steps={budget}", "train.checkpoint_interval=0"],
+        log=lambda s: None,
+    )
     best = result.study.best_trial
     tuned = defaults
     for name, value in best.params.items():
         section, _, key = name.partition(".")
         tuned = resolve_config(tuned, overrides=[f"{section}.{key}={json.dumps(value)}"])
-    row = {"env": env, "solved_return": spec.solved_return, "trials": len(result.study.trials),
-           "sweep_budget": budget, "best_trial": best.number, "best_value": best.value, "best_params": best.params}
+    row = {
+        "env": env,
+        "solved_return": spec.solved_return,
+        "trials": len(result.study.trials),
+        "sweep_budget": budget,
+        "best_trial": best.number,
+        "best_value": best.value,
+        "best_params": best.params,
+    }
     for label, config in (("defaults", defaults), ("best", tuned)):
         solved = [steps_to_solve(env, config, seed, 2 * budget) for seed in args.seeds]
-        row[label] = {"steps": solved, "median": median_steps(solved, 2 * budget),
-                      "solved": sum(s is not None for s in solved)}
+        row[label] = {
+            "steps": solved,
+            "median": median_steps(solved, 2 * budget),
+            "solved": sum(s is not None for s in solved),
+        }
     return row
 
 
 def table(rows: list[dict], args: argparse.Namespace) -> str:
-    lines = ["## Sweeps: best trial vs plugin defaults (benchmarks/bench_sweep.py)", "",
-             f"{machine_summary()}. {args.trials} trials per sweep (objective: steps to solved_return), "
-             f"evaluated on seeds {', '.join(map(str, args.seeds))} (unsolved seeds count as the cap).", "",
-             "| env | threshold | defaults: median steps (solved) | best trial: median steps (solved) | ratio |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "## Sweeps: best trial vs plugin defaults (benchmarks/bench_sweep.py)",
+        "",
+        f"{machine_summary()}. {args.trials} trials per sweep (objective: steps to solved_return), "
+        f"evaluated on seeds {', '.join(map(str, args.seeds))} (unsolved seeds count as the cap).",
+        "",
+        "| env | threshold | defaults: median steps (solved) | best trial: median steps (solved) | ratio |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         d, b = r["defaults"], r["best"]
-        lines.append(f"| {r['env']} | {r['solved_return']} | {d['median']:,.0f} ({d['solved']}/{len(args.seeds)}) | "
-                     f"{b['median']:,.0f} ({b['solved']}/{len(args.seeds)}) | {b['median'] / d['median']:.2f}x |")
+        lines.append(
+            f"| {r['env']} | {r['solved_return']} | {d['median']:,.0f} ({d['solved']}/{len(args.seeds)}) | "
+            f"{b['median']:,.0f} ({b['solved']}/{len(args.seeds)}) | {b['median'] / d['median']:.2f}x |"
+        )
     return "\n".join(lines) + "\n"
 
 

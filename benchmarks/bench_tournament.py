@@ -45,7 +45,8 @@ OVERHEAD = (
     "average 3.8 at the end from other jobs): 30 slices, 85.7 s wall, pod time 329.9 s, of which training 300.4 s "
     "and evaluation 12.0 s: overhead **8.9%**, under the 10% target (7.3% before the slice schedule, with fixed "
     "500k-step slices). Short slices cost more: 24.8% with fixed 94k-step slices, and the step-efficient "
-    "settings above (8k slices, halving) spend most pod time idle or evaluating by design.")
+    "settings above (8k slices, halving) spend most pod time idle or evaluating by design."
+)
 READING = (
     "Where the tournament's steps go: the first generation trains four founders (the base settings and three "
     "perturbed ones, 8k steps each), the second two branches; from then on successive halving leaves one "
@@ -72,33 +73,71 @@ READING = (
     "that always move the knob (median above 200k, 3 of 10 not reached), founders perturbed once instead of "
     "twice, first slices of 4k, annealing each slice's learning rate by its lineage's steps (median 152k on 10 "
     "seeds). Runs of one seed differ (pods' timing decides which founder finishes first), so read the "
-    "medians, not single rows.")
+    "medians, not single rows."
+)
 
 
 def single_run(total_steps: int, seed: int, workdir: Path) -> dict:
     run_dir = workdir / f"single-{seed}"
     start = time.perf_counter()
-    subprocess.run([*PUFFERBOX, "train", "cartpole", "--total-steps", str(total_steps), "--seed", str(seed),
-                    "--set", "train.stop_on_solve=false", "--run-dir", str(run_dir)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            *PUFFERBOX,
+            "train",
+            "cartpole",
+            "--total-steps",
+            str(total_steps),
+            "--seed",
+            str(seed),
+            "--set",
+            "train.stop_on_solve=false",
+            "--run-dir",
+            str(run_dir),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - start
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     solved = next((r for r in rows if r.get("solved")), None)
-    return {"kind": "single", "seed": seed, "wall": wall, "steps": rows[-1]["global_step"],
-            "solved_step": solved["global_step"] if solved else None,
-            "solved_wall": solved["wall_time"] if solved else None}
+    return {
+        "kind": "single",
+        "seed": seed,
+        "wall": wall,
+        "steps": rows[-1]["global_step"],
+        "solved_step": solved["global_step"] if solved else None,
+        "solved_wall": solved["wall_time"] if solved else None,
+    }
 
 
-def tournament_run(total_steps: int, pods: int, seed: int, workdir: Path, cpus_per_pod: float,
-                   extra: list[str]) -> dict:
+def tournament_run(total_steps: int, pods: int, seed: int, workdir: Path, cpus_per_pod: float, extra: list[str]) -> dict:
     from pufferbox.tournament.leaderboard import Leaderboard
 
     run_dir = workdir / f"tournament-{seed}"
     start = time.perf_counter()
-    out = subprocess.run([*PUFFERBOX, "tournament", "cartpole", "--pods", str(pods), "--cpus-per-pod",
-                          str(cpus_per_pod), "--total-steps", str(total_steps),
-                          "--seed", str(seed), "--run-dir", str(run_dir), "--json", *extra],
-                         check=True, capture_output=True, text=True, env={**os.environ, "RAY_ADDRESS": ""})
+    out = subprocess.run(
+        [
+            *PUFFERBOX,
+            "tournament",
+            "cartpole",
+            "--pods",
+            str(pods),
+            "--cpus-per-pod",
+            str(cpus_per_pod),
+            "--total-steps",
+            str(total_steps),
+            "--seed",
+            str(seed),
+            "--run-dir",
+            str(run_dir),
+            "--json",
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RAY_ADDRESS": ""},
+    )
     wall = time.perf_counter() - start
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     board = Leaderboard(run_dir)
@@ -109,14 +148,22 @@ def tournament_run(total_steps: int, pods: int, seed: int, workdir: Path, cpus_p
     # The settings of the first agent that reached 475: what the search had found by then.
     first = min((e for e in board.entries(on_board_only=False) if e.score >= SOLVED), key=lambda e: e.id, default=None)
     board.close()
-    return {"kind": "tournament", "seed": seed, "wall": wall, "steps": summary["total_steps"],
-            "solved_step": solved["total_steps"] if solved else None,
-            "solved_eval_steps": solved["eval_steps"] if solved else None,
-            "solved_wall": solved["wall_time"] if solved else None,
-            "best": summary["best_score"], "best_monotonic": best == sorted(best),
-            "overhead": summary["overhead"], "slices": summary["slices"],
-            "truncated": summary.get("truncated_slices"), "lost": summary["lost_slices"],
-            "solver_hyperparams": first.hyperparams if first else None}
+    return {
+        "kind": "tournament",
+        "seed": seed,
+        "wall": wall,
+        "steps": summary["total_steps"],
+        "solved_step": solved["total_steps"] if solved else None,
+        "solved_eval_steps": solved["eval_steps"] if solved else None,
+        "solved_wall": solved["wall_time"] if solved else None,
+        "best": summary["best_score"],
+        "best_monotonic": best == sorted(best),
+        "overhead": summary["overhead"],
+        "slices": summary["slices"],
+        "truncated": summary.get("truncated_slices"),
+        "lost": summary["lost_slices"],
+        "solver_hyperparams": first.hyperparams if first else None,
+    }
 
 
 def fmt(value, spec=",") -> str:
@@ -147,11 +194,13 @@ def verdict(rows: list[dict], seeds: list[int]) -> str:
     def k(x: float) -> str:
         return "not reached" if x == inf else f"{x / 1000:,.0f}k"
 
-    return (f"Median steps to 475 over {len(seeds)} seeds: single run {k(single)}, tournament {k(tour)} "
-            f"({tour / single:.2f}x; {k(tour_eval)} = {tour_eval / single:.2f}x counting its evaluation steps); "
-            f"the tournament did not reach 475 within the budget on {missed}. Seed by seed, the tournament was "
-            f"no later in training steps on {train} of {len(seeds)}, counting evaluation steps on {both}, in wall "
-            f"time on {wall}. The leaderboard's best {'never decreased' if monotonic else 'DECREASED'} in any run.")
+    return (
+        f"Median steps to 475 over {len(seeds)} seeds: single run {k(single)}, tournament {k(tour)} "
+        f"({tour / single:.2f}x; {k(tour_eval)} = {tour_eval / single:.2f}x counting its evaluation steps); "
+        f"the tournament did not reach 475 within the budget on {missed}. Seed by seed, the tournament was "
+        f"no later in training steps on {train} of {len(seeds)}, counting evaluation steps on {both}, in wall "
+        f"time on {wall}. The leaderboard's best {'never decreased' if monotonic else 'DECREASED'} in any run."
+    )
 
 
 def settings(row: dict) -> str:
@@ -163,37 +212,48 @@ def settings(row: dict) -> str:
         h = row.get("solver_hyperparams")
     if not h:
         return "-"
-    return (f"{h['train.num_steps']} / {h['train.update_epochs']} / {h['train.num_minibatches']} / "
-            f"{h['train.learning_rate']:.2g}")
+    return (
+        f"{h['train.num_steps']} / {h['train.update_epochs']} / {h['train.num_minibatches']} / "
+        f"{h['train.learning_rate']:.2g}"
+    )
 
 
 def write_results(rows: list[dict], args: argparse.Namespace) -> None:
     targs = f' --tournament-args "{args.tournament_args}"' if args.tournament_args != DEFAULT_TOURNAMENT_ARGS else ""
-    lines = [SECTION, "", f"Machine: {machine_summary()} (at the end); load average (1 min) per run in the table.",
-             "",
-             f"Reproduce: `.venv/bin/python benchmarks/bench_tournament.py --total-steps {args.total_steps} "
-             f"--pods {args.pods} --cpus-per-pod {args.cpus_per_pod} --seeds {' '.join(map(str, args.seeds))}"
-             f"{targs}`", "",
-             f"Both arms get {args.total_steps:,} env steps in total. Single run: `pufferbox train cartpole "
-             f"--total-steps {args.total_steps}` (its own settings), steps until the mean of its last 20 training "
-             f"episodes reaches 475. Tournament: `pufferbox tournament cartpole --pods {args.pods} --cpus-per-pod "
-             f"{args.cpus_per_pod} {args.tournament_args}`; steps = training steps of all pods together (finished, "
-             "truncated and still-running slices) when the leaderboard's best evaluated score (10 episodes, mean) "
-             "first reaches 475; eval steps = evaluation episodes' steps by then, not included in steps. "
-             "Wall s to 475: from the start of training (the single run's trainer; the tournament's driver, so "
-             "Ray and pod start-up are included). "
-             "Overhead: share of pod time not spent training.", "",
-             "Solver's settings: rollout length / PPO epochs / minibatches / learning rate of the first agent that "
-             "reached 475 (the single run: the env's defaults).", "",
-             "| seed | arm | steps to 475 | + eval steps | wall s to 475 | total wall s | best monotonic | "
-             "truncated slices | overhead | solver's settings | load |",
-             "|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|"]
+    lines = [
+        SECTION,
+        "",
+        f"Machine: {machine_summary()} (at the end); load average (1 min) per run in the table.",
+        "",
+        f"Reproduce: `.venv/bin/python benchmarks/bench_tournament.py --total-steps {args.total_steps} "
+        f"--pods {args.pods} --cpus-per-pod {args.cpus_per_pod} --seeds {' '.join(map(str, args.seeds))}"
+        f"{targs}`",
+        "",
+        f"Both arms get {args.total_steps:,} env steps in total. Single run: `pufferbox train cartpole "
+        f"--total-steps {args.total_steps}` (its own settings), steps until the mean of its last 20 training "
+        f"episodes reaches 475. Tournament: `pufferbox tournament cartpole --pods {args.pods} --cpus-per-pod "
+        f"{args.cpus_per_pod} {args.tournament_args}`; steps = training steps of all pods together (finished, "
+        "truncated and still-running slices) when the leaderboard's best evaluated score (10 episodes, mean) "
+        "first reaches 475; eval steps = evaluation episodes' steps by then, not included in steps. "
+        "Wall s to 475: from the start of training (the single run's trainer; the tournament's driver, so "
+        "Ray and pod start-up are included). "
+        "Overhead: share of pod time not spent training.",
+        "",
+        "Solver's settings: rollout length / PPO epochs / minibatches / learning rate of the first agent that "
+        "reached 475 (the single run: the env's defaults).",
+        "",
+        "| seed | arm | steps to 475 | + eval steps | wall s to 475 | total wall s | best monotonic | "
+        "truncated slices | overhead | solver's settings | load |",
+        "|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['seed']} | {r['kind']} | {fmt(r['solved_step'])} | {fmt(r.get('solved_eval_steps', ''))} | "
-                     f"{fmt(r['solved_wall'], '.1f')} | {r['wall']:.1f} | {r.get('best_monotonic', '')} | "
-                     f"{r.get('truncated', '')} | "
-                     f"{'' if 'overhead' not in r else format(r['overhead'], '.1%')} | {settings(r)} | "
-                     f"{r['load']:.2f} |")
+        lines.append(
+            f"| {r['seed']} | {r['kind']} | {fmt(r['solved_step'])} | {fmt(r.get('solved_eval_steps', ''))} | "
+            f"{fmt(r['solved_wall'], '.1f')} | {r['wall']:.1f} | {r.get('best_monotonic', '')} | "
+            f"{r.get('truncated', '')} | "
+            f"{'' if 'overhead' not in r else format(r['overhead'], '.1%')} | {settings(r)} | "
+            f"{r['load']:.2f} |"
+        )
     lines += ["", "Reading: " + verdict(rows, args.seeds) + " " + READING, "", OVERHEAD]
     write_section(SECTION, "\n".join(lines))
 
@@ -203,12 +263,19 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=500_000)
     parser.add_argument("--pods", type=int, default=4)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
-    parser.add_argument("--cpus-per-pod", type=float, default=1.0,
-                        help="Ray CPUs per pod: 1 runs two pods at a time on 2 cores, 0.5 all four at once")
+    parser.add_argument(
+        "--cpus-per-pod",
+        type=float,
+        default=1.0,
+        help="Ray CPUs per pod: 1 runs two pods at a time on 2 cores, 0.5 all four at once",
+    )
     parser.add_argument("--arms", nargs="+", choices=("single", "tournament"), default=["single", "tournament"])
     parser.add_argument("--no-write", action="store_true", help="print the rows, leave RESULTS.md alone")
-    parser.add_argument("--tournament-args", default=DEFAULT_TOURNAMENT_ARGS,
-                        help="more options for `pufferbox tournament` (default: %(default)s)")
+    parser.add_argument(
+        "--tournament-args",
+        default=DEFAULT_TOURNAMENT_ARGS,
+        help="more options for `pufferbox tournament` (default: %(default)s)",
+    )
     args = parser.parse_args()
     args.extra = shlex.split(args.tournament_args)
     workdir = Path(tempfile.mkdtemp(prefix="pb-tournament-bench-"))
@@ -216,8 +283,11 @@ def main() -> None:
     try:
         for seed in args.seeds:
             for kind in args.arms:
-                arm = (single_run(args.total_steps, seed, workdir) if kind == "single" else
-                       tournament_run(args.total_steps, args.pods, seed, workdir, args.cpus_per_pod, args.extra))
+                arm = (
+                    single_run(args.total_steps, seed, workdir)
+                    if kind == "single"
+                    else tournament_run(args.total_steps, args.pods, seed, workdir, args.cpus_per_pod, args.extra)
+                )
                 arm["load"] = os.getloadavg()[0]
                 print(json.dumps(arm), flush=True)
                 rows.append(arm)

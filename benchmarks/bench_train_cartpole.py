@@ -62,28 +62,45 @@ print(json.dumps({"solved_step": callback.solved_step, "steps": model.num_timest
 def run_pufferbox(seed: int, workdir: Path) -> dict:
     run_dir = workdir / f"pufferbox-{seed}"
     start = time.perf_counter()
-    proc = subprocess.run([PUFFERBOX, "train", "cartpole", "--seed", str(seed), "--run-dir", str(run_dir),
-                           "--no-tensorboard"], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [PUFFERBOX, "train", "cartpole", "--seed", str(seed), "--run-dir", str(run_dir), "--no-tensorboard"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"pufferbox train failed:\n{proc.stdout}\n{proc.stderr}")
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = metrics[-1]
     solved = next((m for m in metrics if m["solved"]), None)
-    return {"tool": "pufferbox", "seed": seed, "solved": solved is not None, "wall_s": round(wall, 2),
-            "solved_step": solved and solved["global_step"], "train_sps": last["sps"]}
+    return {
+        "tool": "pufferbox",
+        "seed": seed,
+        "solved": solved is not None,
+        "wall_s": round(wall, 2),
+        "solved_step": solved and solved["global_step"],
+        "train_sps": last["sps"],
+    }
 
 
 def run_sb3(seed: int, budget: int, threads: int) -> dict:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", SB3_SCRIPT, str(seed), str(budget), str(threads)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", SB3_SCRIPT, str(seed), str(budget), str(threads)], capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"SB3 failed:\n{proc.stderr}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"tool": "sb3", "seed": seed, "solved": out["solved_step"] is not None, "wall_s": round(wall, 2),
-            "solved_step": out["solved_step"], "train_sps": round(out["train_sps"], 1)}
+    return {
+        "tool": "sb3",
+        "seed": seed,
+        "solved": out["solved_step"] is not None,
+        "wall_s": round(wall, 2),
+        "solved_step": out["solved_step"],
+        "train_sps": round(out["train_sps"], 1),
+    }
 
 
 def main() -> None:
@@ -100,17 +117,25 @@ def main() -> None:
             for tool in ("pufferbox", "sb3"):
                 if tool == "sb3" and args.skip_sb3:
                     continue
-                row = (run_pufferbox(seed, Path(tmp)) if tool == "pufferbox"
-                       else run_sb3(seed, args.sb3_budget, args.sb3_threads))
+                row = (
+                    run_pufferbox(seed, Path(tmp))
+                    if tool == "pufferbox"
+                    else run_sb3(seed, args.sb3_budget, args.sb3_threads)
+                )
                 results[tool].append(row)
                 print(json.dumps(row), flush=True)
-    summary = {"load_avg_before": [round(x, 2) for x in load_before],
-               "load_avg_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
+    summary = {
+        "load_avg_before": [round(x, 2) for x in load_before],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+    }
     for tool, rows in results.items():
         if rows:
-            summary[tool] = {"solved": f"{sum(r['solved'] for r in rows)}/{len(rows)}",
-                             "median_wall_s": statistics.median(r["wall_s"] for r in rows),
-                             "median_train_sps": statistics.median(r["train_sps"] for r in rows)}
+            summary[tool] = {
+                "solved": f"{sum(r['solved'] for r in rows)}/{len(rows)}",
+                "median_wall_s": statistics.median(r["wall_s"] for r in rows),
+                "median_train_sps": statistics.median(r["train_sps"] for r in rows),
+            }
     if results["sb3"] and results["pufferbox"]:
         summary["time_to_solve_speedup"] = round(summary["sb3"]["median_wall_s"] / summary["pufferbox"]["median_wall_s"], 2)
         summary["train_sps_ratio"] = round(summary["pufferbox"]["median_train_sps"] / summary["sb3"]["median_train_sps"], 1)

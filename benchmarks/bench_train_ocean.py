@@ -25,8 +25,7 @@ EXTRA: dict[str, list[str]] = {}
 
 def time_to_threshold(env: str, budget: float, seed: int) -> dict:
     spec = get_registry().get(env)
-    overrides = ["train.checkpoint_interval=0", f"train.seed={seed}", "train.total_steps=100000000",
-                 *EXTRA.get(env, [])]
+    overrides = ["train.checkpoint_interval=0", f"train.seed={seed}", "train.total_steps=100000000", *EXTRA.get(env, [])]
     config = resolve_config(spec.defaults, overrides=overrides)
     start = time.perf_counter()
     trainer = Trainer(spec, config)
@@ -34,9 +33,16 @@ def time_to_threshold(env: str, budget: float, seed: int) -> dict:
         while trainer.scores.solved_at_step is None and time.perf_counter() - start < budget:
             trainer.train_update()
         last = trainer.history[-1] if trainer.history else {}
-        return {"env": env, "solved_return": spec.solved_return, "solved": trainer.scores.solved_at_step is not None,
-                "seconds": round(time.perf_counter() - start, 2), "steps": trainer.global_step,
-                "return_recent": last.get("return_recent"), "sps": last.get("sps"), "overrides": EXTRA.get(env, [])}
+        return {
+            "env": env,
+            "solved_return": spec.solved_return,
+            "solved": trainer.scores.solved_at_step is not None,
+            "seconds": round(time.perf_counter() - start, 2),
+            "steps": trainer.global_step,
+            "return_recent": last.get("return_recent"),
+            "sps": last.get("sps"),
+            "overrides": EXTRA.get(env, []),
+        }
     finally:
         trainer.close()
 

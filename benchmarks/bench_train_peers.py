@@ -60,15 +60,26 @@ class Peer:
 
 
 PEERS = {
-    "breakout": Peer("breakout", "CleanRL ppo_atari_envpool.py", 8, 128, 4, 4, 2.5e-4, "raw game score",
-                     "NatureCNN, envpool Breakout-v5"),
+    "breakout": Peer(
+        "breakout", "CleanRL ppo_atari_envpool.py", 8, 128, 4, 4, 2.5e-4, "raw game score", "NatureCNN, envpool Breakout-v5"
+    ),
     # CleanRL's 64 envs x 256 steps make 16k-step batches; 32 steps leave several updates in a CPU budget
-    "bigfish": Peer("procgen/bigfish", "CleanRL ppo_procgen.py", 64, 32, 3, 8, 5e-4, "raw game score",
-                    "IMPALA CNN, procgen easy"),
+    "bigfish": Peer(
+        "procgen/bigfish", "CleanRL ppo_procgen.py", 64, 32, 3, 8, 5e-4, "raw game score", "IMPALA CNN, procgen easy"
+    ),
     # nethack.ini is for a GPU box (128 envs, 16 workers, 8192-step batches); scaled to 2 cores: Serial
     # backend (its Multiprocessing spins on 2 shared cores), 16 envs x its bptt 64, its 4 minibatches, 1 epoch
-    "nethack": Peer("nethack", "PufferLib 3.0 trainer", 16, 64, 1, 4, None, "NetHackScore",
-                    "its NetHack policy, Muon lr 0.015, Serial backend"),
+    "nethack": Peer(
+        "nethack",
+        "PufferLib 3.0 trainer",
+        16,
+        64,
+        1,
+        4,
+        None,
+        "NetHackScore",
+        "its NetHack policy, Muon lr 0.015, Serial backend",
+    ),
 }
 
 
@@ -97,8 +108,12 @@ def run_logged(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[tu
     """Runs ``cmd`` streaming its stdout into ``log``; returns (arrival time, line) pairs and the wall time."""
     start = time.perf_counter()
     lines = []
-    with log.open("w", buffering=1) as out, subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
+    with (
+        log.open("w", buffering=1) as out,
+        subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        ) as proc,
+    ):
         for line in proc.stdout:
             lines.append((time.perf_counter() - start, line))
             out.write(line)
@@ -116,31 +131,54 @@ def thread_env(threads: int | None) -> dict:
     return env
 
 
-def run_pufferbox(peer: Peer, matched: bool, seed: int, budget: int, threads: int | None, work: Path,
-                  pufferbox: tuple[str, ...] | list[str] = PUFFERBOX) -> Run:
+def run_pufferbox(
+    peer: Peer,
+    matched: bool,
+    seed: int,
+    budget: int,
+    threads: int | None,
+    work: Path,
+    pufferbox: tuple[str, ...] | list[str] = PUFFERBOX,
+) -> Run:
     """``pufferbox train`` (its defaults, or the peer's settings via ``--set``); reads RUN_DIR/metrics.jsonl."""
     run_dir = work / f"pufferbox-{'matched' if matched else 'defaults'}-{peer.env.replace('/', '-')}-{seed}"
     sets = []
     if matched:
-        sets += [f"vec.num_envs={peer.num_envs}", f"train.num_steps={peer.num_steps}",
-                 f"train.update_epochs={peer.update_epochs}", f"train.num_minibatches={peer.num_minibatches}"]
+        sets += [
+            f"vec.num_envs={peer.num_envs}",
+            f"train.num_steps={peer.num_steps}",
+            f"train.update_epochs={peer.update_epochs}",
+            f"train.num_minibatches={peer.num_minibatches}",
+        ]
         sets += [f"train.learning_rate={peer.learning_rate}"] if peer.learning_rate is not None else []
     if threads:
         sets.append(f"train.torch_threads={threads}")
-    cmd = [*pufferbox, "train", peer.env, "--seed", str(seed), "--total-steps", str(budget),
-           "--run-dir", str(run_dir), "--no-tensorboard", *[a for s in sets for a in ("--set", s)]]
+    cmd = [
+        *pufferbox,
+        "train",
+        peer.env,
+        "--seed",
+        str(seed),
+        "--total-steps",
+        str(budget),
+        "--run-dir",
+        str(run_dir),
+        "--no-tensorboard",
+        *[a for s in sets for a in ("--set", s)],
+    ]
     _, wall = run_logged(cmd, ROOT, thread_env(None), work / f"{run_dir.name}.log")
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     run = Run(marks=[(m["global_step"], m["wall_time"]) for m in metrics], wall_s=wall)
     if len(metrics) >= 2 and "time_env" in metrics[0]:
         first, last = metrics[0], metrics[-1]
-        run.phases = {phase: last[f"time_{key}"] - first[f"time_{key}"]
-                      for phase, key in (("env", "env"), ("inference", "inference"), ("update", "learn"))}
+        run.phases = {
+            phase: last[f"time_{key}"] - first[f"time_{key}"]
+            for phase, key in (("env", "env"), ("inference", "inference"), ("update", "learn"))
+        }
     raw_key = next((k for k in ("raw_episode_return", "episode_raw_episode_return") if k in metrics[-1]), None)
     # pufferbox trains Atari on clipped rewards with a life loss ending the episode; unless its metrics
     # carry the raw game score, its breakout returns are not in the peer's unit (whole-game raw score)
-    run.return_unit = "raw game score" if raw_key else (
-        "clipped, per life" if peer.env == "breakout" else peer.return_unit)
+    run.return_unit = "raw game score" if raw_key else ("clipped, per life" if peer.env == "breakout" else peer.return_unit)
     for m in metrics:  # per-update means; weight each by its episode count
         value = m.get(raw_key) if raw_key else m.get("episode_return")
         if value is not None:
@@ -153,9 +191,22 @@ def run_cleanrl(peer: Peer, seed: int, budget: int, threads: int | None, work: P
     script = {"breakout": "ppo_atari_envpool.py", "procgen/bigfish": "ppo_procgen.py"}[peer.env]
     env_id = {"breakout": "Breakout-v5", "procgen/bigfish": "bigfish"}[peer.env]
     python = peer_venvs.python_of(peer_venvs.CLEANRL_VENV)
-    cmd = [str(python), str(peer_venvs.cleanrl_script(script)), "--env-id", env_id, "--seed", str(seed),
-           "--total-timesteps", str(budget), "--num-envs", str(peer.num_envs), "--num-steps", str(peer.num_steps),
-           "--cuda", "False"]
+    cmd = [
+        str(python),
+        str(peer_venvs.cleanrl_script(script)),
+        "--env-id",
+        env_id,
+        "--seed",
+        str(seed),
+        "--total-timesteps",
+        str(budget),
+        "--num-envs",
+        str(peer.num_envs),
+        "--num-steps",
+        str(peer.num_steps),
+        "--cuda",
+        "False",
+    ]
     cwd = work / f"cleanrl-{env_id}-{seed}"  # it writes runs/ into its working directory
     cwd.mkdir()
     lines, wall = run_logged(cmd, cwd, thread_env(threads), work / f"{cwd.name}.log")
@@ -175,27 +226,65 @@ def run_pufferlib(peer: Peer, seed: int, budget: int, threads: int | None, work:
     python = peer_venvs.python_of(peer_venvs.PUFFERLIB_VENV)
     batch = peer.num_envs * peer.num_steps
     log = work / f"pufferlib-nethack-{seed}.jsonl"
-    cmd = [str(python), str(LAUNCHER), str(log), "train", "nethack", "--train.device", "cpu",
-           "--vec.backend", "Serial", "--vec.num-envs", str(peer.num_envs), "--vec.num-workers", "1",
-           "--vec.batch-size", str(peer.num_envs), "--train.batch-size", str(batch),
-           "--train.bptt-horizon", str(peer.num_steps), "--train.minibatch-size", str(batch // peer.num_minibatches),
-           "--train.update-epochs", str(peer.update_epochs), "--train.total-timesteps", str(budget),
-           "--train.seed", str(seed), "--vec.seed", str(seed), "--train.data-dir", str(work / "puffer-experiments"),
-           "--train.checkpoint-interval", "1000000"]
+    cmd = [
+        str(python),
+        str(LAUNCHER),
+        str(log),
+        "train",
+        "nethack",
+        "--train.device",
+        "cpu",
+        "--vec.backend",
+        "Serial",
+        "--vec.num-envs",
+        str(peer.num_envs),
+        "--vec.num-workers",
+        "1",
+        "--vec.batch-size",
+        str(peer.num_envs),
+        "--train.batch-size",
+        str(batch),
+        "--train.bptt-horizon",
+        str(peer.num_steps),
+        "--train.minibatch-size",
+        str(batch // peer.num_minibatches),
+        "--train.update-epochs",
+        str(peer.update_epochs),
+        "--train.total-timesteps",
+        str(budget),
+        "--train.seed",
+        str(seed),
+        "--vec.seed",
+        str(seed),
+        "--train.data-dir",
+        str(work / "puffer-experiments"),
+        "--train.checkpoint-interval",
+        "1000000",
+    ]
     _, wall = run_logged(cmd, work, thread_env(threads), work / f"pufferlib-nethack-{seed}.log")
     updates = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     run = Run(marks=[(u["global_step"], u["t"]) for u in updates], wall_s=wall, return_unit=peer.return_unit)
     if len(updates) >= 2:
         first, last = updates[0], updates[-1]
         env_s = last["env_s"] - first["env_s"]
-        run.phases = {"env": env_s, "inference": last["collect_s"] - first["collect_s"] - env_s,
-                      "update": last["learn_s"] - first["learn_s"]}
+        run.phases = {
+            "env": env_s,
+            "inference": last["collect_s"] - first["collect_s"] - env_s,
+            "update": last["learn_s"] - first["learn_s"],
+        }
     run.episodes = [(u["global_step"], r) for u in updates for r in u["returns"]]
     return run
 
 
-def run_arm(arm: str, peer: Peer, seed: int, budget: int, threads: int | None, work: Path,
-            pufferbox: tuple[str, ...] | list[str] = PUFFERBOX) -> dict:
+def run_arm(
+    arm: str,
+    peer: Peer,
+    seed: int,
+    budget: int,
+    threads: int | None,
+    work: Path,
+    pufferbox: tuple[str, ...] | list[str] = PUFFERBOX,
+) -> dict:
     load_before = os.getloadavg()
     if arm == "peer":
         runner = run_pufferlib if peer.env == "nethack" else run_cleanrl
@@ -204,12 +293,22 @@ def run_arm(arm: str, peer: Peer, seed: int, budget: int, threads: int | None, w
         run = run_pufferbox(peer, arm == "matched", seed, budget, threads, work, pufferbox)
     mean_return, episodes = run.final_return(budget)
     sps = run.steady_sps()
-    return {"env": peer.env, "arm": arm, "seed": seed, "budget": budget, "steps": run.marks[-1][0] if run.marks else 0,
-            "updates": len(run.marks), "steady_sps": sps and round(sps, 1), "wall_s": round(run.wall_s, 1),
-            "phases": run.phases and {k: round(v, 2) for k, v in run.phases.items()},
-            "return_last_quarter": mean_return and round(mean_return, 2), "episodes_last_quarter": episodes,
-            "return_unit": run.return_unit,
-            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "env": peer.env,
+        "arm": arm,
+        "seed": seed,
+        "budget": budget,
+        "steps": run.marks[-1][0] if run.marks else 0,
+        "updates": len(run.marks),
+        "steady_sps": sps and round(sps, 1),
+        "wall_s": round(run.wall_s, 1),
+        "phases": run.phases and {k: round(v, 2) for k, v in run.phases.items()},
+        "return_last_quarter": mean_return and round(mean_return, 2),
+        "episodes_last_quarter": episodes,
+        "return_unit": run.return_unit,
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def median_of(rows: list[dict], key: str) -> float | None:
@@ -234,8 +333,10 @@ def loads_text(rows: list[dict]) -> str:
 
 def table(results: list[dict]) -> str:
     """Markdown: one row per env and arm, medians over seeds, ratio to the peer's steady steps/s."""
-    header = ("| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
-              "(episodes) | return unit | load (1 min) before→after |")
+    header = (
+        "| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
+        "(episodes) | return unit | load (1 min) before→after |"
+    )
     lines = [header, "|---|---|---:|---:|---|---:|---|---|"]
     for env in dict.fromkeys(r["env"] for r in results):
         peer = next(p for p in PEERS.values() if p.env == env)
@@ -249,8 +350,10 @@ def table(results: list[dict]) -> str:
             label = peer.name if arm == "peer" else f"pufferbox {arm}"
             ret = median_of(rows, "return_last_quarter")
             episodes = sum(r["episodes_last_quarter"] for r in rows)
-            lines.append(f"| {env} | {label} | {fmt(sps)} | {ratio} | {phase_text(rows)} | {fmt(ret, 2)} ({episodes}) "
-                         f"| {rows[0].get('return_unit', '')} | {loads_text(rows)} |")
+            lines.append(
+                f"| {env} | {label} | {fmt(sps)} | {ratio} | {phase_text(rows)} | {fmt(ret, 2)} ({episodes}) "
+                f"| {rows[0].get('return_unit', '')} | {loads_text(rows)} |"
+            )
     return "\n".join(lines)
 
 
@@ -283,23 +386,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setup", action="store_true", help=f"create the peer venvs under {peer_venvs.PEERS_DIR}")
     parser.add_argument("--envs", default="breakout,bigfish,nethack")
-    parser.add_argument("--budget", action="append", default=[], metavar="[ENV=]STEPS",
-                        help="training steps per run (default breakout=20000, bigfish=10000, nethack=12000)")
+    parser.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="[ENV=]STEPS",
+        help="training steps per run (default breakout=20000, bigfish=10000, nethack=12000)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--arms", default="peer,defaults,matched")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch threads for every arm (OMP_NUM_THREADS for the peers); 0: each tool's default")
-    parser.add_argument("--pufferbox", default=PUFFERBOX[0],
-                        help="the pufferbox command the pufferbox arms run (default: the one next to this Python; "
-                             "it imports whatever pufferbox PYTHONPATH/the venv provides)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads for every arm (OMP_NUM_THREADS for the peers); 0: each tool's default",
+    )
+    parser.add_argument(
+        "--pufferbox",
+        default=PUFFERBOX[0],
+        help="the pufferbox command the pufferbox arms run (default: the one next to this Python; "
+        "it imports whatever pufferbox PYTHONPATH/the venv provides)",
+    )
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
     args = parser.parse_args()
     envs = [e.strip() for e in args.envs.split(",") if e.strip()]
     if unknown := [e for e in envs if e not in PEERS]:
         raise SystemExit(f"Error: --envs: unknown {', '.join(unknown)}; choose from {', '.join(PEERS)}")
     if args.setup:
-        peer_venvs.setup([*(["cleanrl"] if {"breakout", "bigfish"} & set(envs) else []),
-                          *(["pufferlib"] if "nethack" in envs else [])])
+        peer_venvs.setup(
+            [*(["cleanrl"] if {"breakout", "bigfish"} & set(envs) else []), *(["pufferlib"] if "nethack" in envs else [])]
+        )
         return
     budgets, arms = parse_budgets(args.budget, envs), [a.strip() for a in args.arms.split(",")]
     if bad := [a for a in arms if a not in ("peer", "defaults", "matched")]:
@@ -319,16 +435,26 @@ def main() -> None:
     print(text)
     if args.write:
         command = " ".join(["benchmarks/bench_train_peers.py", *sys.argv[1:]])
-        write_section("## Training vs peers", "\n\n".join([
-            "## Training vs peers", f"Machine: {machine_summary()} (at the end). Reproduce: `.venv/bin/python {command}`",
-            "Steady steps/s: from the end of the first update to the end of the last (median over seeds). "
-            "Phases: seconds over the same updates (pufferbox's own timers; PufferLib's rollout split into vecenv "
-            "send/recv and the rest by `benchmarks/pufferlib_train_peer.py`; CleanRL reports none). Return: mean "
-            "over the episodes that ended in the last quarter of the budget, in the unit named. Torch threads: "
-            + (f"{threads} (OMP_NUM_THREADS for the peers). " if threads else "each trainer's default. ") + "Peers: "
-            + "; ".join(f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs)
-            + ".",
-            text]))
+        write_section(
+            "## Training vs peers",
+            "\n\n".join(
+                [
+                    "## Training vs peers",
+                    f"Machine: {machine_summary()} (at the end). Reproduce: `.venv/bin/python {command}`",
+                    "Steady steps/s: from the end of the first update to the end of the last (median over seeds). "
+                    "Phases: seconds over the same updates (pufferbox's own timers; PufferLib's rollout split into vecenv "
+                    "send/recv and the rest by `benchmarks/pufferlib_train_peer.py`; CleanRL reports none). Return: mean "
+                    "over the episodes that ended in the last quarter of the budget, in the unit named. Torch threads: "
+                    + (f"{threads} (OMP_NUM_THREADS for the peers). " if threads else "each trainer's default. ")
+                    + "Peers: "
+                    + "; ".join(
+                        f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs
+                    )
+                    + ".",
+                    text,
+                ]
+            ),
+        )
 
 
 if __name__ == "__main__":

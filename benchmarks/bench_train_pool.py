@@ -26,19 +26,32 @@ SECTION = "## Training with an async pool"
 
 CONFIGS = [
     ("serial, 4 envs (sync)", {"backend": "serial", "num_envs": 4, "num_workers": 0, "batch_size": 0}),
-    ("multiprocessing, 4 envs / 2 workers (sync)", {"backend": "multiprocessing", "num_envs": 4, "num_workers": 2,
-                                                    "batch_size": 0}),
-    ("multiprocessing pool, 8 envs / 4 workers, batch 4", {"backend": "multiprocessing", "num_envs": 8,
-                                                           "num_workers": 4, "batch_size": 4}),
-    ("multiprocessing pool, 8 envs / 8 workers, batch 4", {"backend": "multiprocessing", "num_envs": 8,
-                                                           "num_workers": 8, "batch_size": 4}),
+    (
+        "multiprocessing, 4 envs / 2 workers (sync)",
+        {"backend": "multiprocessing", "num_envs": 4, "num_workers": 2, "batch_size": 0},
+    ),
+    (
+        "multiprocessing pool, 8 envs / 4 workers, batch 4",
+        {"backend": "multiprocessing", "num_envs": 8, "num_workers": 4, "batch_size": 4},
+    ),
+    (
+        "multiprocessing pool, 8 envs / 8 workers, batch 4",
+        {"backend": "multiprocessing", "num_envs": 8, "num_workers": 8, "batch_size": 4},
+    ),
 ]
 
 
 def measure(vec: dict, steps: int, hidden: int) -> float:
     spec = env_spec_for("uneven", mean_step_s=1e-3)
-    config = resolve_config(overrides=[f"train.total_steps={steps}", "train.num_steps=64", "train.update_epochs=2",
-                                       "train.checkpoint_interval=0", f"policy.hidden_size={hidden}"])
+    config = resolve_config(
+        overrides=[
+            f"train.total_steps={steps}",
+            "train.num_steps=64",
+            "train.update_epochs=2",
+            "train.checkpoint_interval=0",
+            f"policy.hidden_size={hidden}",
+        ]
+    )
     config["vec"].update(vec)
     trainer = Trainer(spec, config)
     try:
@@ -61,11 +74,19 @@ def main() -> None:
         rows.append((name, sps))
         print(f"{name}: {sps:,.0f} training steps/s", flush=True)
     base = rows[1][1]
-    lines = [SECTION, "", f"Machine: {machine_summary()} (at the end).", "",
-             f"Reproduce: `.venv/bin/python benchmarks/bench_train_pool.py --steps {args.steps} --hidden {args.hidden}`",
-             "", "PPO training steps/s (rollout + update) on an env whose steps busy-wait an exponential time "
-             "(mean 1 ms, std = mean); the two-core simulation limit is about 2,000 steps/s.", "",
-             "| vector configuration | training steps/s | vs sync multiprocessing |", "|---|---:|---:|"]
+    lines = [
+        SECTION,
+        "",
+        f"Machine: {machine_summary()} (at the end).",
+        "",
+        f"Reproduce: `.venv/bin/python benchmarks/bench_train_pool.py --steps {args.steps} --hidden {args.hidden}`",
+        "",
+        "PPO training steps/s (rollout + update) on an env whose steps busy-wait an exponential time "
+        "(mean 1 ms, std = mean); the two-core simulation limit is about 2,000 steps/s.",
+        "",
+        "| vector configuration | training steps/s | vs sync multiprocessing |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {name} | {sps:,.0f} | {sps / base:.2f}x |" for name, sps in rows]
     write_section(SECTION, "\n".join(lines))
 

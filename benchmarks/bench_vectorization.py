@@ -52,7 +52,6 @@ def pufferlib_peer(workload: str, seconds: float, num_envs: int) -> dict[str, fl
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-
 def raw_single(make: Callable[[], gymnasium.Env], seconds: float) -> float:
     env = make()
     env.reset(seed=0)
@@ -65,6 +64,7 @@ def raw_single(make: Callable[[], gymnasium.Env], seconds: float) -> float:
         if term or trunc:
             env.reset()
         return 1
+
     return timed(step, seconds)
 
 
@@ -85,6 +85,7 @@ def step_vector(venv, n: int, seconds: float) -> float:
         i[0] += 1
         venv.step(actions[i[0] % 16])
         return n
+
     try:
         return timed(step, seconds)
     finally:
@@ -133,6 +134,7 @@ def native_direct(num_envs: int, seconds: float, kernel: str = "c", wrapper: boo
         t[0] += 1
         step_fn(actions[t[0] % 16])
         return num_envs
+
     return timed(step, seconds)
 
 
@@ -159,53 +161,98 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
     add(w, "SB3 DummyVecEnv, 8 envs", lambda: sb3_vector("dummy", make_cartpole, 8, s))
     add(w, "SB3 SubprocVecEnv, 2 envs", lambda: sb3_vector("subproc", make_cartpole, 2, s))
     add(w, "pufferbox serial, emulated, 8 envs", lambda: pb("cartpole", s, num_envs=8, native=False))
-    add(w, "pufferbox multiprocessing, emulated, 16 envs / 2 workers",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False))
-    add(w, "pufferbox multiprocessing, emulated, 16 envs / 2 workers, spin_s=0 (always block)",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False, spin_s=0.0))
-    add(w, "pufferbox multiprocessing, emulated, 16 envs / 1 worker",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, native=False))
-    add(w, "pufferbox multiprocessing, emulated, 32 envs / 2 workers",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=2, native=False))
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 16 envs / 2 workers",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False),
+    )
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 16 envs / 2 workers, spin_s=0 (always block)",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=2, native=False, spin_s=0.0),
+    )
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 16 envs / 1 worker",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, native=False),
+    )
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 32 envs / 2 workers",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=2, native=False),
+    )
     # main_envs: the main process steps its share while 1 worker steps the rest (2 processes, 2 cores).
-    add(w, "pufferbox multiprocessing, emulated, 16 envs: main process 8 + 1 worker 8",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, main_envs=8, native=False))
-    add(w, "pufferbox multiprocessing, emulated, 32 envs: main process 16 + 1 worker 16",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=1, main_envs=16, native=False))
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 16 envs: main process 8 + 1 worker 8",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=16, num_workers=1, main_envs=8, native=False),
+    )
+    add(
+        w,
+        "pufferbox multiprocessing, emulated, 32 envs: main process 16 + 1 worker 16",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=32, num_workers=1, main_envs=16, native=False),
+    )
     add(w, "pufferbox serial, native block (C kernel), 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
-    add(w, "pufferbox multiprocessing, native, 8192 envs / 2 workers",
-        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=8192, num_workers=2))
+    add(
+        w,
+        "pufferbox multiprocessing, native, 8192 envs / 2 workers",
+        lambda: pb("cartpole", s, backend="multiprocessing", num_envs=8192, num_workers=2),
+    )
     peers(w, 8)
 
     w = "uneven"  # 1 ms mean step, exponential (100% std); two cores: 2,000 steps/s at most
     uneven = env_spec_for("uneven", mean_step_s=1e-3)
     add(w, "raw single env loop", lambda: raw_single(make_uneven, s))
-    add(w, "2 raw env loops in 2 processes, no IPC (the two-core limit at this load)",
-        lambda: raw_parallel(make_uneven, 2, s))
+    add(
+        w,
+        "2 raw env loops in 2 processes, no IPC (the two-core limit at this load)",
+        lambda: raw_parallel(make_uneven, 2, s),
+    )
     add(w, "Gymnasium AsyncVectorEnv, 2 envs", lambda: gym_vector("async", make_uneven, 2, s))
     add(w, "SB3 SubprocVecEnv, 2 envs", lambda: sb3_vector("subproc", make_uneven, 2, s))
     add(w, "Gymnasium AsyncVectorEnv, 4 envs", lambda: gym_vector("async", make_uneven, 4, s))
     add(w, "SB3 SubprocVecEnv, 4 envs", lambda: sb3_vector("subproc", make_uneven, 4, s))
-    add(w, "pufferbox multiprocessing, 2 envs / 2 workers (sync)",
-        lambda: pb(uneven, s, backend="multiprocessing", num_envs=2, num_workers=2))
-    add(w, "pufferbox pool, 4 envs / 4 workers, batch 2",
-        lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2))
-    add(w, "pufferbox pool, 4 envs / 4 workers, batch 2, zero-copy",
-        lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2, zero_copy=True))
-    add(w, "pufferbox pool, 8 envs / 8 workers, batch 2",
-        lambda: pb(uneven, s, backend="multiprocessing", num_envs=8, num_workers=8, batch_size=2))
+    add(
+        w,
+        "pufferbox multiprocessing, 2 envs / 2 workers (sync)",
+        lambda: pb(uneven, s, backend="multiprocessing", num_envs=2, num_workers=2),
+    )
+    add(
+        w,
+        "pufferbox pool, 4 envs / 4 workers, batch 2",
+        lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2),
+    )
+    add(
+        w,
+        "pufferbox pool, 4 envs / 4 workers, batch 2, zero-copy",
+        lambda: pb(uneven, s, backend="multiprocessing", num_envs=4, num_workers=4, batch_size=2, zero_copy=True),
+    )
+    add(
+        w,
+        "pufferbox pool, 8 envs / 8 workers, batch 2",
+        lambda: pb(uneven, s, backend="multiprocessing", num_envs=8, num_workers=8, batch_size=2),
+    )
     peers(w, 2)
 
     w = "native"  # one core; PufferLib's C CartPole first, so "vs first row" is the ratio to it
     peers(w, 4096)
     add(w, "pufferbox CartPole block, C kernel, 4096 envs, direct", lambda: native_direct(4096, s))
     add(w, "pufferbox CartPole block, C kernel, 16384 envs, direct", lambda: native_direct(16384, s))
-    add(w, "pufferbox C kernel's step() alone (no wrapper, no infos), 4096 envs",
-        lambda: native_direct(4096, s, wrapper=False))
-    add(w, "pufferbox CartPole block, numpy reference kernel, 4096 envs, direct",
-        lambda: native_direct(4096, s, kernel="numpy"))
-    add(w, "pufferbox CartPole block, numpy reference kernel, 16384 envs, direct",
-        lambda: native_direct(16384, s, kernel="numpy"))
+    add(
+        w,
+        "pufferbox C kernel's step() alone (no wrapper, no infos), 4096 envs",
+        lambda: native_direct(4096, s, wrapper=False),
+    )
+    add(
+        w,
+        "pufferbox CartPole block, numpy reference kernel, 4096 envs, direct",
+        lambda: native_direct(4096, s, kernel="numpy"),
+    )
+    add(
+        w,
+        "pufferbox CartPole block, numpy reference kernel, 16384 envs, direct",
+        lambda: native_direct(16384, s, kernel="numpy"),
+    )
     add(w, "pufferbox serial backend, native C kernel, 4096 envs", lambda: pb("cartpole", s, num_envs=4096))
     add(w, "pufferbox serial backend, native C kernel, 16384 envs", lambda: pb("cartpole", s, num_envs=16384))
     return rows
@@ -220,7 +267,7 @@ def replace_block(name: str, block: str) -> None:
     block_re = re.compile(rf"^### {re.escape(name)}\n.*?(?=^### |^## |\Z)", re.S | re.M)
     block = block.rstrip() + "\n\n"
     section = block_re.sub(lambda m: block, section) if block_re.search(section) else section.rstrip() + "\n\n" + block
-    text = text[:match.start()] + section + text[match.end():] if match else text.rstrip() + "\n\n" + section
+    text = text[: match.start()] + section + text[match.end() :] if match else text.rstrip() + "\n\n" + section
     RESULTS.write_text(text)
 
 
@@ -230,11 +277,16 @@ def tables(rows: list[tuple[str, str, float]], command: str, load_before: tuple,
     for workload in dict.fromkeys(r[0] for r in rows):
         group = [r for r in rows if r[0] == workload]
         base = group[0][2]
-        lines = [f"### {workload}", "",
-                 f"{machine}; load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / "
-                 f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. "
-                 f"Reproduce: `{command}`", "",
-                 "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
+        lines = [
+            f"### {workload}",
+            "",
+            f"{machine}; load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / "
+            f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. "
+            f"Reproduce: `{command}`",
+            "",
+            "| configuration | steps/s | vs first row |",
+            "|---|---:|---:|",
+        ]
         lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for _, name, value in group]
         out[workload] = "\n".join(lines) + "\n"
     return out
@@ -243,8 +295,9 @@ def tables(rows: list[tuple[str, str, float]], command: str, load_before: tuple,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per configuration")
-    parser.add_argument("--workloads", default="cartpole,uneven,native",
-                        help="comma-separated subset of cartpole, uneven, native")
+    parser.add_argument(
+        "--workloads", default="cartpole,uneven,native", help="comma-separated subset of cartpole, uneven, native"
+    )
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     workloads = [w for w in args.workloads.split(",") if w]

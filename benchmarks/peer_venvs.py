@@ -37,10 +37,20 @@ PROCGEN_DEPS = ["filelock", "cffi", "imageio<3", "glfw<2", "moderngl<6"]
 PUFFERLIB_BUILD = [TORCH, "numpy<2", "setuptools", "wheel", "Cython", "gymnasium==0.29.1", "pettingzoo==1.24.1"]
 # What its trainer imports: heavyball for its default optimizer (Muon; 1.7.2 is of PufferLib 3.0's time),
 # pyro-ppl for its sweep module (imported by pufferl), gym 0.23.0 (it declares gym<=0.23)
-PUFFERLIB_RUNTIME = [TORCH, "gym==0.23.0", "heavyball==1.7.2", "pyro-ppl==1.9.1", "shimmy[gym-v21]==1.3.0",
-                     "psutil", "rich", "rich_argparse"]
-PUFFERLIB_SDIST_URL = ("https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40ba04a87e6b9bcc177281d31092f77afd90c412f1/"
-                       "pufferlib-3.0.0.tar.gz")
+PUFFERLIB_RUNTIME = [
+    TORCH,
+    "gym==0.23.0",
+    "heavyball==1.7.2",
+    "pyro-ppl==1.9.1",
+    "shimmy[gym-v21]==1.3.0",
+    "psutil",
+    "rich",
+    "rich_argparse",
+]
+PUFFERLIB_SDIST_URL = (
+    "https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40ba04a87e6b9bcc177281d31092f77afd90c412f1/"
+    "pufferlib-3.0.0.tar.gz"
+)
 PUFFERLIB_SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
 # PufferLib's setup.py downloads these from GitHub unless the folders exist (we build no raylib/box2d envs)
 PUFFERLIB_PLACEHOLDERS = ["raylib-5.5_webassembly", "box2d-web", "box2d-linux-amd64"]
@@ -54,8 +64,10 @@ def python_of(venv: Path) -> Path:
     """The venv's interpreter, or PeerMissing naming ``--setup``."""
     python = venv / "bin" / "python"
     if not python.exists():
-        raise PeerMissing(f"peer venv {venv} is missing: run `python benchmarks/bench_train_peers.py --setup` "
-                          f"(or set PUFFERBOX_PEERS_DIR to where it lives)")
+        raise PeerMissing(
+            f"peer venv {venv} is missing: run `python benchmarks/bench_train_peers.py --setup` "
+            f"(or set PUFFERBOX_PEERS_DIR to where it lives)"
+        )
     return python
 
 
@@ -83,8 +95,18 @@ def setup_cleanrl() -> None:
     """CleanRL's venv and its scripts, taken unmodified from the cleanrl==1.2.0 wheel."""
     downloads = PEERS_DIR / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
-    _run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--ignore-requires-python",
-         "cleanrl==1.2.0", "-d", downloads)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-deps",
+        "--ignore-requires-python",
+        "cleanrl==1.2.0",
+        "-d",
+        downloads,
+    )
     with zipfile.ZipFile(next(downloads.glob("cleanrl-1.2.0-*.whl"))) as wheel:
         for name in ("cleanrl/ppo_atari_envpool.py", "cleanrl/ppo_procgen.py"):
             wheel.extract(name, CLEANRL_SCRIPTS)

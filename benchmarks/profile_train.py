@@ -55,12 +55,15 @@ class PhaseProfile:
                 entry[0] += event.self_cpu_time_total
                 entry[1] += event.count
             return out
+
         return profiled
 
     def table(self, top: int) -> str:
         total_ops = sum(v[0] for v in self.ops.values()) / 1e6
-        title = (f"{self.name}: {self.calls} calls, {self.wall_s:.2f} s wall, torch ops (self CPU) {total_ops:.2f} s "
-                 f"({100 * total_ops / max(self.wall_s, 1e-9):.0f}%; the rest is Python, envs and copies outside torch)")
+        title = (
+            f"{self.name}: {self.calls} calls, {self.wall_s:.2f} s wall, torch ops (self CPU) {total_ops:.2f} s "
+            f"({100 * total_ops / max(self.wall_s, 1e-9):.0f}%; the rest is Python, envs and copies outside torch)"
+        )
         lines = [title, "| op | self CPU s | % of phase wall | calls |", "|---|---:|---:|---:|"]
         for key, (us, count) in sorted(self.ops.items(), key=lambda kv: -kv[1][0])[:top]:
             lines.append(f"| `{key}` | {us / 1e6:.3f} | {100 * us / 1e6 / max(self.wall_s, 1e-9):.1f}% | {count} |")
@@ -72,8 +75,11 @@ def phase_methods(trainer: Any) -> tuple[tuple[Any, str], tuple[Any, str]]:
     for owner, collect in ((trainer, "collect"), (getattr(trainer, "collector", None), "collect")):
         if owner is not None and hasattr(owner, collect):
             break
-    for learner, learn in ((trainer, "learn"), (getattr(trainer, "learner", None), "update"),
-                           (getattr(trainer, "learner", None), "learn")):
+    for learner, learn in (
+        (trainer, "learn"),
+        (getattr(trainer, "learner", None), "update"),
+        (getattr(trainer, "learner", None), "learn"),
+    ):
         if learner is not None and hasattr(learner, learn):
             break
     return (owner, collect), (learner, learn)
@@ -88,9 +94,11 @@ def profile_training(env: str, overrides: list[str], updates: int, warmup: int, 
         setattr(owner, method, phase.wrap(getattr(owner, method)))
     try:
         tc, vc = config["train"], config["vec"]
-        print(f"{env}: {vc['num_envs']} envs x {tc['num_steps']} steps, {tc['update_epochs']} epochs x "
-              f"{tc['num_minibatches']} minibatches, torch threads {torch.get_num_threads()}, "
-              f"{warmup} warm-up + {updates} profiled updates")
+        print(
+            f"{env}: {vc['num_envs']} envs x {tc['num_steps']} steps, {tc['update_epochs']} epochs x "
+            f"{tc['num_minibatches']} minibatches, torch threads {torch.get_num_threads()}, "
+            f"{warmup} warm-up + {updates} profiled updates"
+        )
         for _ in range(warmup):
             trainer.train_update()
         for phase in phases:
@@ -105,6 +113,7 @@ def profile_training(env: str, overrides: list[str], updates: int, warmup: int, 
 
 # ---- peers' default policies, re-declared from their sources -----------------------------------------
 
+
 def layer_init(layer: nn.Module, std: float = np.sqrt(2)) -> nn.Module:
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, 0.0)
@@ -117,9 +126,16 @@ class NatureCNNAgent(nn.Module):
     def __init__(self, actions: int = 4):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(), layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten(),
-            layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU())
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor, self.critic = layer_init(nn.Linear(512, actions), 0.01), layer_init(nn.Linear(512, 1), 1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,8 +160,12 @@ class ImpalaAgent(nn.Module):
         super().__init__()
         layers, channels, size = [], 3, 64
         for out in (16, 32, 32):
-            layers += [nn.Conv2d(channels, out, 3, padding=1), nn.MaxPool2d(3, 2, padding=1),
-                       ResidualBlock(out), ResidualBlock(out)]
+            layers += [
+                nn.Conv2d(channels, out, 3, padding=1),
+                nn.MaxPool2d(3, 2, padding=1),
+                ResidualBlock(out),
+                ResidualBlock(out),
+            ]
             channels, size = out, (size + 1) // 2
         self.network = nn.Sequential(*layers, nn.Flatten(), nn.ReLU(), nn.Linear(channels * size * size, 256), nn.ReLU())
         self.actor, self.critic = layer_init(nn.Linear(256, actions), 0.01), layer_init(nn.Linear(256, 1), 1)
@@ -163,8 +183,14 @@ class PufferNetHackPolicy(nn.Module):
         self.blstats_net = nn.Sequential(nn.Embedding(256, 32), nn.Flatten())
         self.char_embed = nn.Embedding(256, 32)
         self.chars_net = nn.Sequential(
-            nn.Conv2d(32, 32, 5, stride=(2, 3)), nn.ReLU(), nn.Conv2d(32, 64, 5, stride=(1, 3)), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten())
+            nn.Conv2d(32, 32, 5, stride=(2, 3)),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 5, stride=(1, 3)),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
         self.proj = nn.Linear(864 + 960, 256)
         self.actor, self.critic = nn.Linear(256, 8), nn.Linear(256, 1)  # 8 logits: as published (NetHackScore has 23)
 
@@ -190,8 +216,9 @@ def pufferbox_agent(env: str) -> tuple[nn.Module, torch.Tensor]:
     trainer = Trainer(spec, config)
     try:
         agent = getattr(trainer, "agent", None) or trainer.learner.agent
-        obs = torch.zeros((1, trainer.obs_spec.flat_size), dtype=torch.from_numpy(
-            np.zeros(0, trainer.obs_spec.flat_dtype)).dtype)
+        obs = torch.zeros(
+            (1, trainer.obs_spec.flat_size), dtype=torch.from_numpy(np.zeros(0, trainer.obs_spec.flat_dtype)).dtype
+        )
         return agent, obs
     finally:
         trainer.close()
@@ -203,14 +230,23 @@ def pufferbox_row(env: str) -> tuple:
     except (ImportError, RuntimeError, KeyError, ValueError) as exc:  # env family not installed here: keep other rows
         return (f"pufferbox {env}", None, None, None, f"unavailable: {exc}")
     actions = agent.act(obs)[0]
-    return (f"pufferbox {env} ({type(getattr(agent, 'encoder', agent)).__name__})",
-            sum(p.numel() for p in agent.parameters()), flops(lambda: agent.act(obs)),
-            flops(lambda: agent.evaluate(obs, actions), backward=True), "")
+    return (
+        f"pufferbox {env} ({type(getattr(agent, 'encoder', agent)).__name__})",
+        sum(p.numel() for p in agent.parameters()),
+        flops(lambda: agent.act(obs)),
+        flops(lambda: agent.evaluate(obs, actions), backward=True),
+        "",
+    )
 
 
 def peer_row(name: str, model: nn.Module, example: Any) -> tuple:
-    return (name, sum(p.numel() for p in model.parameters()), flops(lambda: model(example)),
-            flops(lambda: model(example), backward=True), "re-declared from the source named in its class")
+    return (
+        name,
+        sum(p.numel() for p in model.parameters()),
+        flops(lambda: model(example)),
+        flops(lambda: model(example), backward=True),
+        "re-declared from the source named in its class",
+    )
 
 
 def policy_sizes() -> None:
@@ -218,9 +254,13 @@ def policy_sizes() -> None:
     rows = [pufferbox_row(env) for env in SIZE_ENVS]
     rows.append(peer_row("CleanRL NatureCNN (breakout)", NatureCNNAgent(), torch.zeros(1, 4, 84, 84)))
     rows.append(peer_row("CleanRL IMPALA CNN (bigfish)", ImpalaAgent(), torch.zeros(1, 64, 64, 3)))
-    rows.append(peer_row("PufferLib NetHack Policy", PufferNetHackPolicy(),
-                         {"blstats": torch.zeros(1, 27, dtype=torch.long),
-                          "chars": torch.zeros(1, 21, 79, dtype=torch.long)}))
+    rows.append(
+        peer_row(
+            "PufferLib NetHack Policy",
+            PufferNetHackPolicy(),
+            {"blstats": torch.zeros(1, 27, dtype=torch.long), "chars": torch.zeros(1, 21, 79, dtype=torch.long)},
+        )
+    )
     print("\n| policy | parameters | forward FLOPs / sample | forward+backward FLOPs / sample | note |")
     print("|---|---:|---:|---:|---|")
     for name, params, fwd, fwd_bwd, note in rows:

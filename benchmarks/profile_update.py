@@ -27,17 +27,24 @@ def family(name: str):
     if name == "nethack":
         from pufferbox_nethack.plugin import DEFAULTS
         from pufferbox_nethack.policy import NetHackEncoder as policy
-        space = spaces.Dict({"glyphs": spaces.Box(0, 5976, (21, 79), np.int16),
-                             "blstats": spaces.Box(-2**31, 2**31 - 1, (27,), np.int64),
-                             "message": spaces.Box(0, 255, (256,), np.uint8)})
+
+        space = spaces.Dict(
+            {
+                "glyphs": spaces.Box(0, 5976, (21, 79), np.int16),
+                "blstats": spaces.Box(-(2**31), 2**31 - 1, (27,), np.int64),
+                "message": spaces.Box(0, 255, (256,), np.uint8),
+            }
+        )
         act = spaces.Discrete(23)
     elif name == "breakout":
         from pufferbox_atari.plugin import DEFAULTS
         from pufferbox_atari.policy import NatureCNN as policy
+
         space, act = spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(4)
     elif name == "procgen":
         from pufferbox_procgen.plugin import DEFAULTS
         from pufferbox_procgen.policy import ImpalaResNet as policy
+
         space, act = spaces.Box(0, 255, (64, 64, 3), np.uint8), spaces.Discrete(15)
     else:
         raise SystemExit(f"unknown family {name}")
@@ -51,12 +58,15 @@ def random_batch(obs_spec: ObservationSpec, rows: int, horizon: int, act_n: int)
         high = 255 if leaf.space.dtype == np.uint8 else 5976 if view.dtype == np.int16 else 1000
         view[...] = rng.integers(0, high, view.shape)
     t = lambda x: torch.from_numpy(np.asarray(x))
-    return {"obs": t(flat).reshape(rows, horizon + 1, -1),
-            "actions": torch.randint(0, act_n, (rows, horizon + 1)),
-            "logprobs": torch.full((rows, horizon + 1), -np.log(act_n), dtype=torch.float32),
-            "values": torch.zeros(rows, horizon + 1), "rewards": t(rng.random((rows, horizon + 1), np.float32)),
-            "starts": torch.zeros(rows, horizon + 1, dtype=torch.bool),
-            "masks": torch.ones(rows, horizon + 1, dtype=torch.bool)}
+    return {
+        "obs": t(flat).reshape(rows, horizon + 1, -1),
+        "actions": torch.randint(0, act_n, (rows, horizon + 1)),
+        "logprobs": torch.full((rows, horizon + 1), -np.log(act_n), dtype=torch.float32),
+        "values": torch.zeros(rows, horizon + 1),
+        "rewards": t(rng.random((rows, horizon + 1), np.float32)),
+        "starts": torch.zeros(rows, horizon + 1, dtype=torch.bool),
+        "masks": torch.ones(rows, horizon + 1, dtype=torch.bool),
+    }
 
 
 def flops_per_sample(agent, obs: torch.Tensor) -> float:
@@ -98,8 +108,10 @@ def main() -> None:
                 for t in range(min(horizon, 32)):
                     agent.act(batch["obs"][:, t])
             t_infer = (time.perf_counter() - t0) / min(horizon, 32)
-        print(f"== {name}: {params:,} params, {flops / 1e6:.1f} MFLOPs/sample forward; batch {rows}x{horizon}, "
-              f"update {t_update:.2f} s, inference {t_infer * 1e3:.1f} ms/step ({args.threads} threads)")
+        print(
+            f"== {name}: {params:,} params, {flops / 1e6:.1f} MFLOPs/sample forward; batch {rows}x{horizon}, "
+            f"update {t_update:.2f} s, inference {t_infer * 1e3:.1f} ms/step ({args.threads} threads)"
+        )
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top))
 
 

@@ -83,14 +83,14 @@ def emulated(make: Callable[[], gymnasium.Env]) -> Callable[..., Any]:
 
     def creator(buf: Any = None, seed: int = 0) -> Any:
         return pufferlib.emulation.GymnasiumPufferEnv(env_creator=make, buf=buf, seed=seed)
+
     return creator
 
 
 def vector(make: Callable[[], gymnasium.Env], backend: str, num_envs: int, **kwargs: Any) -> Any:
     import pufferlib.vector
 
-    return pufferlib.vector.make(emulated(make), backend=getattr(pufferlib.vector, backend),
-                                 num_envs=num_envs, **kwargs)
+    return pufferlib.vector.make(emulated(make), backend=getattr(pufferlib.vector, backend), num_envs=num_envs, **kwargs)
 
 
 def native_cartpole(num_envs: int, seconds: float) -> float:
@@ -115,13 +115,16 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         make = lambda: gymnasium.make("CartPole-v1")
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds)
         out[f"PufferLib 3.0 Multiprocessing, {2 * n} envs / 2 workers"] = timed_vecenv(
-            vector(make, "Multiprocessing", 2 * n, num_workers=2), seconds)
+            vector(make, "Multiprocessing", 2 * n, num_workers=2), seconds
+        )
     elif workload == "uneven":
         make = UnevenStepEnv
         out["PufferLib 3.0 Multiprocessing, 2 envs / 2 workers (sync)"] = timed_vecenv(
-            vector(make, "Multiprocessing", 2, num_workers=2), seconds)
+            vector(make, "Multiprocessing", 2, num_workers=2), seconds
+        )
         out["PufferLib 3.0 pool, 4 envs / 4 workers, batch 2"] = timed_vecenv(
-            vector(make, "Multiprocessing", 4, num_workers=4, batch_size=2, overwork=True), seconds)
+            vector(make, "Multiprocessing", 4, num_workers=4, batch_size=2, overwork=True), seconds
+        )
     elif workload == "native":
         for envs in (4096, 16384):
             out[f"PufferLib 3.0 C CartPole, {envs} envs, one process"] = native_cartpole(envs, seconds)
@@ -129,26 +132,28 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         import nle
 
         keys = ("glyphs", "blstats", "message")
-        make = lambda: SeededNetHack(gymnasium.make(
-            "NetHackScore-v0", observation_keys=keys, max_episode_steps=5000))
+        make = lambda: SeededNetHack(gymnasium.make("NetHackScore-v0", observation_keys=keys, max_episode_steps=5000))
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds, table)
         out[f"PufferLib 3.0 Multiprocessing, {n} envs / 2 workers"] = timed_vecenv(
-            vector(make, "Multiprocessing", n, num_workers=2), seconds, table)
+            vector(make, "Multiprocessing", n, num_workers=2), seconds, table
+        )
     elif workload == "uneven-ray":  # bench_ray.py: PufferLib's Ray backend next to pufferbox's
         out["PufferLib 3.0 Ray, 4 envs / 4 workers, batch 2"] = timed_vecenv(
-            vector(UnevenStepEnv, "Ray", 4, num_workers=4, batch_size=2), seconds)
+            vector(UnevenStepEnv, "Ray", 4, num_workers=4, batch_size=2), seconds
+        )
     elif workload == "nethack-ray":
         import nle  # noqa: F401 - registers NetHackScore-v0
 
-        make = lambda: SeededNetHack(gymnasium.make(
-            "NetHackScore-v0", observation_keys=("glyphs", "blstats", "message"), max_episode_steps=5000))
+        make = lambda: SeededNetHack(
+            gymnasium.make("NetHackScore-v0", observation_keys=("glyphs", "blstats", "message"), max_episode_steps=5000)
+        )
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
-        out[f"PufferLib 3.0 Ray, {n} envs / 2 workers"] = timed_vecenv(vector(make, "Ray", n, num_workers=2),
-                                                                       seconds, table)
+        out[f"PufferLib 3.0 Ray, {n} envs / 2 workers"] = timed_vecenv(vector(make, "Ray", n, num_workers=2), seconds, table)
     else:
-        raise SystemExit(f"unknown workload {workload!r}: choose cartpole, uneven, native, nethack, uneven-ray "
-                         f"or nethack-ray")
+        raise SystemExit(
+            f"unknown workload {workload!r}: choose cartpole, uneven, native, nethack, uneven-ray or nethack-ray"
+        )
     return out
 
 

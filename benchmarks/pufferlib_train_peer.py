@@ -74,11 +74,21 @@ class UpdateLog:
         return vecenv
 
     def write(self, trainer) -> None:
-        self.file.write(json.dumps({
-            "update": trainer.epoch, "global_step": int(trainer.global_step),
-            "t": round(time.perf_counter() - self.start, 4), "env_s": round(self.env_s, 4),
-            "collect_s": round(self.collect_s, 4), "learn_s": round(self.learn_s, 4),
-            "returns": self.returns, "lengths": self.lengths}) + "\n")
+        self.file.write(
+            json.dumps(
+                {
+                    "update": trainer.epoch,
+                    "global_step": int(trainer.global_step),
+                    "t": round(time.perf_counter() - self.start, 4),
+                    "env_s": round(self.env_s, 4),
+                    "collect_s": round(self.collect_s, 4),
+                    "learn_s": round(self.learn_s, 4),
+                    "returns": self.returns,
+                    "lengths": self.lengths,
+                }
+            )
+            + "\n"
+        )
         self.returns, self.lengths = [], []
 
 

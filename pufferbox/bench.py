@@ -31,10 +31,19 @@ def random_actions(venv: vector.VectorEnv, seed: int = 0) -> list[np.ndarray]:
     return [np.asarray(space.sample()) for _ in range(ACTION_BATCHES)]
 
 
-def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int | None = None,
-          batch_size: int | None = None, seconds: float = 3.0, native: bool = True,
-          zero_copy: bool = False, warmup_s: float = 0.2, main_envs: int = 0,
-          **backend_kwargs: Any) -> dict[str, Any]:
+def bench(
+    env: str,
+    backend: str = "serial",
+    num_envs: int = 1,
+    num_workers: int | None = None,
+    batch_size: int | None = None,
+    seconds: float = 3.0,
+    native: bool = True,
+    zero_copy: bool = False,
+    warmup_s: float = 0.2,
+    main_envs: int = 0,
+    **backend_kwargs: Any,
+) -> dict[str, Any]:
     """Steps/s (agent steps) of ``env`` on one backend configuration."""
     if seconds <= 0:
         raise VectorConfigError(f"--seconds must be positive, got {seconds}")
@@ -63,12 +72,18 @@ def bench(env: str, backend: str = "serial", num_envs: int = 1, num_workers: int
                 break
         elapsed = time.perf_counter() - start
         return {
-            "env": venv.env_name, "backend": backend, "num_envs": num_envs,
-            "num_workers": getattr(venv, "num_workers", 1), "batch_size": venv.batch_envs,
-            "zero_copy": bool(getattr(venv, "zero_copy", False)), "main_envs": getattr(venv, "main_envs", 0),
+            "env": venv.env_name,
+            "backend": backend,
+            "num_envs": num_envs,
+            "num_workers": getattr(venv, "num_workers", 1),
+            "batch_size": venv.batch_envs,
+            "zero_copy": bool(getattr(venv, "zero_copy", False)),
+            "main_envs": getattr(venv, "main_envs", 0),
             "native": venv.factory.native,
-            "agents_per_env": venv.agents_per_env, "sps": steps * venv.batch_size / elapsed,
-            "env_sps": steps * venv.batch_envs / elapsed, "seconds": elapsed,
+            "agents_per_env": venv.agents_per_env,
+            "sps": steps * venv.batch_size / elapsed,
+            "env_sps": steps * venv.batch_envs / elapsed,
+            "seconds": elapsed,
             "cpu_count": os.cpu_count(),
         }
 
@@ -94,8 +109,7 @@ def candidate_configs(cpus: int | None = None, max_envs: int = 256, native: bool
         for per_process in (1, 4, 16) if not native else (64, 512):
             n = cpus * per_process
             if n <= max_envs:
-                configs.append(dict(backend="multiprocessing", num_envs=n, num_workers=cpus - 1,
-                                    main_envs=per_process))
+                configs.append(dict(backend="multiprocessing", num_envs=n, num_workers=cpus - 1, main_envs=per_process))
     return configs
 
 
@@ -110,8 +124,14 @@ def command_line(env: str, config: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def autotune(env: str, seconds: float = 1.0, max_envs: int = 256, native: bool = True,
-             configs: list[dict[str, Any]] | None = None, progress: Any = None) -> list[dict[str, Any]]:
+def autotune(
+    env: str,
+    seconds: float = 1.0,
+    max_envs: int = 256,
+    native: bool = True,
+    configs: list[dict[str, Any]] | None = None,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
     """Time every candidate configuration; results sorted fastest first."""
     from pufferbox.registry import get_registry
 

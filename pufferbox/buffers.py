@@ -34,8 +34,9 @@ class Buffers:
     actions: np.ndarray
 
     @classmethod
-    def layout(cls, obs_spec: ObservationSpec, act_spec: ActionSpec,
-               rows: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    def layout(
+        cls, obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int
+    ) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
         """Shape and dtype of each array, so shared-memory backends can size segments first."""
         return {
             "observations": ((rows, obs_spec.flat_size), obs_spec.flat_dtype),
@@ -47,8 +48,9 @@ class Buffers:
         }
 
     @classmethod
-    def allocate(cls, obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int,
-                 allocator: Allocator = numpy_allocator) -> Buffers:
+    def allocate(
+        cls, obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int, allocator: Allocator = numpy_allocator
+    ) -> Buffers:
         layout = cls.layout(obs_spec, act_spec, rows)
         return cls(**{name: allocator(shape, dtype) for name, (shape, dtype) in layout.items()})
 

@@ -74,9 +74,15 @@ class GymnasiumEmulator(gymnasium.Env):
     is_multiagent = False
     buffers: Buffers  # the backend's row (set_buffers); standalone use owns one (own_rows)
 
-    def __init__(self, env: gymnasium.Env, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
-                 check_obs: bool = False):
+    def __init__(
+        self,
+        env: gymnasium.Env,
+        obs_spec: ObservationSpec | None = None,
+        act_spec: ActionSpec | None = None,
+        name: str = "env",
+        episode_metrics: tuple[str, ...] = (),
+        check_obs: bool = False,
+    ):
         self.env = env
         self.name = name
         self.episode_metrics = tuple(episode_metrics)
@@ -102,11 +108,13 @@ class GymnasiumEmulator(gymnasium.Env):
         # Per-step writes are the emulator's whole overhead on fast envs: precompute one plain
         # ndarray view per leaf of row 0 (``target[...] = value`` beats structured-field
         # indexing and np.copyto by ~2x) and, for Dict/Tuple of leaves, index with one key.
-        self.obs_targets = [(leaf.path, view[0:1].reshape(leaf.shape))
-                            for leaf, view in zip(self.obs_spec.leaves, self.obs_views)]
+        self.obs_targets = [
+            (leaf.path, view[0:1].reshape(leaf.shape)) for leaf, view in zip(self.obs_spec.leaves, self.obs_views)
+        ]
         self.obs_depth = max(len(path) for path, _ in self.obs_targets)
-        self.obs_keyed = [(path[0] if path else None, target, target.shape, target.dtype)
-                          for path, target in self.obs_targets]
+        self.obs_keyed = [
+            (path[0] if path else None, target, target.shape, target.dtype) for path, target in self.obs_targets
+        ]
         # Looked up on the outermost env only: the layer that offers it vouches that what it
         # returns is what it bound (an inner env's arrays may be transformed on the way out).
         bind = getattr(self.env, BIND_OBSERVATION_BUFFERS, None)
@@ -182,8 +190,9 @@ class GymnasiumEmulator(gymnasium.Env):
         self.episode_return += float(reward)
         self.episode_length += 1
         if terminated or truncated:
-            episode = Episodes.one(0, self.episode_return, self.episode_length,
-                                   {name: metric(info, name) for name in self.episode_metrics})
+            episode = Episodes.one(
+                0, self.episode_return, self.episode_length, {name: metric(info, name) for name in self.episode_metrics}
+            )
             self.episode_return, self.episode_length = 0.0, 0
             obs, _ = self.env.reset()
             self.write_observation(obs)
@@ -231,9 +240,15 @@ class PettingZooEmulator:
     is_multiagent = True
     buffers: Buffers  # the backend's rows (set_buffers); standalone use owns some (own_rows)
 
-    def __init__(self, env: Any, obs_spec: ObservationSpec | None = None,
-                 act_spec: ActionSpec | None = None, name: str = "env", episode_metrics: tuple[str, ...] = (),
-                 check_obs: bool = False):
+    def __init__(
+        self,
+        env: Any,
+        obs_spec: ObservationSpec | None = None,
+        act_spec: ActionSpec | None = None,
+        name: str = "env",
+        episode_metrics: tuple[str, ...] = (),
+        check_obs: bool = False,
+    ):
         self.env = env
         self.name = name
         self.episode_metrics = tuple(episode_metrics)
@@ -244,11 +259,15 @@ class PettingZooEmulator:
         obs_space, act_space = env.observation_space(first), env.action_space(first)
         for agent in self.possible_agents[1:]:
             if env.observation_space(agent) != obs_space:
-                raise SpaceError(f"{name}: agent {agent!r} has observation space {env.observation_space(agent)}, "
-                                 f"agent {first!r} has {obs_space}; pad them to one space for fixed agent slots")
+                raise SpaceError(
+                    f"{name}: agent {agent!r} has observation space {env.observation_space(agent)}, "
+                    f"agent {first!r} has {obs_space}; pad them to one space for fixed agent slots"
+                )
             if env.action_space(agent) != act_space:
-                raise SpaceError(f"{name}: agent {agent!r} has action space {env.action_space(agent)}, "
-                                 f"agent {first!r} has {act_space}; give all agents one action space")
+                raise SpaceError(
+                    f"{name}: agent {agent!r} has action space {env.action_space(agent)}, "
+                    f"agent {first!r} has {act_space}; give all agents one action space"
+                )
         self.obs_spec = obs_spec or ObservationSpec(obs_space)
         self.act_spec = act_spec or ActionSpec(act_space)
         self.single_observation_space = self.obs_spec.flat_space
@@ -333,8 +352,10 @@ class PettingZooEmulator:
         self.episode_length += 1
         live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
         if not self.env.agents or not live:
-            final = {name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan
-                     for name in self.episode_metrics}  # per-agent values, averaged like the return
+            final = {
+                name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan
+                for name in self.episode_metrics
+            }  # per-agent values, averaged like the return
             episode = Episodes.one(0, float(self.episode_returns.mean()), self.episode_length, final)
             terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
             self.vec_reset()
@@ -396,8 +417,10 @@ def own_rows(emulator: GymnasiumEmulator | PettingZooEmulator) -> None:
 def check_action(spec: ActionSpec, action: np.ndarray, who: str) -> None:
     space = spec.flat_space
     if not space.contains(np.asarray(action, dtype=space.dtype).reshape(space.shape or ())):
-        raise SpaceError(f"{who}: action {np.asarray(action).tolist()} is outside the flat action space "
-                         f"{spec.flat_space} (the env's own space is {spec.space})")
+        raise SpaceError(
+            f"{who}: action {np.asarray(action).tolist()} is outside the flat action space "
+            f"{spec.flat_space} (the env's own space is {spec.space})"
+        )
 
 
 def check_leaf(value: Any, target: np.ndarray, spec: ObservationSpec, path: tuple, who: str, step: int) -> None:
@@ -416,9 +439,11 @@ def check_leaf(value: Any, target: np.ndarray, spec: ObservationSpec, path: tupl
         elif arr.dtype != target.dtype and not np.can_cast(arr.dtype, target.dtype, "same_kind"):
             problem = f"has dtype {arr.dtype}"
     if problem is not None:
-        raise SpaceError(f"{who}: observation at episode step {step}: {format_path(spec.name, path)} {problem}, "
-                         f"the space says shape {target.shape}, dtype {target.dtype}; the env must return "
-                         f"observations of its declared space every step")
+        raise SpaceError(
+            f"{who}: observation at episode step {step}: {format_path(spec.name, path)} {problem}, "
+            f"the space says shape {target.shape}, dtype {target.dtype}; the env must return "
+            f"observations of its declared space every step"
+        )
 
 
 def check_observation(spec: ObservationSpec, obs: Any, who: str, step: int, full: bool) -> None:
@@ -432,8 +457,10 @@ def check_observation(spec: ObservationSpec, obs: Any, who: str, step: int, full
         for leaf in spec.leaves:
             arr = np.asarray(get_path(obs, leaf.path))
             if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
-                raise SpaceError(f"{who}: observation at episode step {step}: {format_path(spec.name, leaf.path)} "
-                                 f"is not finite ({arr.tolist() if arr.size <= 8 else 'NaN/inf among values'})")
+                raise SpaceError(
+                    f"{who}: observation at episode step {step}: {format_path(spec.name, leaf.path)} "
+                    f"is not finite ({arr.tolist() if arr.size <= 8 else 'NaN/inf among values'})"
+                )
 
 
 def metric(info: Any, name: str) -> float:
@@ -444,9 +471,14 @@ def metric(info: Any, name: str) -> float:
         return float("nan")
 
 
-def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None,
-            act_spec: ActionSpec | None = None, episode_metrics: tuple[str, ...] = (),
-            check_obs: bool = False) -> GymnasiumEmulator | PettingZooEmulator:
+def emulate(
+    env: Any,
+    name: str = "env",
+    obs_spec: ObservationSpec | None = None,
+    act_spec: ActionSpec | None = None,
+    episode_metrics: tuple[str, ...] = (),
+    check_obs: bool = False,
+) -> GymnasiumEmulator | PettingZooEmulator:
     """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator.
 
     ``episode_metrics``: names in an episode's final ``info`` reported with it (``Episodes.metrics``).
@@ -457,8 +489,9 @@ def emulate(env: Any, name: str = "env", obs_spec: ObservationSpec | None = None
         return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
         return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
-    raise TypeError(f"{name}: the binding returned {type(env).__name__}, "
-                    "expected a gymnasium.Env or a PettingZoo ParallelEnv")
+    raise TypeError(
+        f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv"
+    )
 
 
 EnvCreator = Callable[..., Any]

@@ -63,8 +63,10 @@ def check_env_kwargs(spec: EnvSpec, kwargs: dict, native: bool = True, backend: 
         if not extra:
             continue
         if not open_:
-            raise EnvArgumentError(f"env.{extra[0]}: {spec.name} does not accept this key ({role} {qualname(fn)}); "
-                                   f"accepted: {', '.join(sorted(named)) or 'none'}")
+            raise EnvArgumentError(
+                f"env.{extra[0]}: {spec.name} does not accept this key ({role} {qualname(fn)}); "
+                f"accepted: {', '.join(sorted(named)) or 'none'}"
+            )
         probe(spec, role, fn, kwargs, extra)
 
 
@@ -87,8 +89,9 @@ def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra:
             raise
         reason = message.split(" was raised from the environment creator")[0]  # gymnasium.make's long suffix
         hint = ", ".join(known_keys(spec))
-        raise EnvArgumentError(f"env.{bad[0]}: {spec.name} does not accept this key ({reason})"
-                               + (f"; known keys: {hint}" if hint else "")) from None
+        raise EnvArgumentError(
+            f"env.{bad[0]}: {spec.name} does not accept this key ({reason})" + (f"; known keys: {hint}" if hint else "")
+        ) from None
     close = getattr(env, "close", None)
     if callable(close):
         close()

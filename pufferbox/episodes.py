@@ -41,14 +41,18 @@ class Episodes:
 
     def __post_init__(self) -> None:
         n = len(self.env_ids)
-        bad = [name for name, arr in (("returns", self.returns), ("lengths", self.lengths), *self.metrics.items())
-               if len(arr) != n]
+        bad = [
+            name
+            for name, arr in (("returns", self.returns), ("lengths", self.lengths), *self.metrics.items())
+            if len(arr) != n
+        ]
         if bad:
             raise ValueError(f"Episodes: {', '.join(bad)} not of the {n} episodes' length")
 
     @classmethod
-    def trusted(cls, env_ids: np.ndarray, returns: np.ndarray, lengths: np.ndarray,
-                metrics: Mapping[str, np.ndarray]) -> Episodes:
+    def trusted(
+        cls, env_ids: np.ndarray, returns: np.ndarray, lengths: np.ndarray, metrics: Mapping[str, np.ndarray]
+    ) -> Episodes:
         """Build from arrays already of the canonical dtypes and one length, skipping the check
         (what internal paths that produced them use: one emulator step ends at most one episode,
         and each allocation here is on the per-step path)."""
@@ -57,19 +61,24 @@ class Episodes:
         return self
 
     @classmethod
-    def from_arrays(cls, env_ids: Any, returns: Any, lengths: Any,
-                    metrics: Mapping[str, Any] | None = None) -> Episodes:
+    def from_arrays(cls, env_ids: Any, returns: Any, lengths: Any, metrics: Mapping[str, Any] | None = None) -> Episodes:
         """Build from anything array-like, converting to the canonical dtypes."""
-        return cls(_array(env_ids, np.int64), _array(returns, np.float64), _array(lengths, np.int64),
-                   {name: _array(v, np.float64) for name, v in (metrics or {}).items()})
+        return cls(
+            _array(env_ids, np.int64),
+            _array(returns, np.float64),
+            _array(lengths, np.int64),
+            {name: _array(v, np.float64) for name, v in (metrics or {}).items()},
+        )
 
     @classmethod
-    def one(cls, env_id: int, episode_return: float, length: int,
-            metrics: Mapping[str, float] | None = None) -> Episodes:
+    def one(cls, env_id: int, episode_return: float, length: int, metrics: Mapping[str, float] | None = None) -> Episodes:
         """One episode (what an emulated env reports when its episode ends)."""
-        return cls.trusted(np.array([env_id], np.int64), np.array([episode_return], np.float64),
-                           np.array([length], np.int64),
-                           {name: np.array([value], np.float64) for name, value in metrics.items()} if metrics else {})
+        return cls.trusted(
+            np.array([env_id], np.int64),
+            np.array([episode_return], np.float64),
+            np.array([length], np.int64),
+            {name: np.array([value], np.float64) for name, value in metrics.items()} if metrics else {},
+        )
 
     @classmethod
     def empty(cls, metric_names: Iterable[str] = ()) -> Episodes:
@@ -86,8 +95,12 @@ class Episodes:
 
     def select(self, index: Any) -> Episodes:
         """A subset (boolean mask, index array or slice)."""
-        return Episodes(self.env_ids[index], self.returns[index], self.lengths[index],
-                        {name: arr[index] for name, arr in self.metrics.items()})
+        return Episodes(
+            self.env_ids[index],
+            self.returns[index],
+            self.lengths[index],
+            {name: arr[index] for name, arr in self.metrics.items()},
+        )
 
     @staticmethod
     def gather(parts: Sequence[tuple[int, Episodes]]) -> Episodes:
@@ -107,10 +120,12 @@ class Episodes:
         metrics = {}
         if any(p.metrics for _, p in parts):
             names = sorted({name for _, p in parts for name in p.metrics})
-            metrics = {name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for _, p in parts])
-                       for name in names}
-        return Episodes.trusted(np.array(env_ids, np.int64), np.array(returns, np.float64),
-                                np.array(lengths, np.int64), metrics)
+            metrics = {
+                name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for _, p in parts]) for name in names
+            }
+        return Episodes.trusted(
+            np.array(env_ids, np.int64), np.array(returns, np.float64), np.array(lengths, np.int64), metrics
+        )
 
     @staticmethod
     def concat(parts: Sequence[Episodes]) -> Episodes:
@@ -121,16 +136,26 @@ class Episodes:
         if len(parts) == 1:
             return parts[0]
         names = sorted({name for p in parts for name in p.metrics})
-        metrics = {name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for p in parts])
-                   for name in names}
-        return Episodes(np.concatenate([p.env_ids for p in parts]), np.concatenate([p.returns for p in parts]),
-                        np.concatenate([p.lengths for p in parts]), metrics)
+        metrics = {name: np.concatenate([p.metrics.get(name, np.full(len(p), np.nan)) for p in parts]) for name in names}
+        return Episodes(
+            np.concatenate([p.env_ids for p in parts]),
+            np.concatenate([p.returns for p in parts]),
+            np.concatenate([p.lengths for p in parts]),
+            metrics,
+        )
 
     def __reduce__(self) -> tuple:
         # Plain lists: a worker sends episodes through a pipe nearly every step, and a few numbers
         # pickle several times faster as lists than as ndarrays (also compact: no dtype headers).
-        return (_from_lists, (self.env_ids.tolist(), self.returns.tolist(), self.lengths.tolist(),
-                              {name: v.tolist() for name, v in self.metrics.items()} if self.metrics else None))
+        return (
+            _from_lists,
+            (
+                self.env_ids.tolist(),
+                self.returns.tolist(),
+                self.lengths.tolist(),
+                {name: v.tolist() for name, v in self.metrics.items()} if self.metrics else None,
+            ),
+        )
 
     def info_dict(self, num_envs: int) -> dict[str, np.ndarray]:
         """Gymnasium's vector info layout (``key`` array and ``_key`` mask per env), as ``VectorEnv.step`` returns."""
@@ -147,14 +172,20 @@ class Episodes:
 
     def __repr__(self) -> str:
         extra = "".join(f", {name}={arr.tolist()}" for name, arr in self.metrics.items())
-        return (f"Episodes(env_ids={self.env_ids.tolist()}, returns={self.returns.tolist()}, "
-                f"lengths={self.lengths.tolist()}{extra})")
+        return (
+            f"Episodes(env_ids={self.env_ids.tolist()}, returns={self.returns.tolist()}, "
+            f"lengths={self.lengths.tolist()}{extra})"
+        )
 
 
 def _from_lists(env_ids: list, returns: list, lengths: list, metrics: dict[str, list] | None) -> Episodes:
     """Unpickle (see ``Episodes.__reduce__``)."""
-    return Episodes.trusted(np.array(env_ids, np.int64), np.array(returns, np.float64), np.array(lengths, np.int64),
-                            {name: np.array(v, np.float64) for name, v in metrics.items()} if metrics else {})
+    return Episodes.trusted(
+        np.array(env_ids, np.int64),
+        np.array(returns, np.float64),
+        np.array(lengths, np.int64),
+        {name: np.array(v, np.float64) for name, v in metrics.items()} if metrics else {},
+    )
 
 
 NO_EPISODES = Episodes.empty()  # what most steps return: shared, since an Episodes is never mutated
@@ -170,9 +201,19 @@ def episodes_from_infos(infos: Any, key: str = "env_id") -> Episodes:
     rows = [info for info in infos if "episode_return" in info]
     if not rows:
         return Episodes.empty()
-    extra = sorted({k for info in rows for k, v in info.items()
-                    if k not in (key, "episode_return", "episode_length") and np.ndim(v) == 0
-                    and isinstance(v, (int, float, np.number, bool, np.bool_))})
-    return Episodes.from_arrays([info.get(key, 0) for info in rows], [info["episode_return"] for info in rows],
-                                [info["episode_length"] for info in rows],
-                                {k: [float(info.get(k, np.nan)) for info in rows] for k in extra})
+    extra = sorted(
+        {
+            k
+            for info in rows
+            for k, v in info.items()
+            if k not in (key, "episode_return", "episode_length")
+            and np.ndim(v) == 0
+            and isinstance(v, (int, float, np.number, bool, np.bool_))
+        }
+    )
+    return Episodes.from_arrays(
+        [info.get(key, 0) for info in rows],
+        [info["episode_return"] for info in rows],
+        [info["episode_length"] for info in rows],
+        {k: [float(info.get(k, np.nan)) for info in rows] for k in extra},
+    )

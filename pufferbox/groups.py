@@ -47,18 +47,23 @@ class GroupLayout:
         names = list(mapping)
         for g, (name, members) in enumerate(mapping.items()):
             if not isinstance(members, (list, tuple, range)) or not members:
-                raise GroupError(f"{source}: group {name!r} must list agent slots or ids, got {members!r}; "
-                                 f"e.g. {name} = [0, 1]")
+                raise GroupError(
+                    f"{source}: group {name!r} must list agent slots or ids, got {members!r}; e.g. {name} = [0, 1]"
+                )
             for member in members:
                 slot = slot_of(member, agents, name, source)
                 if owner[slot] >= 0:
-                    raise GroupError(f"{source}: agent {agents[slot]!r} (slot {slot}) is in groups "
-                                     f"{names[owner[slot]]!r} and {name!r}; put every agent in exactly one group")
+                    raise GroupError(
+                        f"{source}: agent {agents[slot]!r} (slot {slot}) is in groups "
+                        f"{names[owner[slot]]!r} and {name!r}; put every agent in exactly one group"
+                    )
                 owner[slot] = g
         missing = [agents[s] for s in np.nonzero(owner < 0)[0]]
         if missing:
-            raise GroupError(f"{source}: agent {missing[0]!r} is in no group; add its slot "
-                             f"({agents.index(missing[0])}) or id to one of {names}")
+            raise GroupError(
+                f"{source}: agent {missing[0]!r} is in no group; add its slot "
+                f"({agents.index(missing[0])}) or id to one of {names}"
+            )
         return cls(names, owner, list(agents))
 
 
@@ -70,8 +75,10 @@ def slot_of(member: Any, agents: list[str], group: str, source: str) -> int:
             raise GroupError(f"{source}: group {group!r} names unknown agent {member!r}; agents are {agents}")
         return agents.index(member)
     if not 0 <= int(member) < len(agents):
-        raise GroupError(f"{source}: group {group!r} names slot {member}, but there are {len(agents)} agent "
-                         f"slots (0..{len(agents) - 1}: {agents})")
+        raise GroupError(
+            f"{source}: group {group!r} names slot {member}, but there are {len(agents)} agent "
+            f"slots (0..{len(agents) - 1}: {agents})"
+        )
     return int(member)
 
 
@@ -82,8 +89,7 @@ def agent_spaces(raw: Any, agent: str) -> tuple[Any, Any]:
     return obs(agent), act(agent)
 
 
-def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
-                   user_groups: Mapping[str, Any] | None) -> GroupLayout | None:
+def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any], user_groups: Mapping[str, Any] | None) -> GroupLayout | None:
     """The group layout of ``spec`` built with ``env_kwargs``: the user's ``[groups]``, else the plugin's
     ``EnvSpec.groups``; None (one shared policy) without either. Raises :class:`GroupError` for a bad map."""
     declared = getattr(spec, "groups", None)
@@ -92,8 +98,10 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
     raw = spec.make_raw(**env_kwargs)
     try:
         if not hasattr(raw, "possible_agents"):
-            raise GroupError(f"[groups]: {spec.name} is a single-agent env; agent groups need a multi-agent "
-                             "(PettingZoo) env: drop the [groups] table")
+            raise GroupError(
+                f"[groups]: {spec.name} is a single-agent env; agent groups need a multi-agent "
+                "(PettingZoo) env: drop the [groups] table"
+            )
         agents = [str(a) for a in raw.possible_agents]
         if user_groups:
             layout = GroupLayout.build(user_groups, agents, "[groups]")
@@ -106,15 +114,18 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any],
             first = agent_spaces(raw, raw.possible_agents[slots[0]])
             for s in slots[1:]:
                 if agent_spaces(raw, raw.possible_agents[s]) != first:
-                    raise GroupError(f"[groups]: agent {agents[s]!r} has other spaces than {agents[slots[0]]!r} "
-                                     f"in group {name!r}; put agents with different spaces in separate groups")
+                    raise GroupError(
+                        f"[groups]: agent {agents[s]!r} has other spaces than {agents[slots[0]]!r} "
+                        f"in group {name!r}; put agents with different spaces in separate groups"
+                    )
     finally:
         raw.close()
     return layout
 
 
-def checkpoint_layout(spec: Any, env_kwargs: Mapping[str, Any], state: Mapping[str, Any],
-                      source: str = "checkpoint") -> GroupLayout:
+def checkpoint_layout(
+    spec: Any, env_kwargs: Mapping[str, Any], state: Mapping[str, Any], source: str = "checkpoint"
+) -> GroupLayout:
     """The group layout a grouped checkpoint was trained with (its ``groups[name]["slots"]``)."""
     raw = spec.make_raw(**env_kwargs)
     try:

@@ -102,25 +102,32 @@ class EnvSpec:
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
             if not isinstance(name, str) or not NAME_RE.match(name):
-                raise RegistryError(f"env name {name!r}: use letters, digits and _ . + - in /-separated parts "
-                                    f"(no empty, absolute or ../ names: they become paths under runs/)")
+                raise RegistryError(
+                    f"env name {name!r}: use letters, digits and _ . + - in /-separated parts "
+                    f"(no empty, absolute or ../ names: they become paths under runs/)"
+                )
         if self.implementation not in IMPLEMENTATIONS:
-            raise RegistryError(f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, "
-                                f"got {self.implementation!r}")
+            raise RegistryError(
+                f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, got {self.implementation!r}"
+            )
         if not callable(self.binding):
             raise RegistryError(f"env {self.name!r}: binding must be callable, got {self.binding!r}")
         qualname = getattr(self.binding, "__qualname__", "")
         if isinstance(self.binding, types.FunctionType) and ("<lambda>" in qualname or "<locals>" in qualname):
-            raise RegistryError(f"env {self.name!r}: binding {qualname} is not importable by reference (workers "
-                                f"rebuild the env from it); define it with `def` at module level")
+            raise RegistryError(
+                f"env {self.name!r}: binding {qualname} is not importable by reference (workers "
+                f"rebuild the env from it); define it with `def` at module level"
+            )
 
     @property
     def unavailable_reason(self) -> str | None:
         """Why this env cannot be built here (a missing requirement and its install command), or None."""
         missing = [req for mod, req in self.requires.items() if importlib.util.find_spec(mod) is None]
         if missing:
-            return (f"missing {', '.join(missing)}: run `pip install -c tank/constraints.txt "
-                    f"{' '.join(repr(m) for m in missing)}` (or `make setup`)")
+            return (
+                f"missing {', '.join(missing)}: run `pip install -c tank/constraints.txt "
+                f"{' '.join(repr(m) for m in missing)}` (or `make setup`)"
+            )
         return None
 
     def ensure_available(self) -> None:
@@ -137,8 +144,7 @@ class EnvSpec:
         """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics,
-                       check_obs=check_obs)
+        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics, check_obs=check_obs)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""
@@ -187,8 +193,12 @@ class PluginInfo:
 class Registry:
     """Plugins and their envs, loaded on first access."""
 
-    def __init__(self, group: str = ENTRY_POINT_GROUP, only: list[str] | None = None,
-                 extra_plugins: list[tuple[str, Any]] | None = None):
+    def __init__(
+        self,
+        group: str = ENTRY_POINT_GROUP,
+        only: list[str] | None = None,
+        extra_plugins: list[tuple[str, Any]] | None = None,
+    ):
         self.group = group
         if only is None and PLUGINS_ENV_VAR in os.environ:
             only = [p.strip() for p in os.environ[PLUGINS_ENV_VAR].split(",") if p.strip()]
@@ -274,8 +284,10 @@ class Registry:
         if spec.name in self.aliases:
             earlier = self.envs[self.aliases.pop(spec.name)]
             earlier.aliases = tuple(a for a in earlier.aliases if a != spec.name)
-            self.note(earlier.plugin, f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of "
-                                      f"an env of {spec.distribution}")
+            self.note(
+                earlier.plugin,
+                f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of an env of {spec.distribution}",
+            )
         kept = []
         for alias in spec.aliases:
             taken = alias in self.envs or alias in self.aliases or alias == spec.name or alias in kept
@@ -354,8 +366,10 @@ def bounded_import(loader: Callable[[], Any], info: PluginInfo, timeout: float) 
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        raise TimeoutError(f"importing {info.module} did not finish within {timeout:g} s (it hangs?); "
-                           f"uninstall it, skip it with {PLUGINS_ENV_VAR}=..., or raise {IMPORT_TIMEOUT_VAR}")
+        raise TimeoutError(
+            f"importing {info.module} did not finish within {timeout:g} s (it hangs?); "
+            f"uninstall it, skip it with {PLUGINS_ENV_VAR}=..., or raise {IMPORT_TIMEOUT_VAR}"
+        )
     if "error" in box:
         exc = box["error"]
         info.traceback = box["traceback"]

@@ -350,7 +350,7 @@ class ActionSpec:
         values: list[Any] = []
         flat = np.asarray(flat).reshape(-1)
         for _, leaf, start, size in self.leaves:
-            part = flat[start:start + size]
+            part = flat[start : start + size]
             if isinstance(leaf, spaces.Discrete):
                 values.append(np.int64(part[0] + leaf.start))
             elif isinstance(leaf, spaces.MultiDiscrete):
@@ -372,5 +372,5 @@ class ActionSpec:
             value = np.asarray(sample if self.is_leaf else get_path(sample, path))
             if isinstance(leaf, (spaces.Discrete, spaces.MultiDiscrete)):
                 value = value - leaf.start
-            out[start:start + size] = value.reshape(-1)
+            out[start : start + size] = value.reshape(-1)
         return out

@@ -91,8 +91,10 @@ def check(root: Path, constraints: Path, cuda_constraints: Path | None = None) -
     if cuda_constraints is not None:
         cuda_pins, cuda_problems = read_pins(cuda_constraints)
         problems += cuda_problems
-        problems += [f"{cuda_constraints}: {name} is pinned in {constraints} too (pin it in one place)"
-                     for name in sorted(set(cuda_pins) & set(pins))]
+        problems += [
+            f"{cuda_constraints}: {name} is pinned in {constraints} too (pin it in one place)"
+            for name in sorted(set(cuda_pins) & set(pins))
+        ]
         pins = {**cuda_pins, **pins}
     for pyproject in pyprojects(root):
         for where, text in declared_requirements(pyproject):
@@ -105,11 +107,12 @@ def check(root: Path, constraints: Path, cuda_constraints: Path | None = None) -
             if req.marker is not None and not req.marker.evaluate({"extra": ""}):
                 continue  # e.g. a requirement only for another Python or platform
             if name not in pins:
-                problems.append(f"{where}: {text!r} is not pinned in {constraints} "
-                                f"(add {req.name}==VERSION there)")
+                problems.append(f"{where}: {text!r} is not pinned in {constraints} (add {req.name}==VERSION there)")
             elif not req.specifier.contains(pins[name], prereleases=True):
-                problems.append(f"{where}: {text!r} excludes the pinned {req.name}=={pins[name]} "
-                                f"in {constraints} (widen the range or change the pin)")
+                problems.append(
+                    f"{where}: {text!r} excludes the pinned {req.name}=={pins[name]} "
+                    f"in {constraints} (widen the range or change the pin)"
+                )
     return problems
 
 
@@ -128,8 +131,10 @@ def check_report(report: Path, pins: dict[str, Version]) -> list[str]:
         if name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + "-"):
             continue
         if name not in pins:
-            problems.append(f"{report}: the resolution installs {name}=={version}, which no constraints file pins "
-                            f"(add it to tank/constraints-cuda.txt if only the CUDA torch pulls it)")
+            problems.append(
+                f"{report}: the resolution installs {name}=={version}, which no constraints file pins "
+                f"(add it to tank/constraints-cuda.txt if only the CUDA torch pulls it)"
+            )
         elif pins[name] != Version(version.public):
             problems.append(f"{report}: the resolution installs {name}=={version}, pinned at {pins[name]}")
     return problems
@@ -139,10 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=here.parent, help="repository root (default: this checkout)")
-    parser.add_argument("--constraints", type=Path, default=None,
-                        help="constraints file (default: ROOT/tank/constraints.txt)")
-    parser.add_argument("--cuda-constraints", type=Path, default=None,
-                        help="CUDA wheels' pins (default: ROOT/tank/constraints-cuda.txt when it exists)")
+    parser.add_argument(
+        "--constraints", type=Path, default=None, help="constraints file (default: ROOT/tank/constraints.txt)"
+    )
+    parser.add_argument(
+        "--cuda-constraints",
+        type=Path,
+        default=None,
+        help="CUDA wheels' pins (default: ROOT/tank/constraints-cuda.txt when it exists)",
+    )
     parser.add_argument("--report", type=Path, default=None, help="pip --report JSON whose installs must all be pinned")
     args = parser.parse_args(argv)
     constraints = args.constraints or args.root / "tank" / "constraints.txt"
@@ -159,12 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(problem)
     if problems:
-        print(f"{len(problems)} problem(s) with {constraints}" + (f" and {cuda_constraints}" if cuda_constraints else ""),
-              file=sys.stderr)
+        print(
+            f"{len(problems)} problem(s) with {constraints}" + (f" and {cuda_constraints}" if cuda_constraints else ""),
+            file=sys.stderr,
+        )
         return 1
-    print(f"ok: every declared requirement is pinned compatibly in {constraints}"
-          + (f" (+ {cuda_constraints})" if cuda_constraints else "")
-          + (f"; every install of {args.report} is pinned" if args.report else ""))
+    print(
+        f"ok: every declared requirement is pinned compatibly in {constraints}"
+        + (f" (+ {cuda_constraints})" if cuda_constraints else "")
+        + (f"; every install of {args.report} is pinned" if args.report else "")
+    )
     return 0
 
 

@@ -47,8 +47,10 @@ def ray_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     try:
         os.mkdir(os.path.join(root, "ray"))
         monkeypatch.setenv("RAY_TMPDIR", root)
-        head = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                             "temp_dir": os.path.join(root, "s")})
+        head = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "include_dashboard": False, "temp_dir": os.path.join(root, "s")},
+        )
         ensure_ray(address=head.address)
         yield head
     finally:

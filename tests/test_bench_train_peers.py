@@ -47,8 +47,18 @@ def test_pufferbox_arm_reads_metrics_and_phases(tmp_path, monkeypatch):
         seen["cmd"] = cmd
         run_dir = Path(cmd[cmd.index("--run-dir") + 1])
         run_dir.mkdir()
-        rows = [{"global_step": 1024 * k, "wall_time": 5.0 + k, "episode_return": 2.0 * k, "episodes": k,
-                 "time_env": 0.5 * k, "time_inference": 1.0 * k, "time_learn": 3.0 * k} for k in (1, 2, 3, 4)]
+        rows = [
+            {
+                "global_step": 1024 * k,
+                "wall_time": 5.0 + k,
+                "episode_return": 2.0 * k,
+                "episodes": k,
+                "time_env": 0.5 * k,
+                "time_inference": 1.0 * k,
+                "time_learn": 3.0 * k,
+            }
+            for k in (1, 2, 3, 4)
+        ]
         (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
         return [], 9.0
 
@@ -59,14 +69,29 @@ def test_pufferbox_arm_reads_metrics_and_phases(tmp_path, monkeypatch):
     assert run.final_return(4096) == (pytest.approx(8.0), 4)  # only update 4 (step 4096) is in the last quarter
     assert run.return_unit == "clipped, per life"  # no raw score in these metrics: not CleanRL's unit
     sets = [seen["cmd"][i + 1] for i, a in enumerate(seen["cmd"]) if a == "--set"]
-    assert sets == ["vec.num_envs=8", "train.num_steps=128", "train.update_epochs=4", "train.num_minibatches=4",
-                    "train.learning_rate=0.00025"]
+    assert sets == [
+        "vec.num_envs=8",
+        "train.num_steps=128",
+        "train.update_epochs=4",
+        "train.num_minibatches=4",
+        "train.learning_rate=0.00025",
+    ]
 
 
 def test_table_ratio_against_the_peer():
-    rows = [{"env": "nethack", "arm": arm, "steady_sps": sps, "phases": None, "return_last_quarter": None,
-             "episodes_last_quarter": 0, "load_before": [1.0], "load_after": [1.0]}
-            for arm, sps in (("peer", 100.0), ("defaults", 250.0))]
+    rows = [
+        {
+            "env": "nethack",
+            "arm": arm,
+            "steady_sps": sps,
+            "phases": None,
+            "return_last_quarter": None,
+            "episodes_last_quarter": 0,
+            "load_before": [1.0],
+            "load_after": [1.0],
+        }
+        for arm, sps in (("peer", 100.0), ("defaults", 250.0))
+    ]
     text = bench.table(rows)
     assert "| nethack | pufferbox defaults | 250 | 2.50x | not reported | n/a (0) |" in text
 
@@ -76,18 +101,29 @@ def test_main_writes_one_results_section(monkeypatch, capsys):
     written = {}
 
     def fake_arm(arm, peer, seed, budget, threads, work, pufferbox):
-        return {"env": peer.env, "arm": arm, "seed": seed, "steady_sps": 100.0 * seed, "phases": {"env": 1.0,
-                "inference": 2.0, "update": 3.0}, "return_last_quarter": 5.0, "episodes_last_quarter": 2,
-                "return_unit": "NetHackScore", "load_before": [0.5], "load_after": [0.7]}
+        return {
+            "env": peer.env,
+            "arm": arm,
+            "seed": seed,
+            "steady_sps": 100.0 * seed,
+            "phases": {"env": 1.0, "inference": 2.0, "update": 3.0},
+            "return_last_quarter": 5.0,
+            "episodes_last_quarter": 2,
+            "return_unit": "NetHackScore",
+            "load_before": [0.5],
+            "load_after": [0.7],
+        }
 
     monkeypatch.setattr(bench, "run_arm", fake_arm)
     monkeypatch.setattr(bench, "write_section", lambda title, text: written.update({title: text}))
-    monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--envs", "nethack", "--arms", "defaults",
-                                      "--seeds", "1", "3", "--write"])
+    monkeypatch.setattr(
+        sys, "argv", ["bench_train_peers.py", "--envs", "nethack", "--arms", "defaults", "--seeds", "1", "3", "--write"]
+    )
     bench.main()
     section = written["## Training vs peers"]
-    assert ("| nethack | pufferbox defaults | 200 | n/a | 1.0 / 2.0 / 3.0 | 5.00 (4) | NetHackScore "
-            "| 0.5→0.7, 0.5→0.7 |") in section
+    assert (
+        "| nethack | pufferbox defaults | 200 | n/a | 1.0 / 2.0 / 3.0 | 5.00 (4) | NetHackScore | 0.5→0.7, 0.5→0.7 |"
+    ) in section
     assert section.split("\n\n")[-1] in capsys.readouterr().out
 
 

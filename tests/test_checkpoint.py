@@ -73,12 +73,19 @@ def test_loading_never_runs_pickled_code(tmp_path):
     with pytest.raises(CheckpointError, match="not a loadable pufferbox checkpoint"):
         load_checkpoint(path)
     import os
+
     assert not os.path.exists("/tmp/pufferbox-pwned-by-checkpoint")
 
 
 def tiny_config(**extra: str) -> dict:
-    overrides = ["vec.num_envs=4", "train.num_steps=16", "train.checkpoint_interval=2", "train.total_steps=100000",
-                 "train.stop_on_solve=false", *[f"{k}={v}" for k, v in extra.items()]]
+    overrides = [
+        "vec.num_envs=4",
+        "train.num_steps=16",
+        "train.checkpoint_interval=2",
+        "train.total_steps=100000",
+        "train.stop_on_solve=false",
+        *[f"{k}={v}" for k, v in extra.items()],
+    ]
     return resolve_config(get_registry().get("cartpole").defaults, overrides=overrides)
 
 

@@ -35,15 +35,15 @@ def hostile(tmp_path) -> tuple[dict, Path]:
     """A module whose import writes a marker file (and which is a working encoder, so trusting it works)."""
     lib, marker = tmp_path / "lib", tmp_path / "imported-by-pufferbox"
     lib.mkdir()
-    (lib / f"{MODULE}.py").write_text(f"open({str(marker)!r}, 'w').close()\n"
-                                      "from pufferbox.train.policies import MLPEncoder as Encoder\n")
+    (lib / f"{MODULE}.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nfrom pufferbox.train.policies import MLPEncoder as Encoder\n"
+    )
     env = {**os.environ, "PYTHONPATH": f"{lib}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return env, marker
 
 
 def pufferbox(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -67,8 +67,9 @@ def test_eval_never_imports_an_encoder_named_only_by_the_checkpoint(trained, tmp
     assert_one_line_error(proc, str(crafted), f"{MODULE}:Encoder", f"--encoder {MODULE}:Encoder")
     assert not marker.exists()
 
-    proc = pufferbox(env, "eval", "cartpole", "--checkpoint", str(crafted), "--episodes", "1",
-                     "--encoder", f"{MODULE}:Encoder")
+    proc = pufferbox(
+        env, "eval", "cartpole", "--checkpoint", str(crafted), "--episodes", "1", "--encoder", f"{MODULE}:Encoder"
+    )
     assert proc.returncode == 0, proc.stderr  # the user's explicit choice is honoured
     assert marker.exists()
 
@@ -85,8 +86,9 @@ def test_resume_never_imports_an_encoder_named_only_by_the_run_dir(trained, tmp_
     assert_one_line_error(proc, "config.toml", f"--set policy.encoder={MODULE}:Encoder")
     assert not marker.exists()
 
-    proc = pufferbox(env, "train", "--resume", str(run_dir), "--total-steps", "384",
-                     "--set", f"policy.encoder={MODULE}:Encoder")
+    proc = pufferbox(
+        env, "train", "--resume", str(run_dir), "--total-steps", "384", "--set", f"policy.encoder={MODULE}:Encoder"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert marker.exists()
 

@@ -135,8 +135,9 @@ def test_check_cuda_missing_module_is_one_line_exit_2(monkeypatch):
 def test_check_cuda_on_an_env_without_kernel_is_one_line_exit_2():
     result = invoke("check", "bandit", "--steps", "5", "--cuda", "--host")
     assert result.exit_code == 2
-    assert result.output.strip().splitlines()[-1] == ("Error: --cuda: env 'bandit' has no CUDA kernel; "
-                                                      "`pufferbox envs` lists the cuda ones")
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: --cuda: env 'bandit' has no CUDA kernel; `pufferbox envs` lists the cuda ones"
+    )
 
 
 def test_check_cuda_reports_the_consistency_result(monkeypatch):

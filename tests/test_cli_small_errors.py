@@ -25,8 +25,9 @@ QUICK = ["--num-envs", "2", "--set", "train.num_steps=16", "--set", "policy.hidd
 
 def pufferbox(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m pufferbox.cli ARGS`` as a user runs it (a fresh process, its own cwd)."""
-    return subprocess.run([sys.executable, "-m", "pufferbox.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pufferbox.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:
@@ -125,8 +126,9 @@ def test_readme_eval_nethack_render_after_training(tmp_path):
 
 
 def headless_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR",
-                                                               "SDL_VIDEODRIVER")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")
+    }
     return env
 
 
@@ -144,6 +146,7 @@ def test_video_works_headless_without_sdl_complaints(tmp_path):
 
 def test_video_with_an_unknown_suffix_is_one_line(tmp_path):
     train(tmp_path, "cartpole", "runs/cp")
-    line = error_line(pufferbox("eval", "cartpole", "--episodes", "1", "--video", "out.avi", cwd=tmp_path,
-                                env=headless_env()))
+    line = error_line(
+        pufferbox("eval", "cartpole", "--episodes", "1", "--video", "out.avi", cwd=tmp_path, env=headless_env())
+    )
     assert "out.avi: video must end in .gif or .mp4" in line

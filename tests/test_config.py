@@ -13,8 +13,12 @@ def test_layers_apply_in_order(tmp_path):
     config_file = tmp_path / "c.toml"
     config_file.write_text("[train]\nlearning_rate = 0.1\ngamma = 0.5\nnum_steps = 7\n[vec]\nnum_envs = 3\n")
     plugin = {"train": {"learning_rate": 0.2, "gamma": 0.6, "num_steps": 9, "ent_coef": 0.3}}
-    cfg = resolve_config(plugin, config_file, overrides=["train.gamma=0.25", "train.num_steps=5"],
-                         flags={"train.num_steps": 11, "vec.backend": None})
+    cfg = resolve_config(
+        plugin,
+        config_file,
+        overrides=["train.gamma=0.25", "train.num_steps=5"],
+        flags={"train.num_steps": 11, "vec.backend": None},
+    )
     assert cfg["train"]["ent_coef"] == 0.3  # plugin beats built-in
     assert cfg["train"]["learning_rate"] == 0.1  # file beats plugin
     assert cfg["train"]["gamma"] == 0.25  # --set beats file
@@ -32,16 +36,19 @@ def test_override_values_parse_as_toml():
     assert cfg["train"]["learning_rate"] == 1.0 and isinstance(cfg["train"]["learning_rate"], float)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("train.learning_rte=1e-3", "train.learning_rte: unknown key; did you mean learning_rate?"),
-    ("train.num_steps=1.5", "train.num_steps: expected int, got float 1.5"),
-    ("train.anneal_lr=1", "train.anneal_lr: expected bool, got int 1"),
-    ("vec.num_envs=fast", "vec.num_envs: expected int, got str 'fast'"),
-    ("trian.gamma=0.9", "trian: unknown section"),
-    ("train.gamma=-1.0", "train.gamma: must be >= 0"),
-    ("train.num_minibatches=0", "train.num_minibatches: must be >= 1"),
-    ("gamma=0.9", "expected SECTION.KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.learning_rte=1e-3", "train.learning_rte: unknown key; did you mean learning_rate?"),
+        ("train.num_steps=1.5", "train.num_steps: expected int, got float 1.5"),
+        ("train.anneal_lr=1", "train.anneal_lr: expected bool, got int 1"),
+        ("vec.num_envs=fast", "vec.num_envs: expected int, got str 'fast'"),
+        ("trian.gamma=0.9", "trian: unknown section"),
+        ("train.gamma=-1.0", "train.gamma: must be >= 0"),
+        ("train.num_minibatches=0", "train.num_minibatches: must be >= 1"),
+        ("gamma=0.9", "expected SECTION.KEY=VALUE"),
+    ],
+)
 def test_bad_values_name_the_key(override, message):
     with pytest.raises(ConfigError) as err:
         resolve_config(overrides=[override])
@@ -58,10 +65,13 @@ def test_bad_file_value_names_the_file(tmp_path):
         resolve_config(config_file=tmp_path / "missing.toml")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--set", "train.learning_rte=1e-3"], "Error: train.learning_rte: unknown key; did you mean learning_rate?"),
-    (["--set", "train.num_steps=abc"], "Error: train.num_steps: expected int, got str 'abc'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "train.learning_rte=1e-3"], "Error: train.learning_rte: unknown key; did you mean learning_rate?"),
+        (["--set", "train.num_steps=abc"], "Error: train.num_steps: expected int, got str 'abc'"),
+    ],
+)
 def test_cli_bad_config_is_one_line_exit_2(tmp_path, args, message):
     load_commands()
     result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(tmp_path / "r"), *args])

@@ -166,8 +166,15 @@ def test_native_bug_is_caught():
 # -- the pytest plugin and the README example ------------------------------------------
 def test_pytest_fixture_runs_the_suite(pufferbox_check):
     spec = Registry(only=["ocean"]).get("bandit")
-    assert [r.name for r in pufferbox_check(spec, steps=20)] == ["api", "spaces", "determinism", "flattening",
-                                                                 "serial", "native", "groups"]
+    assert [r.name for r in pufferbox_check(spec, steps=20)] == [
+        "api",
+        "spaces",
+        "determinism",
+        "flattening",
+        "serial",
+        "native",
+        "groups",
+    ]
 
 
 def readme_blocks() -> dict[str, str]:

@@ -22,7 +22,8 @@ def write_project(root: Path, plugin_deps: list[str], constraints: str) -> None:
     plugin.mkdir(parents=True)
     deps = ", ".join(f'"{d}"' for d in plugin_deps)
     plugin.joinpath("pyproject.toml").write_text(
-        f'[project]\nname = "pufferbox-demo"\nversion = "0"\ndependencies = ["pufferbox", {deps}]\n')
+        f'[project]\nname = "pufferbox-demo"\nversion = "0"\ndependencies = ["pufferbox", {deps}]\n'
+    )
 
 
 def test_the_shipped_stack_pins_every_declared_requirement():
@@ -52,8 +53,11 @@ def test_a_loose_constraint_line_fails(tmp_path):
 
 
 def test_a_consistent_project_passes_and_names_are_normalized(tmp_path):
-    write_project(tmp_path, ["Ale_Py>=0.12,<0.13", "pettingzoo[butterfly]>=1.26"],
-                  "numpy==1.26.4\nale-py==0.12.1\npettingzoo==1.27.0\n")
+    write_project(
+        tmp_path,
+        ["Ale_Py>=0.12,<0.13", "pettingzoo[butterfly]>=1.26"],
+        "numpy==1.26.4\nale-py==0.12.1\npettingzoo==1.27.0\n",
+    )
     result = run_check("--root", str(tmp_path))
     assert result.returncode == 0, result.stdout
 
@@ -100,8 +104,9 @@ def test_a_cuda_pin_that_is_loose_or_duplicated_fails(tmp_path):
 def test_a_resolution_report_must_be_pinned_in_one_of_the_files(tmp_path):
     write_project(tmp_path, ["ale-py"], "numpy==1.26.4\nale-py==0.12.1\ntorch==2.13.0\n")
     (tmp_path / "tank" / "constraints-cuda.txt").write_text(CUDA_PIN)
-    ok = write_report(tmp_path / "ok.json", {"torch": "2.13.0+cpu", "nvidia-cublas": "13.1.1.3", "numpy": "1.26.4",
-                                             "pufferbox-demo": "0"})
+    ok = write_report(
+        tmp_path / "ok.json", {"torch": "2.13.0+cpu", "nvidia-cublas": "13.1.1.3", "numpy": "1.26.4", "pufferbox-demo": "0"}
+    )
     result = run_check("--root", str(tmp_path), "--report", str(ok))
     assert result.returncode == 0, result.stdout
     bad = write_report(tmp_path / "bad.json", {"torch": "2.13.0", "nvidia-cublas": "13.2.0.1", "triton": "3.7.1"})

@@ -15,14 +15,23 @@ def kernel_texts():
     from pufferbox_warp.plugin import CARTPOLE, TAG, TAG_CONTINUOUS
 
     yield "core", assemble(CORE_SOURCE.read_text(), {})
-    for label, impl, kwargs in [("tag-full", TAG, {}), ("tag-knearest", TAG, {"k_nearest": 3, "num_runners": 10}),
-                                ("tag-continuous-full", TAG_CONTINUOUS, {}),
-                                ("tag-continuous-knearest", TAG_CONTINUOUS, {"k_nearest": 4, "num_runners": 40}),
-                                ("cartpole", CARTPOLE, {})]:
+    for label, impl, kwargs in [
+        ("tag-full", TAG, {}),
+        ("tag-knearest", TAG, {"k_nearest": 3, "num_runners": 10}),
+        ("tag-continuous-full", TAG_CONTINUOUS, {}),
+        ("tag-continuous-knearest", TAG_CONTINUOUS, {"k_nearest": 4, "num_runners": 40}),
+        ("cartpole", CARTPOLE, {}),
+    ]:
         ref = impl.reference_class()(num_envs=4, **kwargs)
         # Quoted includes resolve from the source's own folder first, as in the runtime.
-        yield label, assemble(impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n', ref.constants(),
-                              search=(Path(impl.source).parent,))
+        yield (
+            label,
+            assemble(
+                impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n',
+                ref.constants(),
+                search=(Path(impl.source).parent,),
+            ),
+        )
 
 
 @needs_nvcc

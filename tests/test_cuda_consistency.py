@@ -12,8 +12,10 @@ needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to bu
 
 
 @needs_cxx
-@pytest.mark.parametrize("name,kwargs", [("cuda_cartpole", {}), ("tag", {}),
-                                         ("tag", {"num_taggers": 2, "num_runners": 6, "grid": 5, "k_nearest": 3})])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [("cuda_cartpole", {}), ("tag", {}), ("tag", {"num_taggers": 2, "num_runners": 6, "grid": 5, "k_nearest": 3})],
+)
 def test_kernel_matches_reference_on_host(name, kwargs):
     report = check_env(get_registry().get(name), num_envs=4, steps=80, device="host", env_kwargs=kwargs)
     assert report.ok, report.summary()
@@ -67,7 +69,7 @@ def test_ulp_distance():
 def test_mismatches_are_reported_by_env_agent_feature():
     cpu = np.zeros((2, 3 * 4), np.float32)
     kernel = cpu.copy()
-    kernel[1, 7] = 1.0                                   # env 1, agent 1, feature 3
+    kernel[1, 7] = 1.0  # env 1, agent 1, feature 3
     kernel[0, 0] = np.nextafter(np.float32(0), np.float32(1)) * np.float32(FLOAT_ULPS)  # within the bound
     (m,) = compare(5, "observations", cpu, kernel, agents=3, obs_dim=4)
     assert (m.step, m.env, m.agent, m.feature, m.gpu) == (5, 1, 1, 3, 1.0)

@@ -11,8 +11,13 @@ from pufferbox.episodes import Episodes
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 GPU_REASON = gpu_unavailable_reason()
 ON_HOST = pytest.param("host", marks=needs_cxx)
-ON_GPU = pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
-    GPU_REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({GPU_REASON})")])
+ON_GPU = pytest.param(
+    "gpu",
+    marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(GPU_REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({GPU_REASON})"),
+    ],
+)
 
 
 def table(episodes: Episodes) -> list[tuple]:
@@ -59,8 +64,7 @@ def test_multiagent_returns_match_the_serial_backend():
     """One env stepped by the kernel (on the host) and by the serial backend over the PettingZoo env."""
     import pufferbox.vector
 
-    kw = {"num_taggers": 1, "num_runners": 3, "world": 5.0, "tag_radius": 1.5, "wall_penalty": -0.1,
-          "episode_length": 25}
+    kw = {"num_taggers": 1, "num_runners": 3, "world": 5.0, "tag_radius": 1.5, "wall_penalty": -0.1, "episode_length": 25}
     kernel = host_env("tag_continuous", 1, env_kwargs=kw, seed=7)
     serial = pufferbox.vector.make("tag_continuous", backend="serial", num_envs=1, env_kwargs=kw)
     serial.async_reset(seed=7)
@@ -122,8 +126,7 @@ def test_vector_env_reports_episodes_once_per_rollout(device):
 
     num_envs = 64 if device == "gpu" else 6
     kw = {"num_runners": 4, "world": 6.0, "tag_radius": 1.5, "episode_length": 30}
-    venv = pufferbox.vector.make("tag_continuous", backend="cuda", num_envs=num_envs, env_kwargs=kw, seed=3,
-                                 device=device)
+    venv = pufferbox.vector.make("tag_continuous", backend="cuda", num_envs=num_envs, env_kwargs=kw, seed=3, device=device)
     kernel = venv.kernel
     ref = type(kernel.reference)(num_envs=num_envs, **{**get_registry().get("tag_continuous").kwargs, **kw})
     ref.reset(3)

@@ -7,14 +7,19 @@ from pufferbox.cuda.device import gpu_unavailable_reason
 from pufferbox.registry import get_registry
 
 REASON = gpu_unavailable_reason()
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({REASON})")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({REASON})")]
 
 
-@pytest.mark.parametrize("name,kwargs", [("tag", {}), ("tag", {"num_runners": 40, "k_nearest": 5}), ("cuda_cartpole", {}),
-                                         ("tag_continuous", {}),
-                                         ("tag_continuous", {"num_runners": 40, "k_nearest": 5, "world": 8.0,
-                                                             "wall_penalty": -0.1})])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("tag", {}),
+        ("tag", {"num_runners": 40, "k_nearest": 5}),
+        ("cuda_cartpole", {}),
+        ("tag_continuous", {}),
+        ("tag_continuous", {"num_runners": 40, "k_nearest": 5, "world": 8.0, "wall_penalty": -0.1}),
+    ],
+)
 def test_gpu_kernel_matches_reference(name, kwargs):
     from pufferbox.cuda.consistency import check_env
 
@@ -41,4 +46,3 @@ def test_step_and_sample_loop_has_no_host_device_copies():
     copies = [e for e in prof.events() if "Memcpy HtoD" in e.name or "Memcpy DtoH" in e.name]
     assert copies == [] and venv.kernel.data.pushes == pushes
     assert np.isfinite(venv.kernel.pull("rewards")).all()
-

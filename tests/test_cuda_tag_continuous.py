@@ -10,13 +10,13 @@ from pufferbox.registry import get_registry
 
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 # Small world, wide radius, a wall penalty: tags, wall hits and both kinds of episode end happen often.
-BUSY = {"num_taggers": 2, "num_runners": 5, "world": 6.0, "tag_radius": 1.5, "wall_penalty": -0.25,
-        "episode_length": 40}
+BUSY = {"num_taggers": 2, "num_runners": 5, "world": 6.0, "tag_radius": 1.5, "wall_penalty": -0.25, "episode_length": 40}
 
 
 @needs_cxx
-@pytest.mark.parametrize("kwargs", [{}, BUSY, {**BUSY, "k_nearest": 3, "accel_levels": 3, "turn_levels": 7,
-                                                  "runner_max_speed": 1.5}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, BUSY, {**BUSY, "k_nearest": 3, "accel_levels": 3, "turn_levels": 7, "runner_max_speed": 1.5}]
+)
 def test_kernel_matches_reference_on_host(kwargs):
     report = check_env(get_registry().get("tag_continuous"), num_envs=4, steps=80, device="host", env_kwargs=kwargs)
     assert report.ok, report.summary()
@@ -36,7 +36,7 @@ def test_busy_settings_exercise_every_rule():
         seen["terminated"] += int((d == 1).sum())
         seen["truncated"] += int((d == 2).sum())
         heading = ref.xy("heading")
-        assert np.allclose((heading ** 2).sum(-1), 1.0, atol=1e-6)
+        assert np.allclose((heading**2).sum(-1), 1.0, atol=1e-6)
         assert (ref.arrays["pos"] >= 0).all() and (ref.arrays["pos"] <= 6.0).all()
     assert all(count > 0 for count in seen.values()), seen
 
@@ -58,8 +58,9 @@ def test_tag_rewards_and_exit():
 
 
 def test_actions_accelerate_and_turn():
-    ref = TagContinuousReference(num_envs=1, num_taggers=1, num_runners=1, max_accel=0.5, max_turn=0.5,
-                                 accel_levels=3, turn_levels=3, tag_radius=0.1)
+    ref = TagContinuousReference(
+        num_envs=1, num_taggers=1, num_runners=1, max_accel=0.5, max_turn=0.5, accel_levels=3, turn_levels=3, tag_radius=0.1
+    )
     ref.reset(seed=0)
     ref.arrays["pos"][0] = [5.0, 5.0, 15.0, 15.0]
     ref.arrays["heading"][0] = [1.0, 0.0, 1.0, 0.0]
@@ -74,10 +75,15 @@ def test_actions_accelerate_and_turn():
     assert ref.arrays["speed"][0, 0] == np.float32(1.0)  # capped at the tagger's max speed
 
 
-@pytest.mark.parametrize("kwargs,match", [({"max_turn": 1.5}, "max_turn must be in"),
-                                          ({"k_nearest": 12}, "k_nearest must be in"),
-                                          ({"turn_levels": 1}, "turn_levels must be >= 2"),
-                                          ({"num_runners": 0}, "at least one tagger and one runner")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"max_turn": 1.5}, "max_turn must be in"),
+        ({"k_nearest": 12}, "k_nearest must be in"),
+        ({"turn_levels": 1}, "turn_levels must be >= 2"),
+        ({"num_runners": 0}, "at least one tagger and one runner"),
+    ],
+)
 def test_bad_parameters_say_what_to_change(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TagContinuousReference(num_envs=1, **kwargs)

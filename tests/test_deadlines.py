@@ -36,8 +36,9 @@ PRELUDE = textwrap.dedent("""
 def run_child(body: str, limit: float = 60.0) -> dict:
     """Run ``PRELUDE + body`` in a fresh interpreter; its last stdout line is a JSON report."""
     try:
-        done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True,
-                              text=True, timeout=limit)
+        done = subprocess.run(
+            [sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True, text=True, timeout=limit
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"child still running after {limit} s: the deadline did not fire\n{exc.stderr}")
     assert done.returncode == 0, done.stderr[-4000:]
@@ -112,8 +113,9 @@ def test_a_stopped_worker_times_out_a_synchronous_step_and_a_reset() -> None:
 
 
 def test_healthy_slow_steps_within_the_deadline_are_not_errors() -> None:
-    with vector.make(env_spec_for("uneven", mean_step_s=0.05), backend="multiprocessing", num_envs=2,
-                     num_workers=2, step_timeout=2.0) as venv:
+    with vector.make(
+        env_spec_for("uneven", mean_step_s=0.05), backend="multiprocessing", num_envs=2, num_workers=2, step_timeout=2.0
+    ) as venv:
         venv.reset(seed=0)
         for _ in range(10):
             venv.step([0, 1])
@@ -128,8 +130,13 @@ def test_step_timeout_must_be_positive(backend: str, value: float) -> None:
 
 @pytest.mark.slow
 def test_ray_actor_that_hangs_raises_a_timeout(local_ray) -> None:
-    venv = vector.make(env_spec_for("faulty", fail_at=2, mode="hang", fail_env_seed=3), backend="ray",
-                       num_envs=4, num_workers=2, step_timeout=2.0)
+    venv = vector.make(
+        env_spec_for("faulty", fail_at=2, mode="hang", fail_env_seed=3),
+        backend="ray",
+        num_envs=4,
+        num_workers=2,
+        step_timeout=2.0,
+    )
     venv.async_reset(seed=0)
     with pytest.raises(WorkerTimeoutError, match=r"worker 1 \(pid \d+, envs 2-3\) did not answer within step_timeout=2s"):
         for _ in range(10):
@@ -169,8 +176,9 @@ def test_a_killed_main_process_takes_hung_workers_and_the_segment_with_it() -> N
         alive, segment = pids, True
         while time.monotonic() < deadline and (alive or segment):
             time.sleep(0.2)
-            alive = [p for p in map(int, pids) if psutil.pid_exists(p)
-                     and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+            alive = [
+                p for p in map(int, pids) if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+            ]
             segment = os.path.exists(f"/dev/shm/{name.lstrip('/')}")
         assert not alive, f"orphaned workers {alive}"
         assert not segment, f"shared memory segment {name} left behind"

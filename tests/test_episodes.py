@@ -36,8 +36,9 @@ def test_pickles_and_gymnasium_info_layout():
 
 
 def test_transitional_adapter_reads_todays_infos():
-    eps = episodes_from_infos([{"env_id": 2, "episode_return": 3.0, "episode_length": 4, "won": 1.0},
-                               {"env_id": 5, "other": "text"}])
+    eps = episodes_from_infos(
+        [{"env_id": 2, "episode_return": 3.0, "episode_length": 4, "won": 1.0}, {"env_id": 5, "other": "text"}]
+    )
     assert eps.env_ids.tolist() == [2] and eps.metrics["won"].tolist() == [1.0]
     assert len(episodes_from_infos([])) == 0
 

@@ -46,8 +46,9 @@ def run_until_error(venv, max_seconds: float) -> tuple[BaseException, float]:
 
 
 def test_env_exception_names_env_worker_and_traceback() -> None:
-    venv = vector.make(env_spec_for("faulty", fail_at=3, fail_env_seed=5), backend="multiprocessing",
-                       num_envs=8, num_workers=4)
+    venv = vector.make(
+        env_spec_for("faulty", fail_at=3, fail_env_seed=5), backend="multiprocessing", num_envs=8, num_workers=4
+    )
     name = venv.resources.shared.name
     error, elapsed = run_until_error(venv, 1.0)
     message = str(error)
@@ -60,8 +61,13 @@ def test_env_exception_names_env_worker_and_traceback() -> None:
 
 @pytest.mark.parametrize("failing_env,where", [(1, "env 1 in the main process"), (3, "env 3 in worker 0")])
 def test_main_envs_errors_name_the_env_and_its_process(failing_env: int, where: str) -> None:
-    venv = vector.make(env_spec_for("faulty", fail_at=3, fail_env_seed=failing_env), backend="multiprocessing",
-                       num_envs=4, num_workers=1, main_envs=2)
+    venv = vector.make(
+        env_spec_for("faulty", fail_at=3, fail_env_seed=failing_env),
+        backend="multiprocessing",
+        num_envs=4,
+        num_workers=1,
+        main_envs=2,
+    )
     name = venv.resources.shared.name
     error, _ = run_until_error(venv, 1.0)
     message = str(error)
@@ -109,8 +115,7 @@ def test_killed_worker_is_detected_within_5s() -> None:
 
 
 def test_env_killing_its_worker_is_detected() -> None:
-    venv = vector.make(env_spec_for("faulty", fail_at=2, mode="kill"), backend="multiprocessing",
-                       num_envs=2, num_workers=2)
+    venv = vector.make(env_spec_for("faulty", fail_at=2, mode="kill"), backend="multiprocessing", num_envs=2, num_workers=2)
     error, elapsed = run_until_error(venv, 5.0)
     assert "killed by signal 9" in str(error) and elapsed < 5
     assert not live_children()

@@ -56,13 +56,16 @@ def test_no_groups_is_the_single_shared_policy():
         trainer.close()
 
 
-@pytest.mark.parametrize("mapping, message", [
-    ({"tagger": [0], "runner": [1, 2, 3]}, "agent 'agent_4' is in no group"),
-    ({"tagger": [0], "runner": ["agent_1", "agent_2", "agent_3", "agent_9"]}, "unknown agent 'agent_9'"),
-    ({"tagger": [0, 1], "runner": [1, 2, 3, 4]}, "agent 'agent_1' (slot 1) is in groups 'tagger' and 'runner'"),
-    ({"tagger": [0], "runner": [1, 2, 3, 4, 7]}, "names slot 7"),
-    ({"tagger": [], "runner": [0, 1, 2, 3, 4]}, "group 'tagger' must list agent slots"),
-])
+@pytest.mark.parametrize(
+    "mapping, message",
+    [
+        ({"tagger": [0], "runner": [1, 2, 3]}, "agent 'agent_4' is in no group"),
+        ({"tagger": [0], "runner": ["agent_1", "agent_2", "agent_3", "agent_9"]}, "unknown agent 'agent_9'"),
+        ({"tagger": [0, 1], "runner": [1, 2, 3, 4]}, "agent 'agent_1' (slot 1) is in groups 'tagger' and 'runner'"),
+        ({"tagger": [0], "runner": [1, 2, 3, 4, 7]}, "names slot 7"),
+        ({"tagger": [], "runner": [0, 1, 2, 3, 4]}, "group 'tagger' must list agent slots"),
+    ],
+)
 def test_bad_group_maps_name_the_agent(mapping, message):
     with pytest.raises(GroupError, match=None) as err:
         GroupLayout.build(mapping, [f"agent_{i}" for i in range(5)])
@@ -81,8 +84,21 @@ def test_group_mixing_spaces_is_refused():
 
 def test_bad_group_map_on_the_command_line_exits_2(tmp_path):
     load_commands()
-    result = CliRunner().invoke(cli, ["train", "tag", "--run-dir", str(tmp_path / "r"), "--total-steps", "64",
-                                      "--set", "groups.tagger=[0]", "--set", "groups.runner=[1,2,3]"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "tag",
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--total-steps",
+            "64",
+            "--set",
+            "groups.tagger=[0]",
+            "--set",
+            "groups.runner=[1,2,3]",
+        ],
+    )
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("Error: [groups]: agent 'agent_4' is in no group")
 
@@ -189,8 +205,15 @@ def test_pool_sampling_modes(tmp_path):
 
 
 def test_frozen_group_is_refilled_from_the_pool(tmp_path):
-    trainer = tag_trainer(['league.frozen=["runner"]', 'league.pool_source="tagger"', "league.snapshot_interval=1",
-                           "league.refresh_interval=2"], run_dir=tmp_path)
+    trainer = tag_trainer(
+        [
+            'league.frozen=["runner"]',
+            'league.pool_source="tagger"',
+            "league.snapshot_interval=1",
+            "league.refresh_interval=2",
+        ],
+        run_dir=tmp_path,
+    )
     try:
         trainer.train_steps(2 * 5 * 32 * 2)
         snaps = Pool(tmp_path / "pool", "tagger").snapshots()
@@ -232,17 +255,46 @@ def test_ratings_update_and_persist(tmp_path):
 def tag_run(tmp_path_factory):
     load_commands()
     run_dir = tmp_path_factory.mktemp("runs") / "tag"
-    result = CliRunner().invoke(cli, ["train", "tag", "--run-dir", str(run_dir), "--total-steps", "1280", "--num-envs",
-                                      "2", "--set", "train.num_steps=64", "--set", "train.checkpoint_interval=2",
-                                      "--no-tensorboard"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "tag",
+            "--run-dir",
+            str(run_dir),
+            "--total-steps",
+            "1280",
+            "--num-envs",
+            "2",
+            "--set",
+            "train.num_steps=64",
+            "--set",
+            "train.checkpoint_interval=2",
+            "--no-tensorboard",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return run_dir
 
 
 def test_eval_opponent_reports_counts_and_interval(tag_run):
-    result = CliRunner().invoke(cli, ["eval", "tag", "--checkpoint", str(tag_run), "--opponent",
-                                                      "random", "--episodes", "4", "--side", "runner", "--league",
-                                                      str(tag_run)])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "tag",
+            "--checkpoint",
+            str(tag_run),
+            "--opponent",
+            "random",
+            "--episodes",
+            "4",
+            "--side",
+            "runner",
+            "--league",
+            str(tag_run),
+        ],
+    )
     assert result.exit_code == 0, result.output + result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["games"] == 4 == summary["wins"] + summary["draws"] + summary["losses"]
@@ -268,9 +320,19 @@ def test_kernel_tag_trains_two_groups_on_the_host_simulator():
 
     if find_cxx() is None:
         pytest.skip("no C++ compiler to build the Tag kernel for the host")
-    trainer = Trainer("tag", resolve_config(overrides=["vec.backend=cuda", "vec.device=host", "vec.num_envs=4",
-                                                       "train.num_steps=50", "train.checkpoint_interval=0",
-                                                       "policy.hidden_size=16"]))
+    trainer = Trainer(
+        "tag",
+        resolve_config(
+            overrides=[
+                "vec.backend=cuda",
+                "vec.device=host",
+                "vec.num_envs=4",
+                "train.num_steps=50",
+                "train.checkpoint_interval=0",
+                "policy.hidden_size=16",
+            ]
+        ),
+    )
     try:
         assert trainer.collector.use_sampler  # the sampler kernel draws from the grouped policy's logits
         before = {g: group_params(trainer, g) for g in ("tagger", "runner")}
@@ -296,8 +358,10 @@ def test_conformance_checks_declared_groups():
     assert shared.ok and "no groups declared" in shared.detail
 
 
-@pytest.mark.parametrize("env, limited", [("mpe/simple_speaker_listener", {"speaker": 3}),
-                                          ("mpe/simple_world_comm", {"adversary": 5, "agent": 5})])
+@pytest.mark.parametrize(
+    "env, limited",
+    [("mpe/simple_speaker_listener", {"speaker": 3}), ("mpe/simple_world_comm", {"adversary": 5, "agent": 5})],
+)
 def test_roles_with_fewer_actions_never_take_padded_ones(env, limited):
     spec = get_registry().get(env)
     if spec.unavailable_reason:
@@ -346,14 +410,23 @@ def test_groups_train_on_an_async_pool():
 def test_resume_continues_a_grouped_run(tmp_path):
     from pufferbox.train.runner import run
 
-    first = run("tag", overrides=[*QUICK, "train.total_steps=640", "train.checkpoint_interval=1"], run_dir=tmp_path,
-                dashboard=False, tensorboard=False)
+    first = run(
+        "tag",
+        overrides=[*QUICK, "train.total_steps=640", "train.checkpoint_interval=1"],
+        run_dir=tmp_path,
+        dashboard=False,
+        tensorboard=False,
+    )
     assert first.global_step == 640
     resumed = run(resume=tmp_path, overrides=["train.total_steps=1280"], dashboard=False, tensorboard=False)
     assert resumed.global_step == 1280
     with pytest.raises(Exception, match="holds agent groups, this run one shared policy"):
-        run(resume=tmp_path, overrides=["train.total_steps=1920", "groups.all=[0,1,2,3,4]"], dashboard=False,
-            tensorboard=False)
+        run(
+            resume=tmp_path,
+            overrides=["train.total_steps=1920", "groups.all=[0,1,2,3,4]"],
+            dashboard=False,
+            tensorboard=False,
+        )
 
 
 @pytest.mark.slow
@@ -386,10 +459,21 @@ def test_grouped_resume_replays_an_uninterrupted_run(tmp_path):
 
     steps = 2 * 5 * 32
     common = [*QUICK, "train.checkpoint_interval=2", "train.keep_checkpoints=10"]
-    run("tag", overrides=[*common, f"train.total_steps={4 * steps}"], run_dir=tmp_path / "whole", dashboard=False,
-        tensorboard=False)
-    run("tag", overrides=[*common, f"train.total_steps={4 * steps}"], run_dir=tmp_path / "split", dashboard=False,
-        tensorboard=False, stop_after=2 * steps)
+    run(
+        "tag",
+        overrides=[*common, f"train.total_steps={4 * steps}"],
+        run_dir=tmp_path / "whole",
+        dashboard=False,
+        tensorboard=False,
+    )
+    run(
+        "tag",
+        overrides=[*common, f"train.total_steps={4 * steps}"],
+        run_dir=tmp_path / "split",
+        dashboard=False,
+        tensorboard=False,
+        stop_after=2 * steps,
+    )
     run(resume=tmp_path / "split", dashboard=False, tensorboard=False)
     whole = torch.load(tmp_path / "whole/checkpoints/ckpt-00000004.pt", weights_only=True)
     split = torch.load(tmp_path / "split/checkpoints/ckpt-00000004.pt", weights_only=True)

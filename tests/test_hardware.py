@@ -13,17 +13,20 @@ from pufferbox.train.dashboard import Dashboard, terminal_writer
 from pufferbox.train.hardware import MAX_AUTO_THREADS, auto_threads, pick_device, resolve_hardware, usable_cores
 
 
-@pytest.mark.parametrize("cores, backend, workers, expected", [
-    (2, "serial", 0, 1),                  # one core kept for env stepping and the OS
-    (16, "serial", 0, MAX_AUTO_THREADS),  # capped: small matrices do not use more
-    (16, "native", 0, MAX_AUTO_THREADS),
-    (4, "cuda", 0, 3),
-    (16, "multiprocessing", 12, 3),       # each worker process keeps a core, and one spare
-    (2, "multiprocessing", 2, 1),         # at least one
-    (2, "multiprocessing", 8, 1),
-    (6, "ray", 2, 3),
-    (1, "serial", 0, 1),
-])
+@pytest.mark.parametrize(
+    "cores, backend, workers, expected",
+    [
+        (2, "serial", 0, 1),  # one core kept for env stepping and the OS
+        (16, "serial", 0, MAX_AUTO_THREADS),  # capped: small matrices do not use more
+        (16, "native", 0, MAX_AUTO_THREADS),
+        (4, "cuda", 0, 3),
+        (16, "multiprocessing", 12, 3),  # each worker process keeps a core, and one spare
+        (2, "multiprocessing", 2, 1),  # at least one
+        (2, "multiprocessing", 8, 1),
+        (6, "ray", 2, 3),
+        (1, "serial", 0, 1),
+    ],
+)
 def test_auto_threads_takes_the_cores_the_envs_leave(cores, backend, workers, expected):
     assert auto_threads(cores, backend, workers) == expected
 

@@ -29,8 +29,9 @@ class Tally(VecEnvWrapper):
         for row in np.flatnonzero(dones):
             self.counted.append((row, self.ret[row], self.len[row]))
             self.ret[row], self.len[row] = 0.0, 0
-        self.reported += [(row, info["episode"]["r"], info["episode"]["l"])
-                          for row, info in enumerate(infos) if "episode" in info]
+        self.reported += [
+            (row, info["episode"]["r"], info["episode"]["l"]) for row, info in enumerate(infos) if "episode" in info
+        ]
         return obs, rewards, dones, infos
 
 
@@ -47,7 +48,7 @@ def test_sb3_ppo_trains_on_a_pufferbox_vector_env(backend):
         assert model.num_timesteps >= 4096
         assert len(venv.reported) > 20
         assert venv.reported == [(r, pytest.approx(ret), n) for r, ret, n in venv.counted]
-        assert [e["l"] for e in model.ep_info_buffer] == [n for _, _, n in venv.counted][-len(model.ep_info_buffer):]
+        assert [e["l"] for e in model.ep_info_buffer] == [n for _, _, n in venv.counted][-len(model.ep_info_buffer) :]
     finally:
         venv.close()
 

@@ -44,8 +44,12 @@ def test_package_layers_hold():
 
 def test_train_never_reaches_up_or_into_cuda():
     package = ROOT / "pufferbox" / "train"
-    bad = [f"{path.name}: {module}" for path in sorted(package.glob("*.py")) for module in imported_modules(path)
-           if module.startswith(TRAIN_FORBIDDEN)]
+    bad = [
+        f"{path.name}: {module}"
+        for path in sorted(package.glob("*.py"))
+        for module in imported_modules(path)
+        if module.startswith(TRAIN_FORBIDDEN)
+    ]
     assert not bad, bad
 
 
@@ -59,8 +63,11 @@ def test_plugins_use_only_the_public_api(plugin):
         if "build" in path.parts:
             continue
         allowed = PLUGIN_TEST_MODULES if "tests" in path.parts else PLUGIN_MODULES
-        bad += [f"{path.relative_to(ROOT)}: {module}" for module in imported_modules(path)
-                if module.split(".")[0] == "pufferbox" and module not in allowed]
+        bad += [
+            f"{path.relative_to(ROOT)}: {module}"
+            for module in imported_modules(path)
+            if module.split(".")[0] == "pufferbox" and module not in allowed
+        ]
     assert not bad, "import these from pufferbox.api instead: " + "; ".join(bad)
 
 

@@ -20,8 +20,12 @@ def test_orders_by_score_and_keeps_capacity(tmp_path):
     ranks = []
     for pod, score in enumerate(scores):
         ckpt = make_checkpoint(tmp_path, f"p{pod}.pt", payload=str(score).encode())
-        ranks.append(board.insert(Entry(pod=pod, score=score, score_std=1.0, episodes=10, steps=100 * pod,
-                                        checkpoint=ckpt), total_steps=100 * (pod + 1)))
+        ranks.append(
+            board.insert(
+                Entry(pod=pod, score=score, score_std=1.0, episodes=10, steps=100 * pod, checkpoint=ckpt),
+                total_steps=100 * (pod + 1),
+            )
+        )
     assert ranks == [1, 1, 2, 2, None]
     top = board.entries()
     assert [e.score for e in top] == [50.0, 40.0, 30.0]
@@ -43,8 +47,9 @@ def test_best_history_never_decreases(tmp_path):
 
 def test_persists_across_reopen(tmp_path):
     board = Leaderboard(tmp_path, capacity=4)
-    board.insert(Entry(pod=1, score=2.5, score_std=0.5, episodes=4, steps=1000, hyperparams={"lr": 0.01},
-                       parent=None, generation=0))
+    board.insert(
+        Entry(pod=1, score=2.5, score_std=0.5, episodes=4, steps=1000, hyperparams={"lr": 0.01}, parent=None, generation=0)
+    )
     board.set_state("total_steps", 1000)
     board.close()
     again = Leaderboard(tmp_path, capacity=4)
@@ -60,14 +65,15 @@ def test_history_records_eval_steps_and_old_boards_gain_the_column(tmp_path):
     old = tmp_path / "old"
     old.mkdir()
     with sqlite3.connect(old / "leaderboard.sqlite") as conn:  # a board written before eval_steps existed
-        conn.execute("CREATE TABLE best_history (wall_time REAL NOT NULL, total_steps INTEGER NOT NULL,"
-                     " best_score REAL NOT NULL)")
+        conn.execute(
+            "CREATE TABLE best_history (wall_time REAL NOT NULL, total_steps INTEGER NOT NULL, best_score REAL NOT NULL)"
+        )
         conn.execute("INSERT INTO best_history VALUES (1.0, 100, 5.0)")
     board = Leaderboard(old)
-    board.insert(Entry(pod=0, score=9.0, score_std=0.0, episodes=1, steps=10), total_steps=200, wall_time=2.0,
-                 eval_steps=30)
+    board.insert(Entry(pod=0, score=9.0, score_std=0.0, episodes=1, steps=10), total_steps=200, wall_time=2.0, eval_steps=30)
     assert board.history_rows() == [
         {"wall_time": 1.0, "total_steps": 100, "best_score": 5.0, "eval_steps": 0},
-        {"wall_time": 2.0, "total_steps": 200, "best_score": 9.0, "eval_steps": 30}]
+        {"wall_time": 2.0, "total_steps": 200, "best_score": 9.0, "eval_steps": 30},
+    ]
     assert board.history() == [(1.0, 100, 5.0), (2.0, 200, 9.0)]
     board.close()

@@ -37,8 +37,10 @@ def board_dir(tmp_path) -> Path:
     board = Leaderboard(run_dir, capacity=4)
     board.start({"env": "cartpole"}, {}, {"steps": 0})
     for i, score in enumerate([10.0, 30.0, 20.0]):
-        board.insert(Entry(pod=i, score=score, score_std=1.0, episodes=2, steps=100 * (i + 1),
-                           checkpoint=b"ckpt"), total_steps=100 * (i + 1))
+        board.insert(
+            Entry(pod=i, score=score, score_std=1.0, episodes=2, steps=100 * (i + 1), checkpoint=b"ckpt"),
+            total_steps=100 * (i + 1),
+        )
     board.close()
     return run_dir
 
@@ -55,18 +57,24 @@ def test_readers_never_write_the_database(board_dir):
 
 
 def can_mount() -> bool:
-    return shutil.which("unshare") is not None and subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], capture_output=True).returncode == 0
+    return (
+        shutil.which("unshare") is not None
+        and subprocess.run(
+            ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
-@pytest.mark.skipif(not can_mount(),
-                    reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) for read-only storage")
+@pytest.mark.skipif(not can_mount(), reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) for read-only storage")
 def test_leaderboard_and_plot_work_on_read_only_storage(board_dir, tmp_path):
     png = tmp_path / "out" / "c.png"
     png.parent.mkdir()
     py = " ".join(PUFFERBOX)
-    script = (f"mount --bind {board_dir} {board_dir} && mount -o remount,bind,ro {board_dir} && "
-              f"{py} leaderboard {board_dir} --json && {py} plot {board_dir} -o {png}")
+    script = (
+        f"mount --bind {board_dir} {board_dir} && mount -o remount,bind,ro {board_dir} && "
+        f"{py} leaderboard {board_dir} --json && {py} plot {board_dir} -o {png}"
+    )
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert '"score": 30.0' in proc.stdout and png.read_bytes()[:4] == b"\x89PNG"
@@ -95,7 +103,6 @@ def test_a_failed_start_leaves_no_database(tmp_path, args):
 def test_a_never_started_tournament_is_refused_by_resume_and_accepted_by_a_retry(tmp_path):
     run_dir = tmp_path / "t"
     Leaderboard(run_dir).close()  # what a start that failed before recording its settings used to leave
-    assert_one_line(invoke("tournament", "--resume", "--run-dir", str(run_dir)), "never started",
-                    "without --resume")
+    assert_one_line(invoke("tournament", "--resume", "--run-dir", str(run_dir)), "never started", "without --resume")
     retry = invoke("tournament", "cartpol", "--pods", "1", "--total-steps", "1000", "--run-dir", str(run_dir))
     assert_one_line(retry, "unknown env 'cartpol'")  # got past the "already holds a tournament" check

@@ -65,8 +65,10 @@ def test_a_nan_minibatch_leaves_the_model_as_before_it_without_a_host_read():
         for name, value in state.items():
             torch.testing.assert_close(value, after[1][name], rtol=0, atol=0, msg=name)
     assert learner.optimizer.step_count == 2  # the disabled steps do not count for Adam's bias correction
-    assert all(torch.isfinite(m).all() and torch.isfinite(v).all()
-               for m, v in zip(learner.optimizer.exp_avg, learner.optimizer.exp_avg_sq))
+    assert all(
+        torch.isfinite(m).all() and torch.isfinite(v).all()
+        for m, v in zip(learner.optimizer.exp_avg, learner.optimizer.exp_avg_sq)
+    )
 
 
 def test_on_the_cpu_a_nan_minibatch_ends_the_update_at_once():
@@ -93,7 +95,7 @@ def test_guarded_adam_step_matches_a_plain_step_or_none(enabled):
     plain, guarded = Adam([w], lr=0.1), Adam([w2 := torch.nn.Parameter(w.detach().clone())], lr=0.1)
     for _ in range(3):
         for _opt, p in ((plain, w), (guarded, w2)):
-            p.grad = torch.full_like(p, float("nan")) if not enabled else (p ** 3).detach()
+            p.grad = torch.full_like(p, float("nan")) if not enabled else (p**3).detach()
         if enabled:
             plain.step()
         guarded.step(enabled=torch.tensor(enabled))

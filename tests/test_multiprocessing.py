@@ -36,8 +36,9 @@ def trajectories(venv, steps_per_env: int, n_actions: int) -> dict[int, list]:
         actions = []
         for j, env in enumerate(env_ids):
             sl = slice(j * rows, (j + 1) * rows)
-            out[env].append((obs[sl].copy(), rew[sl].copy(), term[sl].copy(), trunc[sl].copy(),
-                             masks[sl].copy(), by_env[env]))
+            out[env].append(
+                (obs[sl].copy(), rew[sl].copy(), term[sl].copy(), trunc[sl].copy(), masks[sl].copy(), by_env[env])
+            )
             actions.append(policy(int(env), len(out[env]) - 1, rows, n_actions))
         venv.send(np.concatenate(actions).reshape(venv.action_space.shape))
     return {i: t[:steps_per_env] for i, t in out.items()}
@@ -80,8 +81,7 @@ def test_matches_serial(env: str, native: bool, config: str) -> None:
 
 
 def test_zero_copy_returns_views_of_one_contiguous_group() -> None:
-    with vector.make("cartpole", backend="multiprocessing", num_envs=8, num_workers=4, batch_size=4,
-                     zero_copy=True) as venv:
+    with vector.make("cartpole", backend="multiprocessing", num_envs=8, num_workers=4, batch_size=4, zero_copy=True) as venv:
         venv.async_reset(seed=0)
         seen: set[int] = set()
         for _ in range(2000):  # under load one group can win several rounds in a row
@@ -96,8 +96,7 @@ def test_zero_copy_returns_views_of_one_contiguous_group() -> None:
 
 
 def test_main_envs_step_in_the_main_process_into_one_contiguous_batch() -> None:
-    with vector.make("cartpole", backend="multiprocessing", num_envs=6, num_workers=1, main_envs=2,
-                     native=False) as venv:
+    with vector.make("cartpole", backend="multiprocessing", num_envs=6, num_workers=1, main_envs=2, native=False) as venv:
         assert len(venv.main_stepper.blocks) == 2 and [list(e) for e in venv.worker_envs] == [[2, 3, 4, 5]]
         venv.async_reset(seed=0)
         obs, *_, env_ids, _ = venv.recv()
@@ -118,19 +117,26 @@ def test_step_and_reset_match_gymnasium_layout() -> None:
         assert rew.tolist() == [1.0] * 4
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(num_envs=6, num_workers=4), r"num_envs \(6\) must be a multiple of num_workers \(4\)"),
-    (dict(num_envs=8, num_workers=4, batch_size=3), r"num_envs \(8\) must be a multiple of batch_size \(3\)"),
-    (dict(num_envs=12, num_workers=3, batch_size=6), r"batch_size \(6\) must be a multiple of envs per worker \(4"),
-    (dict(num_envs=4, num_workers=2, envs_per_worker=2), "unsupported options: envs_per_worker"),
-    (dict(num_envs=4, num_workers=2, start_method="teleport"), "start_method 'teleport'"),
-    (dict(num_envs=4, num_workers=1, main_envs=4), r"main_envs \(4\) must be in 0..num_envs-1 .*--backend serial"),
-    (dict(num_envs=4, num_workers=1, main_envs=-1), r"main_envs \(-1\) must be in 0..num_envs-1"),
-    (dict(num_envs=8, num_workers=2, main_envs=2, batch_size=4),
-     r"main_envs needs batch_size == num_envs .*drop --batch-size or --main-envs"),
-    (dict(num_envs=8, num_workers=2, main_envs=3),
-     r"num_envs - main_envs \(8 - 3\) must be a multiple of num_workers \(2\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(num_envs=6, num_workers=4), r"num_envs \(6\) must be a multiple of num_workers \(4\)"),
+        (dict(num_envs=8, num_workers=4, batch_size=3), r"num_envs \(8\) must be a multiple of batch_size \(3\)"),
+        (dict(num_envs=12, num_workers=3, batch_size=6), r"batch_size \(6\) must be a multiple of envs per worker \(4"),
+        (dict(num_envs=4, num_workers=2, envs_per_worker=2), "unsupported options: envs_per_worker"),
+        (dict(num_envs=4, num_workers=2, start_method="teleport"), "start_method 'teleport'"),
+        (dict(num_envs=4, num_workers=1, main_envs=4), r"main_envs \(4\) must be in 0..num_envs-1 .*--backend serial"),
+        (dict(num_envs=4, num_workers=1, main_envs=-1), r"main_envs \(-1\) must be in 0..num_envs-1"),
+        (
+            dict(num_envs=8, num_workers=2, main_envs=2, batch_size=4),
+            r"main_envs needs batch_size == num_envs .*drop --batch-size or --main-envs",
+        ),
+        (
+            dict(num_envs=8, num_workers=2, main_envs=3),
+            r"num_envs - main_envs \(8 - 3\) must be a multiple of num_workers \(2\)",
+        ),
+    ],
+)
 def test_bad_configs_fail_clearly(kwargs: dict, message: str) -> None:
     before = len(psutil.Process().children(recursive=True))
     with pytest.raises(VectorConfigError, match=message):
@@ -153,8 +159,9 @@ def test_too_small_dev_shm_says_how_to_raise_it(monkeypatch) -> None:
 def test_spawn_start_method_matches_serial() -> None:
     with vector.make("cartpole", backend="serial", num_envs=4, native=False) as serial:
         expected = trajectories(serial, 15, 2)
-    with vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2, native=False,
-                     start_method="spawn") as venv:
+    with vector.make(
+        "cartpole", backend="multiprocessing", num_envs=4, num_workers=2, native=False, start_method="spawn"
+    ) as venv:
         got = trajectories(venv, 15, 2)
     assert_same(expected, got)
 
@@ -166,8 +173,21 @@ def test_bench_cli_and_autotune_take_main_envs() -> None:
     from pufferbox.cli import cli, load_commands
 
     load_commands()
-    args = ["bench", "cartpole", "--backend", "multiprocessing", "--num-envs", "4", "--num-workers", "1",
-            "--main-envs", "2", "--no-native", "--seconds", "0.1"]
+    args = [
+        "bench",
+        "cartpole",
+        "--backend",
+        "multiprocessing",
+        "--num-envs",
+        "4",
+        "--num-workers",
+        "1",
+        "--main-envs",
+        "2",
+        "--no-native",
+        "--seconds",
+        "0.1",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0 and "main_envs=2" in result.output, result.output
     result = CliRunner().invoke(cli, [*args, "--batch-size", "2"])
@@ -179,7 +199,14 @@ def test_bench_cli_and_autotune_take_main_envs() -> None:
     mains = [c for c in candidate_configs(cpus=4, max_envs=64) if c.get("main_envs")]
     assert mains and all(c["num_workers"] == 3 and (c["num_envs"] - c["main_envs"]) % 3 == 0 for c in mains)
     assert not [c for c in candidate_configs(cpus=1) if c.get("main_envs")], "one core: nothing to overlap"
-    results = autotune("cartpole", seconds=0.1, native=False,
-                       configs=[dict(backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2)])
-    assert results[0]["command"] == command_line("cartpole", results[0]) == (
-        "pufferbox bench cartpole --backend multiprocessing --num-envs 4 --num-workers 1 --main-envs 2")
+    results = autotune(
+        "cartpole",
+        seconds=0.1,
+        native=False,
+        configs=[dict(backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2)],
+    )
+    assert (
+        results[0]["command"]
+        == command_line("cartpole", results[0])
+        == ("pufferbox bench cartpole --backend multiprocessing --num-envs 4 --num-workers 1 --main-envs 2")
+    )

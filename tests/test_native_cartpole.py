@@ -137,8 +137,7 @@ def test_c_kernel_takes_any_integer_actions_and_refuses_misuse() -> None:
 
 
 def test_missing_extension_fails_import_with_the_fix() -> None:
-    code = ("import sys; sys.modules['pufferbox_classic._cartpole'] = None\n"
-            "import pufferbox_classic.native")
+    code = "import sys; sys.modules['pufferbox_classic._cartpole'] = None\nimport pufferbox_classic.native"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
@@ -163,8 +162,10 @@ def episode_table(episodes: Episodes) -> list[tuple]:
 
 
 def test_backends_use_the_native_block_and_match_emulated() -> None:
-    with vector.make("cartpole", num_envs=4, native=True) as native, \
-            vector.make("cartpole", num_envs=4, native=False) as emulated:
+    with (
+        vector.make("cartpole", num_envs=4, native=True) as native,
+        vector.make("cartpole", num_envs=4, native=False) as emulated,
+    ):
         assert native.factory.native and not emulated.factory.native
         a, _ = native.reset(seed=7)
         b, _ = emulated.reset(seed=7)
@@ -179,17 +180,22 @@ def test_backends_use_the_native_block_and_match_emulated() -> None:
                 assert np.array_equal(out_a[4][key], out_b[4][key]), key
 
 
-@pytest.mark.parametrize("backend, kwargs", [
-    ("serial", {}),
-    ("multiprocessing", {"num_workers": 2}),
-    ("ray", {"num_workers": 2}),
-])
+@pytest.mark.parametrize(
+    "backend, kwargs",
+    [
+        ("serial", {}),
+        ("multiprocessing", {"num_workers": 2}),
+        ("ray", {"num_workers": 2}),
+    ],
+)
 def test_episode_infos_through_backends_match_emulated(backend: str, kwargs: dict, request) -> None:
     if backend == "ray":
         request.getfixturevalue("local_ray")
     n = 8
-    with vector.make("cartpole", backend=backend, num_envs=n, native=True, **kwargs) as native, \
-            vector.make("cartpole", backend="serial", num_envs=n, native=False) as emulated:
+    with (
+        vector.make("cartpole", backend=backend, num_envs=n, native=True, **kwargs) as native,
+        vector.make("cartpole", backend="serial", num_envs=n, native=False) as emulated,
+    ):
         native.async_reset(seed=3)
         emulated.async_reset(seed=3)
         native.recv()
@@ -212,8 +218,16 @@ def test_episode_infos_through_backends_match_emulated(backend: str, kwargs: dic
 def test_trainer_records_native_episodes_from_arrays(backend: str) -> None:
     defaults = get_registry().get("cartpole").defaults
     workers = ["vec.num_workers=2"] if backend == "multiprocessing" else []
-    cfg = resolve_config(defaults, overrides=["train.checkpoint_interval=0", "vec.num_envs=64",
-                                              f"vec.backend={backend}", "train.num_steps=32", *workers])
+    cfg = resolve_config(
+        defaults,
+        overrides=[
+            "train.checkpoint_interval=0",
+            "vec.num_envs=64",
+            f"vec.backend={backend}",
+            "train.num_steps=32",
+            *workers,
+        ],
+    )
     trainer = Trainer("cartpole", cfg)
     try:
         captured = []
@@ -223,6 +237,7 @@ def test_trainer_records_native_episodes_from_arrays(backend: str) -> None:
             out = recv()
             captured.append(out[4])
             return out
+
         trainer.venv.recv = spy
         collected = trainer.collector.collect().episodes
         assert all(isinstance(episodes, Episodes) for episodes in captured)

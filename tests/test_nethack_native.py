@@ -41,17 +41,26 @@ def actions(steps: int, num_envs: int, seed: int = 0) -> np.ndarray:
 
 def episode_rows(episodes) -> list[dict]:
     """One dict per finished episode (``env_id``, return, length and the declared metrics), for readable diffs."""
-    return [{"env_id": env, "episode_return": ret, "episode_length": n,
-             **{name: values[k] for name, values in episodes.metrics.items()}}
-            for k, (env, ret, n) in enumerate(zip(episodes.env_ids.tolist(), episodes.returns.tolist(),
-                                                  episodes.lengths.tolist()))]
+    return [
+        {
+            "env_id": env,
+            "episode_return": ret,
+            "episode_length": n,
+            **{name: values[k] for name, values in episodes.metrics.items()},
+        }
+        for k, (env, ret, n) in enumerate(
+            zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist())
+        )
+    ]
 
 
-def play(name: str, native: bool, table: np.ndarray, env_kwargs: dict, backend: str = "serial",
-         **backend_kwargs: Any) -> list[tuple]:
+def play(
+    name: str, native: bool, table: np.ndarray, env_kwargs: dict, backend: str = "serial", **backend_kwargs: Any
+) -> list[tuple]:
     """Every step's rows and episode infos (sorted by env), copied."""
-    with pufferbox.vector.make(name, backend=backend, num_envs=table.shape[1], env_kwargs=env_kwargs,
-                               native=native, **backend_kwargs) as venv:
+    with pufferbox.vector.make(
+        name, backend=backend, num_envs=table.shape[1], env_kwargs=env_kwargs, native=native, **backend_kwargs
+    ) as venv:
         venv.async_reset(seed=0)
         obs, rewards, terminals, truncations, infos, _, masks = venv.recv()
         run = [(obs.copy(), rewards.copy(), terminals.copy(), truncations.copy(), masks.copy(), [])]
@@ -96,8 +105,7 @@ def test_staircase_success_ends_the_episode_with_its_reward():
     table, kwargs = np.random.default_rng(0).integers(9, 17, (300, 3)), {"max_episode_steps": 100}
     emulated = play("nethack/staircase", False, table, kwargs)
     assert_same(play("nethack/staircase", True, table, kwargs), emulated)
-    successes = [(t, dict(info)) for t, step in enumerate(emulated) for info in step[5]
-                 if dict(info)["end_status"] == 2]
+    successes = [(t, dict(info)) for t, step in enumerate(emulated) for info in step[5] if dict(info)["end_status"] == 2]
     assert successes
     for t, info in successes:
         assert emulated[t][2][info["env_id"]] and emulated[t][1][info["env_id"]] in (np.float32(1.0), np.float32(0.99))
@@ -110,8 +118,9 @@ def test_every_time_penalty_mode_matches(mode):
     assert_same(play("nethack", True, table, kwargs), play("nethack", False, table, kwargs))
 
 
-@pytest.mark.parametrize("layout", [{"num_workers": 2}, {"num_workers": 1, "main_envs": 2}],
-                         ids=["2 workers", "main process + 1 worker"])
+@pytest.mark.parametrize(
+    "layout", [{"num_workers": 2}, {"num_workers": 1, "main_envs": 2}], ids=["2 workers", "main process + 1 worker"]
+)
 def test_the_multiprocessing_backend_steps_the_native_block_like_serial_emulation(layout):
     from pufferbox.vector.multiprocessing import MultiprocessingVectorEnv
 
@@ -149,7 +158,7 @@ def test_rows_re_pointed_after_reset_are_copied_into():
             block.set_buffers(Buffers.allocate(block.obs_spec, block.act_spec, 2))
             assert all(game.copies for game in block.games)
         infos = block.vec_step(row)
-        expected = [env.vec_step(row[i:i + 1]) for i, env in enumerate(emulators)]
+        expected = [env.vec_step(row[i : i + 1]) for i, env in enumerate(emulators)]
         for i, env in enumerate(emulators):
             assert np.array_equal(block.buffers.observations[i], env.buffers.observations[0]), f"step {t}, env {i}"
             assert block.buffers.rewards[i] == env.buffers.rewards[0]
@@ -186,10 +195,10 @@ def test_a_seed_fixes_the_games_after_it_too():
         env.close()
 
 
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the signal masks from Linux's /proc")
 def test_a_finished_game_leaves_no_signal_ignored():
     """NetHack's end of game sets SIGHUP/SIGXCPU to ignored in C; the next reset (and close) restore them."""
+
     def ignored() -> int:
         with open("/proc/self/status") as status:
             return next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn"))

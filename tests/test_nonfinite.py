@@ -51,12 +51,21 @@ def spec(**kwargs) -> EnvSpec:
 
 
 def config(*overrides: str) -> dict:
-    return resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8", "policy.hidden_size=8",
-                                     "train.checkpoint_interval=0", "vec.native=false", *overrides])
+    return resolve_config(
+        overrides=[
+            "vec.num_envs=2",
+            "train.num_steps=8",
+            "policy.hidden_size=8",
+            "train.checkpoint_interval=0",
+            "vec.native=false",
+            *overrides,
+        ]
+    )
 
 
-@pytest.mark.parametrize("override", ["train.learning_rate=inf", "train.gamma=nan", "train.ent_coef=-inf",
-                                      "train.max_grad_norm=nan"])
+@pytest.mark.parametrize(
+    "override", ["train.learning_rate=inf", "train.gamma=nan", "train.ent_coef=-inf", "train.max_grad_norm=nan"]
+)
 def test_non_finite_config_values_are_refused_naming_the_key(override):
     key = override.split("=")[0]
     with pytest.raises(ConfigError) as err:
@@ -133,8 +142,13 @@ def test_a_checkpoint_with_non_finite_weights_is_never_written(tmp_path):
 
 def test_resume_takes_the_newest_checkpoint_with_finite_weights(tmp_path):
     run_dir = tmp_path / "run"
-    overrides = ["vec.num_envs=2", "train.num_steps=8", "train.checkpoint_interval=1", "train.total_steps=32",
-                 "policy.hidden_size=8"]
+    overrides = [
+        "vec.num_envs=2",
+        "train.num_steps=8",
+        "train.checkpoint_interval=1",
+        "train.total_steps=32",
+        "policy.hidden_size=8",
+    ]
     run("cartpole", overrides=overrides, run_dir=run_dir, dashboard=False, tensorboard=False)
     newest = latest_checkpoint(run_dir / "checkpoints")
     state = torch.load(newest, weights_only=True)
@@ -150,8 +164,13 @@ def test_resume_takes_the_newest_checkpoint_with_finite_weights(tmp_path):
 
 def test_resume_with_only_poisoned_checkpoints_is_a_one_line_error(tmp_path):
     run_dir = tmp_path / "run"
-    run("cartpole", overrides=["vec.num_envs=2", "train.num_steps=8", "train.total_steps=16",
-                               "policy.hidden_size=8"], run_dir=run_dir, dashboard=False, tensorboard=False)
+    run(
+        "cartpole",
+        overrides=["vec.num_envs=2", "train.num_steps=8", "train.total_steps=16", "policy.hidden_size=8"],
+        run_dir=run_dir,
+        dashboard=False,
+        tensorboard=False,
+    )
     for path in list_checkpoints(run_dir / "checkpoints"):
         state = torch.load(path, weights_only=True)
         next(iter(state["model"].values())).fill_(math.inf)

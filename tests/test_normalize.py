@@ -44,15 +44,23 @@ def test_reward_scale_is_std_of_discounted_return_reset_at_episode_start():
 
 
 def test_only_float_leaves_are_normalized_and_clipped():
-    space = spaces.Dict({"image": spaces.Box(0, 255, (2, 2), np.uint8), "pos": spaces.Box(-1e3, 1e3, (2,)),
-                         "id": spaces.Discrete(5)})
+    space = spaces.Dict(
+        {"image": spaces.Box(0, 255, (2, 2), np.uint8), "pos": spaces.Box(-1e3, 1e3, (2,)), "id": spaces.Discrete(5)}
+    )
     spec = ObservationSpec(space)
     norm = Normalizer(spec, num_rows=64, obs=True, reward=False, clip_obs=3.0)
     rng = np.random.default_rng(1)
     flat = spec.zeros(64)
     for row in range(64):
-        spec.write(flat, row, {"image": rng.integers(0, 255, (2, 2), dtype=np.uint8),
-                               "pos": rng.normal(100.0, 10.0, 2).astype(np.float32), "id": row % 5})
+        spec.write(
+            flat,
+            row,
+            {
+                "image": rng.integers(0, 255, (2, 2), dtype=np.uint8),
+                "pos": rng.normal(100.0, 10.0, 2).astype(np.float32),
+                "id": row % 5,
+            },
+        )
     flat_before = flat.copy()
     views_in, views_out = spec.leaf_views(flat), spec.leaf_views(norm.observe(flat))
     names = [leaf.fields[-1] for leaf in spec.leaves]
@@ -75,8 +83,10 @@ def test_bad_clip_values_are_refused():
 
 
 def normalized(*extra: str) -> dict:
-    return resolve_config(get_registry().get("cartpole").defaults, overrides=[
-        "train.norm_obs=true", "train.norm_reward=true", "train.checkpoint_interval=0", *extra])
+    return resolve_config(
+        get_registry().get("cartpole").defaults,
+        overrides=["train.norm_obs=true", "train.norm_reward=true", "train.checkpoint_interval=0", *extra],
+    )
 
 
 def test_statistics_round_trip_through_checkpoints_and_eval_uses_them_frozen(tmp_path):
@@ -93,6 +103,7 @@ def test_statistics_round_trip_through_checkpoints_and_eval_uses_them_frozen(tmp
     resumed.close()
 
     from pufferbox.train import evaluate as evaluate_module
+
     frozen = []
     original = evaluate_module.frozen_normalizer
 

@@ -22,8 +22,11 @@ def step_until_error(env, steps: int = 5) -> None:
 @pytest.mark.parametrize("mode, problem", [("short_obs", r"has shape \(1,\)"), ("none_obs", "is None")])
 def test_every_step_refuses_a_wrong_shape_or_none(mode: str, problem: str) -> None:
     env = emulate(FaultyEnv(fail_at=3, mode=mode), name="faulty")
-    with pytest.raises(SpaceError, match=rf"^faulty: observation at episode step 3: .*{problem}, the space says "
-                                         r"shape \(2,\), dtype float32"):
+    with pytest.raises(
+        SpaceError,
+        match=rf"^faulty: observation at episode step 3: .*{problem}, the space says "
+        r"shape \(2,\), dtype float32",
+    ):
         step_until_error(env)
 
 
@@ -71,8 +74,11 @@ def test_backends_pass_the_error_on_and_multiprocessing_names_env_and_worker() -
         assert venv.stepper.failed_env == 3
     venv = vector.make(spec, backend="multiprocessing", num_envs=4, num_workers=2)
     venv.reset(seed=0)
-    with pytest.raises(WorkerError, match=r"env 3 in worker 1 \(pid \d+\) raised pufferbox.spaces.SpaceError: "
-                                          r"faulty: observation at episode step 3: .*has shape \(1,\)"):
+    with pytest.raises(
+        WorkerError,
+        match=r"env 3 in worker 1 \(pid \d+\) raised pufferbox.spaces.SpaceError: "
+        r"faulty: observation at episode step 3: .*has shape \(1,\)",
+    ):
         for _ in range(5):
             venv.step(np.zeros(4, dtype=np.int64))
     assert venv.closed
@@ -83,9 +89,10 @@ def test_vec_check_obs_reaches_the_envs() -> None:
     from pufferbox.train.config import resolve_config
     from pufferbox.train.ppo import Trainer
 
-    cfg = resolve_config(get_registry().get("cartpole").defaults,
-                         overrides=["vec.check_obs=true", "vec.native=false", "vec.num_envs=2",
-                                    "train.checkpoint_interval=0"])
+    cfg = resolve_config(
+        get_registry().get("cartpole").defaults,
+        overrides=["vec.check_obs=true", "vec.native=false", "vec.num_envs=2", "train.checkpoint_interval=0"],
+    )
     trainer = Trainer("cartpole", cfg)
     try:
         assert trainer.venv.factory.check_obs and all(block.check_obs for block in trainer.venv.blocks)

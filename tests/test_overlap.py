@@ -23,8 +23,15 @@ THREAD = "pufferbox-overlap-collector"
 
 
 def config(*overrides: str) -> dict:
-    base = ["vec.num_envs=4", "train.num_steps=16", "train.checkpoint_interval=0", "train.total_steps=100000",
-            "train.stop_on_solve=false", "train.overlap=true", "policy.hidden_size=16"]
+    base = [
+        "vec.num_envs=4",
+        "train.num_steps=16",
+        "train.checkpoint_interval=0",
+        "train.total_steps=100000",
+        "train.stop_on_solve=false",
+        "train.overlap=true",
+        "policy.hidden_size=16",
+    ]
     return resolve_config(get_registry().get("cartpole").defaults, overrides=[*base, *overrides])
 
 
@@ -90,8 +97,7 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
     waits until the learner's update has begun, and the update waits for that act: a collector that
     did not run during the update would leave both waiting (and the test failing at the timeout)."""
     updates, horizon = 5, 16
-    trainer = Trainer("cartpole", config(f"train.lag_correction={correction}",
-                                         f"train.total_steps={updates * 4 * horizon}"))
+    trainer = Trainer("cartpole", config(f"train.lag_correction={correction}", f"train.total_steps={updates * 4 * horizon}"))
     versions = [fingerprint(trainer.agent)]  # versions[k]: the learner's weights after k updates
     trainer.callbacks.append(lambda metrics: versions.append(fingerprint(trainer.agent)))
     inner, actor = trainer.collector.inner, trainer.collector.actor
@@ -122,7 +128,7 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
     assert {name for _, name in acts} == {THREAD}
     assert len(acts) == updates * horizon + 1  # rollout 0 stores its first step too; later ones carry it over
     for k in range(updates):  # rollout k, acted by v_{k-1} (v_0 for the first), trained on by the learner at v_k
-        steps = acts[:horizon + 1] if k == 0 else acts[1 + k * horizon:1 + (k + 1) * horizon]
+        steps = acts[: horizon + 1] if k == 0 else acts[1 + k * horizon : 1 + (k + 1) * horizon]
         assert {fp for fp, _ in steps} == {versions[max(k - 1, 0)]}, f"rollout {k}"
         assert history[k]["policy_version"] == max(k - 1, 0)
         assert history[k]["policy_lag"] == min(k, 1)
@@ -144,8 +150,9 @@ def episodes_from_starts(batches: list[dict]) -> list[int]:
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["exact", "overlap"])
 def test_no_episode_is_lost_or_duplicated_across_rollouts(overlap):
-    trainer = Trainer("cartpole", config(f"train.overlap={str(overlap).lower()}", "train.total_steps=1536",
-                                         "train.learning_rate=0"))  # short random-policy episodes
+    trainer = Trainer(
+        "cartpole", config(f"train.overlap={str(overlap).lower()}", "train.total_steps=1536", "train.learning_rate=0")
+    )  # short random-policy episodes
     got = []
     collect = trainer.collector.collect
     trainer.collector.collect = lambda horizon=None: got.append(collect(horizon)) or got[-1]
@@ -238,8 +245,16 @@ def test_the_learner_uses_targets_given_with_the_batch_instead_of_gae():
 
 
 def test_overlap_trains_with_an_async_pool():
-    trainer = Trainer("cartpole", config("vec.backend=multiprocessing", "vec.num_envs=8", "vec.num_workers=4",
-                                         "vec.batch_size=4", "train.total_steps=1024"))
+    trainer = Trainer(
+        "cartpole",
+        config(
+            "vec.backend=multiprocessing",
+            "vec.num_envs=8",
+            "vec.num_workers=4",
+            "vec.batch_size=4",
+            "train.total_steps=1024",
+        ),
+    )
     try:
         history = trainer.train().history
     finally:

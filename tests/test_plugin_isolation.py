@@ -25,8 +25,16 @@ plugin_dists = importlib.util.module_from_spec(_helper)
 _helper.loader.exec_module(plugin_dists)
 
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
-CLASSIC = {"cartpole", "acrobot", "mountaincar", "mountaincar_continuous", "pendulum", "lunarlander",
-           "lunarlander_continuous", "bipedalwalker"}
+CLASSIC = {
+    "cartpole",
+    "acrobot",
+    "mountaincar",
+    "mountaincar_continuous",
+    "pendulum",
+    "lunarlander",
+    "lunarlander_continuous",
+    "bipedalwalker",
+}
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 
@@ -37,8 +45,12 @@ def hostile(tmp_path, monkeypatch, request) -> dict:
     plugin_dists.install("hostile_plugin", tmp_path, monkeypatch, request)
     plugin_dists.install("duplicate_plugin", tmp_path, monkeypatch, request)
     here = Path(plugin_dists.__file__).parent
-    paths = [tmp_path / "site-hostile_plugin", here / "hostile_plugin", tmp_path / "site-duplicate_plugin",
-             here / "duplicate_plugin"]
+    paths = [
+        tmp_path / "site-hostile_plugin",
+        here / "hostile_plugin",
+        tmp_path / "site-duplicate_plugin",
+        here / "duplicate_plugin",
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")])}
     env.pop("PUFFERBOX_PLUGINS", None)
     return env
@@ -83,12 +95,14 @@ def test_a_plugin_whose_import_hangs_is_reported_after_the_timeout(hostile, monk
 
 def test_help_imports_no_plugin_and_commands_that_need_plugins_are_bounded(hostile):
     for args in (["--help"], ["train", "--help"], ["--version"]):
-        proc = subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True,
-                              env=hostile, timeout=30)  # the hanging plugin is installed: no plugin imported
+        proc = subprocess.run(
+            [sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, env=hostile, timeout=30
+        )  # the hanging plugin is installed: no plugin imported
         assert proc.returncode == 0, proc.stderr
     env = {**hostile, "PUFFERBOX_PLUGIN_IMPORT_TIMEOUT": "2", "PUFFERBOX_PLUGINS": "classic,hostile_hang,hostile_exit"}
-    proc = subprocess.run([sys.executable, "-m", "pufferbox", "envs", "--json"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pufferbox", "envs", "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)}
     assert rows["cartpole"]["status"] == "ok"
@@ -109,11 +123,13 @@ def test_a_plugin_cannot_replace_a_built_in_command(hostile):
 
 def test_plugin_commands_run_from_the_command_line(hostile):
     env = {**hostile, "PUFFERBOX_PLUGINS": "hostile_commands"}
-    proc = subprocess.run([sys.executable, "-m", "pufferbox", "hostile-hello"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pufferbox", "hostile-hello"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0 and "hello from a plugin command" in proc.stdout, proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "pufferbox", "train", "--help"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pufferbox", "train", "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert "hijacked" not in proc.stdout and "Train PPO on ENV" in proc.stdout
 
 
@@ -128,7 +144,8 @@ def test_hooks_are_called_through_pluggy():
     registry = Registry(only=[], extra_plugins=[("traced_plugin", Plugin())])
     registry.manager.add_hookcall_monitoring(
         before=lambda hook, impls, kwargs: called.append((hook, [i.plugin_name for i in impls])),
-        after=lambda outcome, hook, impls, kwargs: None)
+        after=lambda outcome, hook, impls, kwargs: None,
+    )
     registry.load()
     assert ("register_envs", ["traced_plugin"]) in called
     assert registry.get("traced").plugin == "traced_plugin"
@@ -156,8 +173,9 @@ def test_envs_status_says_what_training_will_do(monkeypatch):
     class Plugin:
         @hookimpl
         def register_envs(self, register):
-            register(EnvSpec(name="texty", binding=dict, action_space=spaces.Text(5),
-                             observation_space=spaces.Box(0, 1, (2,))))
+            register(
+                EnvSpec(name="texty", binding=dict, action_space=spaces.Text(5), observation_space=spaces.Box(0, 1, (2,)))
+            )
             register(EnvSpec(name="fine", binding=dict, action_space=spaces.Discrete(2)))
 
     registry = Registry(only=["warp"], extra_plugins=[("texty_plugin", Plugin())])

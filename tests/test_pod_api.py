@@ -13,8 +13,11 @@ INTERNALS = {"tc", "rollout", "collector", "learner", "first", "state", "pending
 
 def trainer_attributes(source: str) -> set[str]:
     """Attributes read or written on a name called ``trainer`` in ``source``."""
-    return {node.attr for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "trainer"}
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "trainer"
+    }
 
 
 def test_pod_uses_only_public_trainer_methods():

@@ -45,11 +45,14 @@ def test_plugin_encoder_by_reference():
     assert isinstance(custom.encoder, MLPEncoder)
 
 
-@pytest.mark.parametrize("space, shape", [
-    (spaces.Discrete(3), (5,)),
-    (spaces.MultiDiscrete([3, 2, 4]), (5, 3)),
-    (spaces.Box(-1, 1, (2,), np.float32), (5, 2)),
-])
+@pytest.mark.parametrize(
+    "space, shape",
+    [
+        (spaces.Discrete(3), (5,)),
+        (spaces.MultiDiscrete([3, 2, 4]), (5, 3)),
+        (spaces.Box(-1, 1, (2,), np.float32), (5, 2)),
+    ],
+)
 def test_action_heads_score_their_own_samples(space, shape):
     obs_spec, act_spec = ObservationSpec(spaces.Box(-1, 1, (4,), np.float32)), ActionSpec(space)
     agent = Agent(MLPEncoder(obs_spec, act_spec, 16), act_spec)

@@ -50,16 +50,18 @@ def test_trainer_gae_sees_each_rows_own_segment():
 @pytest.mark.parametrize("lstm", [False, True], ids=["mlp", "lstm"])
 def test_padded_agent_slots_do_not_touch_the_update(lstm):
     """Garbage in masked (padded) slots must leave the gradient step and its statistics unchanged."""
-    cfg = config(None, "vec.num_envs=4", "train.num_steps=24", f"policy.lstm={str(lstm).lower()}",
-                 "policy.hidden_size=16")
+    cfg = config(None, "vec.num_envs=4", "train.num_steps=24", f"policy.lstm={str(lstm).lower()}", "policy.hidden_size=16")
     trainer = Trainer(env_spec_for("countdown"), cfg)
     batch = trainer.collector.collect().batch
     learner = trainer.learner
     assert len(batch["obs"]) == 12  # 4 envs x 3 agent slots, one segment each
     masked = ~batch["masks"].numpy()
     assert masked.any() and (~masked).any(), "countdown agents leave early: some slots must be padding"
-    snapshot = (copy.deepcopy(trainer.agent.state_dict()), copy.deepcopy(learner.optimizer.state_dict()),
-                learner.generator.get_state())
+    snapshot = (
+        copy.deepcopy(trainer.agent.state_dict()),
+        copy.deepcopy(learner.optimizer.state_dict()),
+        learner.generator.get_state(),
+    )
 
     def learn(batch) -> tuple[dict, dict]:
         trainer.agent.load_state_dict(snapshot[0])
@@ -73,7 +75,8 @@ def test_padded_agent_slots_do_not_touch_the_update(lstm):
     rng = np.random.default_rng(1)
     rows, ts = np.nonzero(masked)
     dirty["obs"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=dirty["obs"][rows, ts].shape)).to(
-        dirty["obs"].dtype)
+        dirty["obs"].dtype
+    )
     dirty["rewards"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
     dirty["values"][rows, ts] = torch.from_numpy(rng.normal(scale=1e3, size=len(rows))).float()
     dirty["logprobs"][rows, ts] = torch.from_numpy(rng.normal(scale=10, size=len(rows))).float()
@@ -88,8 +91,15 @@ def test_padded_agent_slots_do_not_touch_the_update(lstm):
 
 
 def test_async_pool_fills_rows_by_env_id():
-    cfg = config("cartpole", "vec.backend=multiprocessing", "vec.native=false", "vec.num_envs=4",
-                 "vec.num_workers=2", "vec.batch_size=2", "train.num_steps=16")
+    cfg = config(
+        "cartpole",
+        "vec.backend=multiprocessing",
+        "vec.native=false",
+        "vec.num_envs=4",
+        "vec.num_workers=2",
+        "vec.batch_size=2",
+        "train.num_steps=16",
+    )
     try:
         trainer = Trainer("cartpole", cfg)
     except Exception as exc:  # the pool backend is another module; say why it is not tested here
@@ -104,10 +114,13 @@ def test_async_pool_fills_rows_by_env_id():
         trainer.close()
 
 
-@pytest.mark.parametrize("env, overrides", [
-    ("spaces", ["train.total_steps=4096"]),  # Dict observation, MultiDiscrete/Box actions per the ocean plugin
-    ("multiagent", ["train.total_steps=4096"]),
-])
+@pytest.mark.parametrize(
+    "env, overrides",
+    [
+        ("spaces", ["train.total_steps=4096"]),  # Dict observation, MultiDiscrete/Box actions per the ocean plugin
+        ("multiagent", ["train.total_steps=4096"]),
+    ],
+)
 def test_trains_on_other_spaces(env, overrides):
     try:
         spec = get_registry().get(env)
@@ -181,8 +194,12 @@ def test_episode_metrics_of_the_env_reach_the_update_metrics():
     from pufferbox.registry import EnvSpec
 
     spec = EnvSpec(name="coins", binding=make_coin_env, episode_metrics=("coins",))  # declared metrics are logged
-    trainer = Trainer(spec, resolve_config(overrides=["vec.num_envs=2", "train.num_steps=16", "policy.hidden_size=8",
-                                                      "train.checkpoint_interval=0"]))
+    trainer = Trainer(
+        spec,
+        resolve_config(
+            overrides=["vec.num_envs=2", "train.num_steps=16", "policy.hidden_size=8", "train.checkpoint_interval=0"]
+        ),
+    )
     try:
         metrics = trainer.train_update()
         assert metrics["episodes"] > 0 and metrics["episode_coins"] == 2.0 and metrics["episode_length"] == 5.0

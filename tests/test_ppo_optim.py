@@ -29,7 +29,7 @@ def test_matches_torch_adam():
 def test_state_dict_round_trip():
     w = torch.nn.Parameter(torch.ones(3))
     opt = Adam([w], lr=0.1)
-    (w ** 2).sum().backward()
+    (w**2).sum().backward()
     opt.step()
     state = opt.state_dict()
     w2 = torch.nn.Parameter(w.detach().clone())
@@ -37,7 +37,7 @@ def test_state_dict_round_trip():
     opt2.load_state_dict(state)
     for p, o in ((w, opt), (w2, opt2)):
         o.zero_grad()
-        (p ** 2).sum().backward()
+        (p**2).sum().backward()
         o.step()
     torch.testing.assert_close(w, w2)
     assert opt2.param_groups[0]["lr"] == 0.1

@@ -16,11 +16,14 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env,kwargs", [
-    ("cartpole", dict(num_workers=2)),
-    ("cartpole", dict(num_workers=4, batch_size=2)),
-    ("countdown", dict(num_workers=4, batch_size=4)),
-])
+@pytest.mark.parametrize(
+    "env,kwargs",
+    [
+        ("cartpole", dict(num_workers=2)),
+        ("cartpole", dict(num_workers=4, batch_size=2)),
+        ("countdown", dict(num_workers=4, batch_size=4)),
+    ],
+)
 def test_ray_matches_serial(local_ray, env: str, kwargs: dict) -> None:
     spec = env_spec_for(env) if env == "countdown" else env
     n_actions = 3 if env == "countdown" else 2
@@ -58,11 +61,13 @@ def test_local_ray_session_files_removed_at_exit(tmp_path, keep: bool) -> None:
     import subprocess
     import sys
 
-    script = ("import os, pufferbox.vector as v\n"
-              "with v.make('cartpole', backend='ray', num_envs=2, num_workers=1, native=False) as venv:\n"
-              "    venv.reset(seed=0)\n"
-              "import pufferbox.vector.ray as r\n"
-              "print(r.local_temp_dir, oct(os.stat(r.local_temp_dir).st_mode & 0o777))\n")
+    script = (
+        "import os, pufferbox.vector as v\n"
+        "with v.make('cartpole', backend='ray', num_envs=2, num_workers=1, native=False) as venv:\n"
+        "    venv.reset(seed=0)\n"
+        "import pufferbox.vector.ray as r\n"
+        "print(r.local_temp_dir, oct(os.stat(r.local_temp_dir).st_mode & 0o777))\n"
+    )
     import shutil
     import tempfile
 

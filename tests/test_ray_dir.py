@@ -51,8 +51,19 @@ def test_unreachable_address_fails_within_the_timeout():
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_train_with_a_wrong_ray_address_is_one_line_within_seconds(tmp_path, how):
     env = {**os.environ}
-    args = [sys.executable, "-m", "pufferbox", "train", "cartpole", "--backend", "ray", "--num-envs", "2",
-            "--run-dir", str(tmp_path / "r")]
+    args = [
+        sys.executable,
+        "-m",
+        "pufferbox",
+        "train",
+        "cartpole",
+        "--backend",
+        "ray",
+        "--num-envs",
+        "2",
+        "--run-dir",
+        str(tmp_path / "r"),
+    ]
     if how == "flag":
         args += ["--ray-address", "127.0.0.1:1"]
     else:
@@ -66,9 +77,26 @@ def test_train_with_a_wrong_ray_address_is_one_line_within_seconds(tmp_path, how
 
 
 def test_tournament_with_a_wrong_ray_address_leaves_no_board(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pufferbox", "tournament", "cartpole", "--pods", "1",
-                           "--total-steps", "1000", "--ray-address", "127.0.0.1:1", "--run-dir", str(tmp_path / "t")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pufferbox",
+            "tournament",
+            "cartpole",
+            "--pods",
+            "1",
+            "--total-steps",
+            "1000",
+            "--ray-address",
+            "127.0.0.1:1",
+            "--run-dir",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "127.0.0.1:1" in proc.stderr, proc.stderr
     assert not (tmp_path / "t" / "leaderboard.sqlite").exists()
 
@@ -79,7 +107,9 @@ def test_ray_address_with_another_backend_is_one_line(tmp_path):
     from pufferbox.cli import cli, load_commands
 
     load_commands()
-    result = CliRunner().invoke(cli, ["train", "cartpole", "--backend", "serial", "--ray-address", "127.0.0.1:1",
-                                      "--run-dir", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        cli, ["train", "cartpole", "--backend", "serial", "--ray-address", "127.0.0.1:1", "--run-dir", str(tmp_path / "r")]
+    )
     assert result.exit_code == 2 and result.output.strip() == (
-        "Error: --ray-address applies to --backend ray, not 'serial'; drop one of them")
+        "Error: --ray-address applies to --backend ray, not 'serial'; drop one of them"
+    )

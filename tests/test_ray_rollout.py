@@ -75,8 +75,14 @@ def test_a_pool_returns_the_first_actors_done(local_ray) -> None:
 def train_config(backend: str, total_steps: int = 512, **extra: str) -> dict:
     from pufferbox.train.config import resolve_config
 
-    overrides = [f"vec.backend={backend}", "vec.num_envs=8", "vec.native=false", "train.num_steps=32",
-                 f"train.total_steps={total_steps}", "train.learning_rate=1e-3"]
+    overrides = [
+        f"vec.backend={backend}",
+        "vec.num_envs=8",
+        "vec.native=false",
+        "train.num_steps=32",
+        f"train.total_steps={total_steps}",
+        "train.learning_rate=1e-3",
+    ]
     overrides += ["vec.num_workers=2"] if backend == "ray" else []
     return resolve_config(overrides=overrides + [f"{k}={v}" for k, v in extra.items()])
 
@@ -91,8 +97,9 @@ def test_ray_collector_batch_has_the_host_layout_and_the_broadcast_logprobs(loca
         assert isinstance(remote.collector, RayCollector)
         expected, got = host.collector.collect(), remote.collector.collect()
         assert got.steps == expected.steps == 8 * 32
-        assert {k: (v.shape, v.dtype) for k, v in got.batch.items()} == \
-               {k: (v.shape, v.dtype) for k, v in expected.batch.items()}
+        assert {k: (v.shape, v.dtype) for k, v in got.batch.items()} == {
+            k: (v.shape, v.dtype) for k, v in expected.batch.items()
+        }
         for _ in range(2):  # the weights of each update reach the actors before its rollout
             before = {k: v.clone() for k, v in remote.agent.state_dict().items()}
             previous = got.batch
@@ -164,8 +171,24 @@ def test_train_cli_with_the_ray_backend_uses_remote_rollouts(local_ray, tmp_path
     from pufferbox.cli import cli, load_commands
 
     load_commands()
-    result = CliRunner().invoke(cli, ["train", "cartpole", "--backend", "ray", "--num-envs", "4", "--num-workers", "2",
-                                      "--total-steps", "1024", "--run-dir", str(tmp_path / "run"), "--no-tensorboard"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "cartpole",
+            "--backend",
+            "ray",
+            "--num-envs",
+            "4",
+            "--num-workers",
+            "2",
+            "--total-steps",
+            "1024",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-tensorboard",
+        ],
+    )
     assert result.exit_code == 0, result.output
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert metrics[-1]["global_step"] == 1024
@@ -192,10 +215,13 @@ def test_a_pool_collector_takes_the_first_actors_and_reports_the_policy_lag(loca
         r.close()
 
 
-@pytest.mark.parametrize("mode,error,message", [
-    ("raise", "WorkerError", r"rollout worker 1 \(envs 2-3\): env 3 raised ValueError: deliberate failure"),
-    ("hang", "WorkerTimeoutError", r"worker 1 \(envs 2-3\) did not answer within step_timeout=2s"),
-])
+@pytest.mark.parametrize(
+    "mode,error,message",
+    [
+        ("raise", "WorkerError", r"rollout worker 1 \(envs 2-3\): env 3 raised ValueError: deliberate failure"),
+        ("hang", "WorkerTimeoutError", r"worker 1 \(envs 2-3\) did not answer within step_timeout=2s"),
+    ],
+)
 def test_an_env_that_raises_or_hangs_in_a_rollout_is_named(local_ray, mode: str, error: str, message: str) -> None:
     from pufferbox.vector import base
 

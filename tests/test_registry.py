@@ -16,8 +16,16 @@ plugin_dists = importlib.util.module_from_spec(_helper)
 _helper.loader.exec_module(plugin_dists)
 
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"}
-CLASSIC = {"cartpole", "acrobot", "mountaincar", "mountaincar_continuous", "pendulum", "lunarlander",
-           "lunarlander_continuous", "bipedalwalker"}
+CLASSIC = {
+    "cartpole",
+    "acrobot",
+    "mountaincar",
+    "mountaincar_continuous",
+    "pendulum",
+    "lunarlander",
+    "lunarlander_continuous",
+    "bipedalwalker",
+}
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 

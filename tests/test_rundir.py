@@ -25,8 +25,9 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
 def pufferbox(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 def one_line_error(proc_or_result, *needles: str) -> str:
@@ -42,9 +43,27 @@ def one_line_error(proc_or_result, *needles: str) -> str:
 
 
 def start_trainer(run_dir: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pufferbox", "train", "cartpole", "--run-dir", str(run_dir),
-                             "--total-steps", "10000000", *QUICK, "--set", "train.stop_on_solve=false", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pufferbox",
+            "train",
+            "cartpole",
+            "--run-dir",
+            str(run_dir),
+            "--total-steps",
+            "10000000",
+            *QUICK,
+            "--set",
+            "train.stop_on_solve=false",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+    )
 
 
 def wait_for_metric_lines(proc: subprocess.Popen, run_dir: Path, lines: int, timeout: float = 90) -> None:
@@ -60,16 +79,18 @@ def wait_for_metric_lines(proc: subprocess.Popen, run_dir: Path, lines: int, tim
 
 
 def snapshot(run_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     load_commands()
     run_dir = tmp_path_factory.mktemp("runs") / "done"
-    result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(run_dir), "--total-steps", "512",
-                                      "--seed", "3", *QUICK])
+    result = CliRunner().invoke(
+        cli, ["train", "cartpole", "--run-dir", str(run_dir), "--total-steps", "512", "--seed", "3", *QUICK]
+    )
     assert result.exit_code == 0, result.output
     return run_dir
 
@@ -117,11 +138,14 @@ def test_concurrent_writes_of_one_update_never_collide_on_the_temp_file(tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt-00000001.pt"]  # no temp files left
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--set", "policy.hidden_size=128"], "does not fit this config"),
-    (["--set", "train.no_such_key=1"], "no_such_key"),
-    (["--backend", "multiprocessing", "--num-workers", "3"], "3"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--set", "policy.hidden_size=128"], "does not fit this config"),
+        (["--set", "train.no_such_key=1"], "no_such_key"),
+        (["--backend", "multiprocessing", "--num-workers", "3"], "3"),
+    ],
+)
 def test_failed_resume_leaves_the_run_dir_unchanged(finished, tmp_path, args, needle):
     run_dir = tmp_path / "resumed"
     shutil.copytree(finished, run_dir)
@@ -206,17 +230,21 @@ def test_sigterm_checkpoints_exits_143_and_resumes(tmp_path):
 def can_mount() -> bool:
     if shutil.which("unshare") is None:
         return False
-    return subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
-needs_mount = pytest.mark.skipif(not can_mount(), reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) "
-                                                          "to build a full or read-only filesystem")
+needs_mount = pytest.mark.skipif(
+    not can_mount(), reason="needs `unshare -m` and mount (root or CAP_SYS_ADMIN) to build a full or read-only filesystem"
+)
 
 
 def in_mount_namespace(script: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=ENV, timeout=timeout)
 
 
 @needs_mount
@@ -225,8 +253,10 @@ def test_a_full_disk_is_a_one_line_error_naming_enospc_and_the_path(tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
     py = f"{sys.executable} -m pufferbox"
-    proc = in_mount_namespace(f"mount -t tmpfs -o size=48k tmpfs {mnt} && {py} train cartpole --run-dir {mnt}/r "
-                              f"--total-steps 100000 {' '.join(QUICK)}")
+    proc = in_mount_namespace(
+        f"mount -t tmpfs -o size=48k tmpfs {mnt} && {py} train cartpole --run-dir {mnt}/r "
+        f"--total-steps 100000 {' '.join(QUICK)}"
+    )
     line = one_line_error(proc, "ENOSPC", str(mnt / "r"))
     assert "Traceback" not in proc.stdout + proc.stderr, line
 

@@ -85,17 +85,25 @@ def to_numpy(tree):
 
 discrete_leaves = st.one_of(
     st.builds(spaces.Discrete, st.integers(1, 6), start=st.integers(-2, 2)),
-    st.builds(lambda n, s: spaces.MultiDiscrete(n, start=[s] * len(n)),
-              st.lists(st.integers(1, 5), min_size=1, max_size=3), st.integers(-1, 1)),
+    st.builds(
+        lambda n, s: spaces.MultiDiscrete(n, start=[s] * len(n)),
+        st.lists(st.integers(1, 5), min_size=1, max_size=3),
+        st.integers(-1, 1),
+    ),
     st.builds(spaces.MultiBinary, st.integers(1, 4)),
 )
 continuous_leaves = st.builds(box, st.sampled_from([np.float32, np.float64]), shapes)
 
 
 def nest(leaf_strategy):
-    return st.recursive(leaf_strategy, lambda c: st.one_of(
-        st.dictionaries(st.sampled_from("xyz"), c, min_size=1, max_size=3).map(spaces.Dict),
-        st.lists(c, min_size=1, max_size=3).map(lambda xs: spaces.Tuple(tuple(xs)))), max_leaves=5)
+    return st.recursive(
+        leaf_strategy,
+        lambda c: st.one_of(
+            st.dictionaries(st.sampled_from("xyz"), c, min_size=1, max_size=3).map(spaces.Dict),
+            st.lists(c, min_size=1, max_size=3).map(lambda xs: spaces.Tuple(tuple(xs))),
+        ),
+        max_leaves=5,
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -138,10 +146,14 @@ def test_check_names_the_offending_field():
 
 
 def nested_spec() -> ObservationSpec:
-    return ObservationSpec(spaces.Dict({
-        "image": spaces.Box(0, 1, (5, 5), dtype=np.float32),
-        "meta": spaces.Tuple((spaces.Discrete(4), spaces.Dict({"bits": spaces.MultiBinary(3)}))),
-    }))
+    return ObservationSpec(
+        spaces.Dict(
+            {
+                "image": spaces.Box(0, 1, (5, 5), dtype=np.float32),
+                "meta": spaces.Tuple((spaces.Discrete(4), spaces.Dict({"bits": spaces.MultiBinary(3)}))),
+            }
+        )
+    )
 
 
 def test_torch_unflatten_returns_views_not_copies():

@@ -83,9 +83,27 @@ def test_finished_sweep_rerun_adds_nothing_and_more_trials_continue(three):
 @pytest.mark.slow
 def test_a_killed_sweep_continues_where_it_stopped(tmp_path):
     run_dir = tmp_path / "sw"
-    cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "3", "--run-dir", str(run_dir),
-           "--pruner", "none", "--set", "train.total_steps=12000", "--set", "vec.num_envs=8",
-           "--set", "train.checkpoint_interval=0", "--set", "train.stop_on_solve=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pufferbox",
+        "sweep",
+        "cartpole",
+        "--trials",
+        "3",
+        "--run-dir",
+        str(run_dir),
+        "--pruner",
+        "none",
+        "--set",
+        "train.total_steps=12000",
+        "--set",
+        "vec.num_envs=8",
+        "--set",
+        "train.checkpoint_interval=0",
+        "--set",
+        "train.stop_on_solve=false",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 240
@@ -112,16 +130,34 @@ def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_
     import psutil
 
     run_dir = tmp_path / "sw"
-    cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "2", "--parallel", "2",
-           "--run-dir", str(run_dir), "--pruner", "none", "--set", "vec.num_envs=8",
-           "--set", "train.checkpoint_interval=0", "--set", "train.stop_on_solve=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pufferbox",
+        "sweep",
+        "cartpole",
+        "--trials",
+        "2",
+        "--parallel",
+        "2",
+        "--run-dir",
+        str(run_dir),
+        "--pruner",
+        "none",
+        "--set",
+        "vec.num_envs=8",
+        "--set",
+        "train.checkpoint_interval=0",
+        "--set",
+        "train.stop_on_solve=false",
+    ]
     # long trials: a worker that survived the kill would still be training when we look
-    proc = subprocess.Popen([*cmd, "--set", "train.total_steps=1000000"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*cmd, "--set", "train.total_steps=1000000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.time() + 240
-        while time.time() < deadline and not all(
-                (run_dir / "trials" / n / "metrics.jsonl").is_file() for n in ("0", "1")):
+        while time.time() < deadline and not all((run_dir / "trials" / n / "metrics.jsonl").is_file() for n in ("0", "1")):
             time.sleep(0.2)
         children = psutil.Process(proc.pid).children(recursive=True)
     finally:
@@ -136,8 +172,10 @@ def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_
     trials = study_of(run_dir).trials
     assert [t.state.name for t in trials] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
     assert sorted(map(str, (t.params for t in trials[2:]))) == sorted(map(str, (t.params for t in trials[:2])))
-    assert trials[2].params["train.learning_rate"] in (trials[0].params["train.learning_rate"],
-                                                       trials[1].params["train.learning_rate"])
+    assert trials[2].params["train.learning_rate"] in (
+        trials[0].params["train.learning_rate"],
+        trials[1].params["train.learning_rate"],
+    )
     config = tomllib.loads((run_dir / "trials" / "2" / "config.toml").read_text())
     assert config["train"]["torch_threads"] == max(1, os.cpu_count() // 2)  # K trials share the cores
 
@@ -145,9 +183,27 @@ def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_
 @pytest.mark.slow
 def test_ctrl_c_stops_the_sweep_after_the_current_update(tmp_path):
     run_dir = tmp_path / "sw"
-    cmd = [sys.executable, "-m", "pufferbox", "sweep", "cartpole", "--trials", "3", "--run-dir", str(run_dir),
-           "--pruner", "none", "--set", "train.total_steps=200000", "--set", "vec.num_envs=8",
-           "--set", "train.checkpoint_interval=0", "--set", "train.stop_on_solve=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pufferbox",
+        "sweep",
+        "cartpole",
+        "--trials",
+        "3",
+        "--run-dir",
+        str(run_dir),
+        "--pruner",
+        "none",
+        "--set",
+        "train.total_steps=200000",
+        "--set",
+        "vec.num_envs=8",
+        "--set",
+        "train.checkpoint_interval=0",
+        "--set",
+        "train.stop_on_solve=false",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     metrics, deadline = run_dir / "trials" / "0" / "metrics.jsonl", time.time() + 240
     while not (metrics.is_file() and metrics.read_text()) and time.time() < deadline:  # training, not starting
@@ -167,8 +223,15 @@ def test_a_hopeless_trial_is_pruned_and_stops_training(tmp_path):
     common = ["train.total_steps=16384", "vec.num_envs=8", "train.checkpoint_interval=0", "train.stop_on_solve=false"]
     sweep("cartpole", 1, tmp_path / "sw", overrides=common, objective="return", prune_startup=1, log=lambda s: None)
     # a learning rate of 1e-9 cannot learn: its curve stays below the first trial's and the pruner stops it
-    sweep("cartpole", 2, tmp_path / "sw", overrides=[*common, "train.learning_rate=1e-9"], objective="return",
-          prune_startup=1, log=lambda s: None)
+    sweep(
+        "cartpole",
+        2,
+        tmp_path / "sw",
+        overrides=[*common, "train.learning_rate=1e-9"],
+        objective="return",
+        prune_startup=1,
+        log=lambda s: None,
+    )
     trials = study_of(tmp_path / "sw").trials
     assert [t.state.name for t in trials] == ["COMPLETE", "PRUNED"]
     steps = [json.loads(line)["global_step"] for line in (tmp_path / "sw" / "trials" / "1" / "metrics.jsonl").open()]
@@ -177,8 +240,7 @@ def test_a_hopeless_trial_is_pruned_and_stops_training(tmp_path):
 
 @pytest.mark.slow
 def test_two_objectives_report_the_pareto_front(tmp_path):
-    result = invoke("cartpole", "--trials", "3", "--run-dir", str(tmp_path / "mo"), "--objective", "return,steps",
-                    *TINY)
+    result = invoke("cartpole", "--trials", "3", "--run-dir", str(tmp_path / "mo"), "--objective", "return,steps", *TINY)
     assert result.exit_code == 0, result.output
     study = study_of(tmp_path / "mo")
     assert len(study.directions) == 2 and all(t.state.name == "COMPLETE" for t in study.trials)
@@ -189,8 +251,9 @@ def test_two_objectives_report_the_pareto_front(tmp_path):
 
 @pytest.mark.slow
 def test_parallel_trials_run_in_worker_processes(tmp_path):
-    result = invoke("cartpole", "--trials", "2", "--parallel", "2", "--run-dir", str(tmp_path / "par"), *TINY,
-                    "--pruner", "hyperband")
+    result = invoke(
+        "cartpole", "--trials", "2", "--parallel", "2", "--run-dir", str(tmp_path / "par"), *TINY, "--pruner", "hyperband"
+    )
     assert result.exit_code == 0, result.output
     study = study_of(tmp_path / "par")
     assert [t.state.name for t in study.trials] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "PRUNED"])
@@ -202,10 +265,23 @@ def test_parallel_trials_run_in_worker_processes(tmp_path):
 @pytest.mark.slow
 def test_config_file_sets_every_trial_and_its_space_table_is_recorded(tmp_path):
     config = tmp_path / "sweep.toml"
-    config.write_text('[train]\nnum_steps = 16\n\n[sweep.space]\nlearning_rate = {low = 1e-3, high = 2e-3}\n'
-                      'gamma = 0.9\nent_coef = false\n"vec.num_envs" = {choices = [4]}\n')
-    result = invoke("cartpole", "--trials", "1", "--run-dir", str(tmp_path / "sw"), "--config", str(config),
-                    "--set", "train.total_steps=256", "--pruner", "none")
+    config.write_text(
+        "[train]\nnum_steps = 16\n\n[sweep.space]\nlearning_rate = {low = 1e-3, high = 2e-3}\n"
+        'gamma = 0.9\nent_coef = false\n"vec.num_envs" = {choices = [4]}\n'
+    )
+    result = invoke(
+        "cartpole",
+        "--trials",
+        "1",
+        "--run-dir",
+        str(tmp_path / "sw"),
+        "--config",
+        str(config),
+        "--set",
+        "train.total_steps=256",
+        "--pruner",
+        "none",
+    )
     assert result.exit_code == 0, result.output
     meta = tomllib.loads((tmp_path / "sw" / "sweep.toml").read_text())
     assert meta["space"]["train.learning_rate"] == {"low": 1e-3, "high": 2e-3, "log": False}
@@ -229,38 +305,48 @@ def test_space_is_centred_on_the_plugin_defaults():
 
 def test_space_table_overrides_removes_and_fixes():
     config = resolve_config()
-    table = {"learning_rate": {"low": 1e-4, "high": 1e-3, "log": True}, "ent_coef": False,
-             "vec": {"num_envs": {"choices": [4, 8]}}, "gamma": 0.9}
+    table = {
+        "learning_rate": {"low": 1e-4, "high": 1e-3, "log": True},
+        "ent_coef": False,
+        "vec": {"num_envs": {"choices": [4, 8]}},
+        "gamma": 0.9,
+    }
     space = resolve_space(config, table, fixed={"train.clip_coef"})
     assert (space["train.learning_rate"].low, space["train.learning_rate"].high) == (1e-4, 1e-3)
     assert "train.ent_coef" not in space and "train.gamma" not in space and "train.clip_coef" not in space
     assert space["vec.num_envs"].choices == (4, 8)
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"learnin_rate": {"low": 1e-4, "high": 1e-3}}, "unknown key; did you mean learning_rate?"),
-    ({"learning_rate": {"low": 1e-3, "high": 1e-4}}, "low (0.001) must be below high (0.0001)"),
-    ({"learning_rate": {"low": 0.0, "high": 1e-3, "log": True}}, "a log range needs low > 0"),
-    ({"learning_rate": {"low": 1e-4}}, "give low and high"),
-    ({"update_epochs": {"low": 1.5, "high": 4}}, "expected int, got float"),
-    ({"num_steps": {"choices": []}}, "choices must be a non-empty list"),
-    ({"learning_rate": {"min": 1e-4}}, "unknown field 'min'"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"learnin_rate": {"low": 1e-4, "high": 1e-3}}, "unknown key; did you mean learning_rate?"),
+        ({"learning_rate": {"low": 1e-3, "high": 1e-4}}, "low (0.001) must be below high (0.0001)"),
+        ({"learning_rate": {"low": 0.0, "high": 1e-3, "log": True}}, "a log range needs low > 0"),
+        ({"learning_rate": {"low": 1e-4}}, "give low and high"),
+        ({"update_epochs": {"low": 1.5, "high": 4}}, "expected int, got float"),
+        ({"num_steps": {"choices": []}}, "choices must be a non-empty list"),
+        ({"learning_rate": {"min": 1e-4}}, "unknown field 'min'"),
+    ],
+)
 def test_bad_space_entries_fail_with_one_line(table, message):
     with pytest.raises(ConfigError, match=None) as info:
         resolve_space(resolve_config(), table)
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["cartpole", "--trials", "0"], "Error: --trials 0: must be at least 1"),
-    (["cartpole", "--trials", "2", "--parallel", "0"], "Error: --parallel 0: must be at least 1"),
-    (["cartpole", "--objective", "speed"], "Error: --objective speed: unknown objective"),
-    (["squared", "--objective", "return,steps,steps"], "Error: --objective return,steps,steps: unknown objective"),
-    (["cartpole", "--pruner", "sometimes"], "Error: --pruner sometimes: choose one of median, hyperband, none"),
-    (["nosuchenv"], "Error: "),
-    ([], "Error: sweep: name an env"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["cartpole", "--trials", "0"], "Error: --trials 0: must be at least 1"),
+        (["cartpole", "--trials", "2", "--parallel", "0"], "Error: --parallel 0: must be at least 1"),
+        (["cartpole", "--objective", "speed"], "Error: --objective speed: unknown objective"),
+        (["squared", "--objective", "return,steps,steps"], "Error: --objective return,steps,steps: unknown objective"),
+        (["cartpole", "--pruner", "sometimes"], "Error: --pruner sometimes: choose one of median, hyperband, none"),
+        (["nosuchenv"], "Error: "),
+        ([], "Error: sweep: name an env"),
+    ],
+)
 def test_bad_input_is_one_error_line(tmp_path, args, message):
     result = invoke(*args, "--run-dir", str(tmp_path / "sw"))
     assert result.exit_code == 2, result.output
@@ -286,8 +372,9 @@ def test_bad_space_file_and_used_directories(tmp_path):
 def test_continuing_with_another_objective_is_refused(tmp_path):
     run_dir = tmp_path / "sw"
     run_dir.mkdir()
-    (run_dir / "sweep.toml").write_text('env = "cartpole"\nobjective = ["steps"]\nstorage = "sqlite:///x"\n'
-                                        'study_name = "sw"\n')
+    (run_dir / "sweep.toml").write_text(
+        'env = "cartpole"\nobjective = ["steps"]\nstorage = "sqlite:///x"\nstudy_name = "sw"\n'
+    )
     result = invoke("cartpole", "--run-dir", str(run_dir), "--objective", "return", "--storage", "sqlite:///x")
     assert result.exit_code == 2 and "this sweep has objective ['steps'], not ['return']" in result.output
 
@@ -314,8 +401,16 @@ def test_a_second_sweep_in_the_same_directory_is_refused(tmp_path):
 def test_trials_run_as_ray_tasks(tmp_path, local_ray):
     import os
 
-    result = sweep("cartpole", 2, tmp_path / "ray", parallel=2, ray_address="local", pruner="none",
-                   overrides=["train.total_steps=2048", "vec.num_envs=4"], log=lambda s: None)
+    result = sweep(
+        "cartpole",
+        2,
+        tmp_path / "ray",
+        parallel=2,
+        ray_address="local",
+        pruner="none",
+        overrides=["train.total_steps=2048", "vec.num_envs=4"],
+        log=lambda s: None,
+    )
     trials = result.study.trials
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE"]
     for t in trials:  # each trial trained in a Ray worker, not in this process

@@ -50,7 +50,9 @@ def test_hadolint_passes() -> None:
 def test_compose_file_matches_the_compose_spec(name: str) -> None:
     result = subprocess.run(
         [tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", name],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -93,15 +95,17 @@ def test_dockerfile_defaults_to_cuda12_devel_and_runs_as_non_root() -> None:
 def test_dockerfile_takes_any_uid_and_never_adds_a_uid_0_user() -> None:
     """A root-owned checkout (PUFFERBOX_UID=0) runs the tank as root; useradd never sees UID 0."""
     text = (ROOT / "Dockerfile").read_text()
-    useradd = text[text.index("RUN if [ \"${USER_UID}\" != 0 ]; then"):text.index("USER ${USER_UID}")]
-    assert "useradd --no-log-init --uid \"${USER_UID}\"" in useradd  # large cluster UIDs: no huge lastlog
+    useradd = text[text.index('RUN if [ "${USER_UID}" != 0 ]; then') : text.index("USER ${USER_UID}")]
+    assert 'useradd --no-log-init --uid "${USER_UID}"' in useradd  # large cluster UIDs: no huge lastlog
     assert "userdel" in useradd  # a base-image user holding the UID (ubuntu:24.04's 1000) is replaced
     assert re.search(r"^USER \$\{USER_UID\}$", text, re.M), "USER by UID alone keeps supplementary groups"
     script = useradd.replace("RUN ", "", 1).replace("\\\n", " ")
     for uid, expect_useradd in (("0", False), ("4242", True)):
-        shell = ("useradd() { echo USERADD; }; groupadd() { :; }; userdel() { :; }; getent() { return 1; }; "
-                 "id() { return 1; }; install() { :; }; "
-                 f"USER_UID={uid} USER_GID={uid} USER_NAME=puffer TANK_GID=2718 HOME=/home/puffer; {script}")
+        shell = (
+            "useradd() { echo USERADD; }; groupadd() { :; }; userdel() { :; }; getent() { return 1; }; "
+            "id() { return 1; }; install() { :; }; "
+            f"USER_UID={uid} USER_GID={uid} USER_NAME=puffer TANK_GID=2718 HOME=/home/puffer; {script}"
+        )
         out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert ("USERADD" in out.stdout) == expect_useradd, (uid, out.stdout)
@@ -132,10 +136,19 @@ def test_devcontainer_uses_the_compose_tank_service() -> None:
 
 
 def test_entrypoint_reports_cpu_backends_without_a_gpu() -> None:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run(["bash", "docker/entrypoint.sh", "echo", "command ran"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    result = subprocess.run(
+        ["bash", "docker/entrypoint.sh", "echo", "command ran"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "  torch:" in result.stdout and "  pycuda:" in result.stdout
     assert "training will run on the CPU backends" in result.stdout
@@ -143,17 +156,26 @@ def test_entrypoint_reports_cpu_backends_without_a_gpu() -> None:
 
 
 def test_container_scripts_parse() -> None:
-    for script in ("ci/container-test.sh", "docker/build-base.sh", "docker/entrypoint.sh", "docker/dev-install.sh",
-                   "docker/tank-up.sh"):
+    for script in (
+        "ci/container-test.sh",
+        "docker/build-base.sh",
+        "docker/entrypoint.sh",
+        "docker/dev-install.sh",
+        "docker/tank-up.sh",
+    ):
         result = subprocess.run(["bash", "-n", script], cwd=ROOT, capture_output=True, text=True)
         assert result.returncode == 0, f"{script}: {result.stderr}"
 
 
 def test_entrypoint_banner_says_how_to_run_a_command_in_the_tank() -> None:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run(["bash", "docker/entrypoint.sh", "sleep", "0"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    result = subprocess.run(
+        ["bash", "docker/entrypoint.sh", "sleep", "0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "docker compose exec tank pufferbox train nethack" in result.stdout
     assert "docker compose run --rm tank pufferbox train nethack" in result.stdout
@@ -171,9 +193,20 @@ def test_dev_install_refuses_an_unwritable_checkout_in_one_line() -> None:
         (checkout / "docker").mkdir()
         shutil.copy(ROOT / "docker" / "dev-install.sh", checkout / "docker" / "dev-install.sh")
         checkout.chmod(0o755)
-        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash",
-                                 str(checkout / "docker" / "dev-install.sh")], capture_output=True, text=True,
-                                timeout=60, cwd="/")
+        result = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "bash",
+                str(checkout / "docker" / "dev-install.sh"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
     finally:
         shutil.rmtree(checkout)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -188,7 +221,7 @@ def fake_tools(bin_dir: Path, build_output: str, image_exists: bool) -> dict:
     scripts = {
         "docker": "exit 1",
         "podman-compose": f'echo "podman-compose $*" >> "{bin_dir}/calls"\n'
-                          f'if [ "${{@: -1}}" = build ]; then printf %s "{build_output}"; fi\nexit 0',
+        f'if [ "${{@: -1}}" = build ]; then printf %s "{build_output}"; fi\nexit 0',
         "podman": f"exit {0 if image_exists else 1}",
     }
     for name, body in scripts.items():
@@ -199,11 +232,19 @@ def fake_tools(bin_dir: Path, build_output: str, image_exists: bool) -> dict:
 
 def test_tank_up_fails_clearly_when_podman_compose_hides_a_failed_build(tmp_path) -> None:
     """podman-compose 1.0.x exits 0 after `podman build` failed to pull the base: tank-up says so, exit 2."""
-    pull_error = ("Error: creating build container: initializing source docker://nvidia/cuda:12.4.1: "
-                  "pinging container registry: connection refused\\nexit code: 125\\n")
+    pull_error = (
+        "Error: creating build container: initializing source docker://nvidia/cuda:12.4.1: "
+        "pinging container registry: connection refused\\nexit code: 125\\n"
+    )
     env = fake_tools(tmp_path / "bin", pull_error, image_exists=False)
-    result = subprocess.run(["bash", "docker/tank-up.sh", "-f", "compose.cpu.yaml"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["bash", "docker/tank-up.sh", "-f", "compose.cpu.yaml"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("Error: the tank image pufferbox-tank:latest was not built (Error: creating build")
@@ -214,8 +255,7 @@ def test_tank_up_fails_clearly_when_podman_compose_hides_a_failed_build(tmp_path
 
 def test_tank_up_starts_the_tank_after_a_good_build(tmp_path) -> None:
     env = fake_tools(tmp_path / "bin", "Successfully tagged pufferbox-tank:latest\\n", image_exists=True)
-    result = subprocess.run(["bash", "docker/tank-up.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(["bash", "docker/tank-up.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "bin" / "calls").read_text().splitlines() == ["podman-compose build", "podman-compose up -d"]
     assert "exec tank pufferbox train nethack" in result.stdout

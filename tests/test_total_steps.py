@@ -19,8 +19,16 @@ from pufferbox.train.runner import run
 
 
 def cartpole(*overrides: str) -> dict:
-    return resolve_config(get_registry().get("cartpole").defaults, overrides=[
-        "vec.num_envs=4", "train.num_steps=128", "train.checkpoint_interval=0", "policy.hidden_size=16", *overrides])
+    return resolve_config(
+        get_registry().get("cartpole").defaults,
+        overrides=[
+            "vec.num_envs=4",
+            "train.num_steps=128",
+            "train.checkpoint_interval=0",
+            "policy.hidden_size=16",
+            *overrides,
+        ],
+    )
 
 
 def test_a_budget_between_rollouts_ends_exactly_with_a_short_last_rollout():
@@ -50,9 +58,13 @@ def test_the_rollout_after_a_short_one_continues_where_it_stopped():
 
 
 def test_a_budget_that_is_not_a_multiple_of_the_rows_is_announced(tmp_path, capsys):
-    result = run("cartpole", overrides=["vec.num_envs=4", "train.num_steps=128", "train.total_steps=1101",
-                                        "policy.hidden_size=16"], run_dir=tmp_path / "r", dashboard=False,
-                 tensorboard=False)
+    result = run(
+        "cartpole",
+        overrides=["vec.num_envs=4", "train.num_steps=128", "train.total_steps=1101", "policy.hidden_size=16"],
+        run_dir=tmp_path / "r",
+        dashboard=False,
+        tensorboard=False,
+    )
     out = capsys.readouterr().out
     assert "train.total_steps=1,101 is not a multiple of the 4 agent rows" in out and "ends at 1,104" in out
     assert result.global_step == 1104
@@ -61,16 +73,30 @@ def test_a_budget_that_is_not_a_multiple_of_the_rows_is_announced(tmp_path, caps
 
 
 def test_an_exact_budget_prints_no_note(tmp_path, capsys):
-    run("cartpole", overrides=["vec.num_envs=4", "train.num_steps=128", "train.total_steps=1100",
-                               "policy.hidden_size=16"], run_dir=tmp_path / "r", dashboard=False, tensorboard=False)
+    run(
+        "cartpole",
+        overrides=["vec.num_envs=4", "train.num_steps=128", "train.total_steps=1100", "policy.hidden_size=16"],
+        run_dir=tmp_path / "r",
+        dashboard=False,
+        tensorboard=False,
+    )
     assert "note:" not in capsys.readouterr().out
 
 
 @pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 def test_the_device_collector_stops_at_the_budget_too():
-    cfg = resolve_config(get_registry().get("cuda_cartpole").defaults, overrides=[
-        "vec.backend=cuda", "vec.device=host", "vec.num_envs=8", "train.num_steps=16", "train.checkpoint_interval=0",
-        "policy.hidden_size=16", "train.total_steps=168"])  # one rollout of 128, then 5 steps per env
+    cfg = resolve_config(
+        get_registry().get("cuda_cartpole").defaults,
+        overrides=[
+            "vec.backend=cuda",
+            "vec.device=host",
+            "vec.num_envs=8",
+            "train.num_steps=16",
+            "train.checkpoint_interval=0",
+            "policy.hidden_size=16",
+            "train.total_steps=168",
+        ],
+    )  # one rollout of 128, then 5 steps per env
     trainer = Trainer("cuda_cartpole", cfg)
     try:
         trainer.train()
@@ -80,4 +106,3 @@ def test_the_device_collector_stops_at_the_budget_too():
         assert got.steps == 128 and got.batch["obs"].shape[1] == 17
     finally:
         trainer.close()
-

@@ -46,8 +46,16 @@ def test_tournament_runs_and_fills_the_board(local_ray, tmp_path):
     from pufferbox.tournament.orchestrator import run_tournament
 
     events = []
-    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "t", total_steps=4 * SLICE, slice_steps=SLICE,
-                            eval_episodes=2, capacity=3, on_event=events.append)
+    result = run_tournament(
+        "cartpole",
+        pods=2,
+        run_dir=tmp_path / "t",
+        total_steps=4 * SLICE,
+        slice_steps=SLICE,
+        eval_episodes=2,
+        capacity=3,
+        on_event=events.append,
+    )
     assert result.slices == 4 and result.lost_slices == 0
     assert result.total_steps >= 4 * SLICE
     assert 0.0 <= result.overhead < 1.0 and result.train_time > 0
@@ -82,9 +90,16 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
             killed.append(event["actor"])
             threading.Timer(3.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
 
-    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "k", total_steps=2 * long_slice,
-                            slice_steps=long_slice, first_slice_steps=long_slice, eval_episodes=2,
-                            on_event=kill_first_pod)
+    result = run_tournament(
+        "cartpole",
+        pods=2,
+        run_dir=tmp_path / "k",
+        total_steps=2 * long_slice,
+        slice_steps=long_slice,
+        first_slice_steps=long_slice,
+        eval_episodes=2,
+        on_event=kill_first_pod,
+    )
     assert killed
     assert result.lost_slices == 1
     assert result.slices == 2 and result.total_steps >= 2 * long_slice
@@ -95,10 +110,17 @@ def test_pods_can_vectorize_on_ray(local_ray, tmp_path):
     from pufferbox.tournament.orchestrator import run_tournament
 
     events = []
-    result = run_tournament("cartpole", pods=2, run_dir=tmp_path / "r", total_steps=2 * SLICE, slice_steps=SLICE,
-                            first_slice_steps=SLICE, eval_episodes=2,
-                            overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
-                            on_event=events.append)
+    result = run_tournament(
+        "cartpole",
+        pods=2,
+        run_dir=tmp_path / "r",
+        total_steps=2 * SLICE,
+        slice_steps=SLICE,
+        first_slice_steps=SLICE,
+        eval_episodes=2,
+        overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
+        on_event=events.append,
+    )
     done = [e for e in events if e["event"] == "slice_done"]
     assert result.slices == 2 and {e["backend"] for e in done} == {"ray"}
 
@@ -123,16 +145,25 @@ def test_slice_schedule_and_halving(local_ray, tmp_path):
         elif event["event"] in ("slice_done", "slice_truncated", "slice_lost"):
             running.pop(event["slot"], None)
 
-    result = run_tournament("cartpole", pods=4, run_dir=tmp_path / "h", total_steps=12 * SLICE, slice_steps=SLICE,
-                            first_slice_steps=SLICE // 4, halving=True, cpus_per_pod=0.5, eval_episodes=2,
-                            on_event=on_event)
+    result = run_tournament(
+        "cartpole",
+        pods=4,
+        run_dir=tmp_path / "h",
+        total_steps=12 * SLICE,
+        slice_steps=SLICE,
+        first_slice_steps=SLICE // 4,
+        halving=True,
+        cpus_per_pod=0.5,
+        eval_episodes=2,
+        on_event=on_event,
+    )
     started = [e for e in events if e["event"] == "slice_started"]
     assert [e["parent"] for e in started[:4]] == [None] * 4, "four founding lineages"
     assert all(e["parent"] is not None for e in started[4:])
     assert all(e["steps"] == slice_length(e["generation"], SLICE // 4, SLICE) for e in started)
     assert {e["steps"] for e in started} >= {SLICE // 4, SLICE}, "short first slices, longer later ones"
     assert max(peak.values()) <= 4 and peak[0] > 1, "the founders ran side by side"
-    assert all(n <= max(1, math.ceil(4 / 2 ** g)) for g, n in peak.items() if g > 0), peak
+    assert all(n <= max(1, math.ceil(4 / 2**g)) for g, n in peak.items() if g > 0), peak
     assert result.total_steps >= 12 * SLICE
     assert_board_consistent(tmp_path / "h")
 
@@ -144,12 +175,23 @@ def test_lagging_pod_is_truncated_and_its_steps_counted(local_ray, tmp_path):
     from pufferbox.tournament.orchestrator import run_tournament
 
     run_dir, longest = tmp_path / "lag", 16 * SLICE
-    run_tournament("cartpole", pods=1, run_dir=run_dir, total_steps=SLICE, slice_steps=longest,
-                   first_slice_steps=SLICE, eval_episodes=2)
+    run_tournament(
+        "cartpole", pods=1, run_dir=run_dir, total_steps=SLICE, slice_steps=longest, first_slice_steps=SLICE, eval_episodes=2
+    )
     board = Leaderboard(run_dir)
     trained = board.best()
-    board.insert(Entry(pod=99, score=10_000.0, score_std=0.0, episodes=10, steps=trained.steps, generation=6,
-                       hyperparams=trained.hyperparams, checkpoint=trained.checkpoint))  # untrained weights, top score
+    board.insert(
+        Entry(
+            pod=99,
+            score=10_000.0,
+            score_std=0.0,
+            episodes=10,
+            steps=trained.steps,
+            generation=6,
+            hyperparams=trained.hyperparams,
+            checkpoint=trained.checkpoint,
+        )
+    )  # untrained weights, top score
     settings, before = board.get_state("settings"), board.get_state("progress")["steps"]
     board.set_state("settings", {**settings, "total_steps": SLICE + 2 * longest})
     board.close()
@@ -194,12 +236,26 @@ def count_entries(run_dir: Path) -> int:
 def test_driver_killed_and_resumed(tmp_path):
     run_dir = tmp_path / "d"
     total = 8 * SLICE
-    args = [*PUFFERBOX, "tournament", "cartpole", "--pods", "2", "--total-steps", str(total),
-            "--slice-steps", str(SLICE), "--eval-episodes", "2", "--run-dir", str(run_dir)]
+    args = [
+        *PUFFERBOX,
+        "tournament",
+        "cartpole",
+        "--pods",
+        "2",
+        "--total-steps",
+        str(total),
+        "--slice-steps",
+        str(SLICE),
+        "--eval-episodes",
+        "2",
+        "--run-dir",
+        str(run_dir),
+    ]
     ray_root = tempfile.mkdtemp(prefix="pbt-", dir="/tmp")  # short (socket paths) and ours to delete
     env = {**os.environ, "RAY_ADDRESS": "", "PUFFERBOX_RAY_TMPDIR": ray_root}
-    proc = subprocess.Popen(args, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 180
     while count_entries(run_dir) < 2 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
@@ -211,8 +267,13 @@ def test_driver_killed_and_resumed(tmp_path):
     before = {e.id: e.score for e in Leaderboard(run_dir, capacity=8).entries(on_board_only=False)}
     assert len(before) >= 2
 
-    resumed = subprocess.run([*PUFFERBOX, "tournament", "--resume", "--run-dir", str(run_dir), "--json"],
-                             env=env, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        [*PUFFERBOX, "tournament", "--resume", "--run-dir", str(run_dir), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout.strip().splitlines()[-1])
     assert summary["total_steps"] >= total
@@ -228,10 +289,12 @@ def test_driver_killed_and_resumed(tmp_path):
 
 
 def test_resume_and_budget_errors_are_one_line(tmp_path):
-    out = subprocess.run([*PUFFERBOX, "tournament", "--resume", "--run-dir", str(tmp_path)], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [*PUFFERBOX, "tournament", "--resume", "--run-dir", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [f"Error: --resume {tmp_path}: no leaderboard.sqlite there; "
-                                               "start a tournament without --resume"]
+    assert out.stderr.strip().splitlines() == [
+        f"Error: --resume {tmp_path}: no leaderboard.sqlite there; start a tournament without --resume"
+    ]
     out = subprocess.run([*PUFFERBOX, "tournament", "cartpole"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "exactly one budget" in out.stderr

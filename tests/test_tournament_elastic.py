@@ -41,8 +41,17 @@ def test_pool_grows_and_shrinks_with_the_cluster(cluster, tmp_path):
             if event["event"] == "slice_done" and state["added"] is None:
                 state["added"] = cluster.add_node(num_cpus=2)  # the cluster grows mid-tournament
 
-    result = run_tournament("cartpole", pods=3, run_dir=tmp_path / "e", total_steps=10 * SLICE, slice_steps=SLICE,
-                            first_slice_steps=SLICE, eval_episodes=2, cpus_per_pod=1.0, on_event=on_event)
+    result = run_tournament(
+        "cartpole",
+        pods=3,
+        run_dir=tmp_path / "e",
+        total_steps=10 * SLICE,
+        slice_steps=SLICE,
+        first_slice_steps=SLICE,
+        eval_episodes=2,
+        cpus_per_pod=1.0,
+        on_event=on_event,
+    )
     assert concurrent[0] == 1, "one CPU at the start: one pod"
     assert max(concurrent) == 3, f"the pool never grew to the joined node's CPUs: {concurrent}"
     assert state["removed"]

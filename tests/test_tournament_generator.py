@@ -12,8 +12,15 @@ from pufferbox.tournament.generator import TUNABLE, perturb, pick_parent, propos
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
 from pufferbox.tournament.orchestrator import lagging
 
-BASE = {"train.learning_rate": 0.003, "train.ent_coef": 0.0, "train.clip_coef": 0.2, "train.gae_lambda": 0.8,
-        "train.num_steps": 32, "train.num_minibatches": 2, "train.update_epochs": 6}
+BASE = {
+    "train.learning_rate": 0.003,
+    "train.ent_coef": 0.0,
+    "train.clip_coef": 0.2,
+    "train.gae_lambda": 0.8,
+    "train.num_steps": 32,
+    "train.num_minibatches": 2,
+    "train.update_epochs": 6,
+}
 
 
 def test_perturbations_stay_in_bounds_and_keep_integer_knobs_integer():
@@ -43,8 +50,7 @@ def test_perturb_records_changes_and_leaves_other_keys_alone():
 
 
 def test_slice_schedule_starts_short_grows_and_caps():
-    assert [slice_length(g, first=4096, longest=50_000) for g in range(6)] == [4096, 8192, 16384, 32768, 50_000,
-                                                                                50_000]
+    assert [slice_length(g, first=4096, longest=50_000) for g in range(6)] == [4096, 8192, 16384, 32768, 50_000, 50_000]
     assert [slice_length(g, first=4096, longest=50_000, growth=1.0) for g in range(3)] == [4096] * 3
     assert slice_length(3, first=1000, longest=10**6, growth=1.5) == 3375
 
@@ -89,12 +95,27 @@ def test_a_lineage_tip_that_missed_the_board_stays_a_candidate(tmp_path):
     for i, score in enumerate([300.0, 280.0]):
         ckpt = tmp_path / f"w{i}.pt"
         ckpt.write_bytes(b"old")
-        board.insert(Entry(pod=i, score=score, score_std=60.0, episodes=10, steps=8192, hyperparams=BASE,
-                           checkpoint=str(ckpt)))
+        board.insert(
+            Entry(pod=i, score=score, score_std=60.0, episodes=10, steps=8192, hyperparams=BASE, checkpoint=str(ckpt))
+        )
     tip_file = tmp_path / "tip.pt"
     tip_file.write_bytes(b"tip")
-    assert board.insert(Entry(pod=2, score=250.0, score_std=60.0, episodes=10, steps=16384, hyperparams=BASE,
-                              parent=1, generation=1, checkpoint=str(tip_file))) is None, "missed the board"
+    assert (
+        board.insert(
+            Entry(
+                pod=2,
+                score=250.0,
+                score_std=60.0,
+                episodes=10,
+                steps=16384,
+                hyperparams=BASE,
+                parent=1,
+                generation=1,
+                checkpoint=str(tip_file),
+            )
+        )
+        is None
+    ), "missed the board"
     tip = next(e for e in board.candidates() if e.pod == 2)
     assert not tip.on_board and Path(tip.checkpoint).read_bytes() == b"tip"
     child = propose(board, BASE, pod=3, rng=random.Random(0))
@@ -102,8 +123,19 @@ def test_a_lineage_tip_that_missed_the_board_stays_a_candidate(tmp_path):
     # A newer entry takes the one retained slot: the old tip's checkpoint goes, and it is no candidate.
     other = tmp_path / "other.pt"
     other.write_bytes(b"other")
-    board.insert(Entry(pod=3, score=10.0, score_std=1.0, episodes=10, steps=24576, hyperparams=BASE, parent=tip.id,
-                       generation=2, checkpoint=str(other)))
+    board.insert(
+        Entry(
+            pod=3,
+            score=10.0,
+            score_std=1.0,
+            episodes=10,
+            steps=24576,
+            hyperparams=BASE,
+            parent=tip.id,
+            generation=2,
+            checkpoint=str(other),
+        )
+    )
     gone = next(e for e in board.entries(on_board_only=False) if e.pod == 2)
     assert gone.checkpoint is None and not any(e.pod == 2 for e in board.candidates())
     assert len(list((tmp_path / "leaderboard").glob("*.pt"))) == 3, "two on the board, one retained"
@@ -123,8 +155,11 @@ def test_propose_founds_fresh_lineages_then_copies_and_records_lineage(tmp_path)
 
     ckpt = tmp_path / "w.pt"
     ckpt.write_bytes(b"weights")
-    board.insert(Entry(pod=0, score=300.0, score_std=10.0, episodes=10, steps=9000, hyperparams=BASE, generation=2,
-                       checkpoint=str(ckpt)))
+    board.insert(
+        Entry(
+            pod=0, score=300.0, score_std=10.0, episodes=10, steps=9000, hyperparams=BASE, generation=2, checkpoint=str(ckpt)
+        )
+    )
     assert propose(board, BASE, pod=9, rng=rng, fresh=True).parent is None, "fresh is honoured on a full board"
     children = [propose(board, BASE, pod=10 + i, rng=rng) for i in range(40)]
     for child in children:
@@ -138,14 +173,17 @@ def test_propose_founds_fresh_lineages_then_copies_and_records_lineage(tmp_path)
     board.close()
 
 
-@pytest.mark.parametrize("live, best, expected", [
-    ({"episodes": 80, "mean_return": 30.0}, 200.0, True),  # clearly behind, on enough episodes
-    ({"episodes": 80, "mean_return": 120.0}, 200.0, False),  # behind, but within the margin
-    ({"episodes": 10, "mean_return": 5.0}, 200.0, False),  # too few finished episodes to judge
-    ({"episodes": 0, "mean_return": None}, 200.0, False),  # long episodes still running: never judged
-    ({"episodes": 80, "mean_return": -310.0}, -200.0, True),  # negative returns: the margin is on |best|
-    ({"episodes": 80, "mean_return": 30.0}, None, False),  # an empty board: nothing to be behind
-])
+@pytest.mark.parametrize(
+    "live, best, expected",
+    [
+        ({"episodes": 80, "mean_return": 30.0}, 200.0, True),  # clearly behind, on enough episodes
+        ({"episodes": 80, "mean_return": 120.0}, 200.0, False),  # behind, but within the margin
+        ({"episodes": 10, "mean_return": 5.0}, 200.0, False),  # too few finished episodes to judge
+        ({"episodes": 0, "mean_return": None}, 200.0, False),  # long episodes still running: never judged
+        ({"episodes": 80, "mean_return": -310.0}, -200.0, True),  # negative returns: the margin is on |best|
+        ({"episodes": 80, "mean_return": 30.0}, None, False),  # an empty board: nothing to be behind
+    ],
+)
 def test_lagging_rule(live, best, expected):
     assert lagging(live, best, below=0.5, min_episodes=64) is expected
     assert lagging(live, best, below=0.0, min_episodes=64) is False, "0 disables truncation"

@@ -15,16 +15,19 @@ wandb = pytest.importorskip("wandb", reason="wandb is the pufferbox[wandb] extra
 from pufferbox.cli import cli, load_commands  # noqa: E402
 from pufferbox.train import tracking  # noqa: E402
 
-QUICK = ["--num-envs", "4", "--total-steps", "1024", "--set", "train.num_steps=32",
-         "--set", "train.checkpoint_interval=4"]
+QUICK = ["--num-envs", "4", "--total-steps", "1024", "--set", "train.num_steps=32", "--set", "train.checkpoint_interval=4"]
 
 
 @pytest.fixture(autouse=True)
 def offline_wandb(tmp_path, monkeypatch):
     """W&B offline, everything it writes in tmp_path (never ~/.config or ~/.cache)."""
     monkeypatch.setenv("WANDB_MODE", "offline")
-    for var, sub in (("WANDB_DIR", "wandb-dir"), ("WANDB_CACHE_DIR", "cache"), ("WANDB_CONFIG_DIR", "config"),
-                     ("WANDB_DATA_DIR", "data")):
+    for var, sub in (
+        ("WANDB_DIR", "wandb-dir"),
+        ("WANDB_CACHE_DIR", "cache"),
+        ("WANDB_CONFIG_DIR", "config"),
+        ("WANDB_DATA_DIR", "data"),
+    ):
         (tmp_path / sub).mkdir()
         monkeypatch.setenv(var, str(tmp_path / sub))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
@@ -41,10 +44,10 @@ def read_offline_run(path: Path) -> list:
         if block - pos % block < 7:
             pos += block - pos % block
             continue
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if kind == 0:
             break
-        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):
             record = pb.Record()
@@ -75,8 +78,9 @@ def offline_runs(root: Path, count: int = 1) -> list[dict]:
                 out["run"] = record.run
                 out["config"] = {i.key: json.loads(i.value_json) for i in record.run.config.update}
             elif kind == "history":
-                out["history"].append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                                       for i in record.history.item})
+                out["history"].append(
+                    {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item}
+                )
             elif kind == "artifact":
                 out["artifacts"].append(record.artifact)
         runs.append(out)
@@ -91,8 +95,18 @@ def train(*args: str):
 @pytest.mark.slow
 def test_offline_run_holds_metrics_config_and_checkpoints(tmp_path, offline_wandb):
     run_dir = tmp_path / "run"
-    result = train("--run-dir", str(run_dir), "--wandb", "--wandb-project", "proj", "--wandb-group", "grp",
-                   "--wandb-tags", "a, b", "--wandb-artifacts")
+    result = train(
+        "--run-dir",
+        str(run_dir),
+        "--wandb",
+        "--wandb-project",
+        "proj",
+        "--wandb-group",
+        "grp",
+        "--wandb-tags",
+        "a, b",
+        "--wandb-artifacts",
+    )
     assert result.exit_code == 0, result.output
     assert "W&B" not in result.stderr, result.stderr
     (run,) = offline_runs(offline_wandb)
@@ -140,7 +154,8 @@ def test_missing_wandb_is_one_warning_naming_the_extra(tmp_path, monkeypatch):
     result = train("--run-dir", str(tmp_path / "run"), "--wandb")
     assert result.exit_code == 0, result.output
     assert [line for line in result.stderr.splitlines() if "W&B" in line] == [
-        "warning: W&B tracking off: RuntimeError: wandb is not installed; pip install 'pufferbox[wandb]'"]
+        "warning: W&B tracking off: RuntimeError: wandb is not installed; pip install 'pufferbox[wandb]'"
+    ]
 
 
 def test_logging_failure_mid_run_is_one_warning(tmp_path, monkeypatch):
@@ -162,7 +177,8 @@ def test_logging_failure_mid_run_is_one_warning(tmp_path, monkeypatch):
     result = train("--run-dir", str(tmp_path / "run"), "--wandb")
     assert result.exit_code == 0, result.output
     assert [line for line in result.stderr.splitlines() if "W&B" in line] == [
-        "warning: W&B tracking off: ConnectionError: lost"]
+        "warning: W&B tracking off: ConnectionError: lost"
+    ]
     assert FlakyRun.calls == 3  # switched off after the failure, not retried every update
 
 
@@ -200,9 +216,24 @@ def test_no_api_key_means_offline(monkeypatch, tmp_path):
 def test_sweep_trials_are_tracked_in_one_group(tmp_path, offline_wandb):
     pytest.importorskip("optuna", reason="optuna is the pufferbox[sweep] extra")
     load_commands()
-    result = CliRunner().invoke(cli, ["sweep", "cartpole", "--trials", "2", "--run-dir", str(tmp_path / "sw"),
-                                      "--pruner", "none", "--set", "train.total_steps=1024", "--set",
-                                      "vec.num_envs=4", "--wandb"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "cartpole",
+            "--trials",
+            "2",
+            "--run-dir",
+            str(tmp_path / "sw"),
+            "--pruner",
+            "none",
+            "--set",
+            "train.total_steps=1024",
+            "--set",
+            "vec.num_envs=4",
+            "--wandb",
+        ],
+    )
     assert result.exit_code == 0, result.output
     runs = offline_runs(offline_wandb, count=2)
     assert sorted(r["run"].display_name for r in runs) == ["sw-trial-0", "sw-trial-1"]

@@ -23,8 +23,9 @@ QUICK = ["--num-envs", "4", "--set", "train.num_steps=32", "--set", "train.check
 def trained(tmp_path_factory) -> Path:
     load_commands()
     run_dir = tmp_path_factory.mktemp("runs") / "cp"
-    result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(run_dir), "--total-steps", "1024",
-                                      "--seed", "7", *QUICK])
+    result = CliRunner().invoke(
+        cli, ["train", "cartpole", "--run-dir", str(run_dir), "--total-steps", "1024", "--seed", "7", *QUICK]
+    )
     assert result.exit_code == 0, result.output
     assert f"run directory: {run_dir}" in result.output
     assert "training on cpu (auto), " in result.output  # the log shows the resolved device and threads
@@ -42,8 +43,19 @@ def test_run_directory_holds_config_metrics_tensorboard_checkpoints(trained):
     assert config["train"]["seed"] == 7 and config["vec"]["num_envs"] == 4 and config["train"]["num_steps"] == 32
     lines = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
     assert [m["global_step"] for m in lines] == [128 * i for i in range(1, 9)]
-    for key in ("global_step", "wall_time", "sps", "episode_return", "episode_length", "policy_loss", "value_loss",
-                "entropy", "time_env", "time_inference", "time_learn"):
+    for key in (
+        "global_step",
+        "wall_time",
+        "sps",
+        "episode_return",
+        "episode_length",
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "time_env",
+        "time_inference",
+        "time_learn",
+    ):
         assert key in lines[-1], key
     assert any(p.name.startswith("events.out.tfevents") for p in (trained / "tb").iterdir())
     names = sorted(p.name for p in (trained / "checkpoints").iterdir())
@@ -82,11 +94,14 @@ def test_plot_overlays_runs(trained, tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "cartpol"], "Error: unknown env 'cartpol'"),
-    (["train", "cartpole", "--device", "tpu"], "Error: train.device: unknown device 'tpu'"),
-    (["eval", "cartpole", "--checkpoint", "."], "Error: .: no checkpoint"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "cartpol"], "Error: unknown env 'cartpol'"),
+        (["train", "cartpole", "--device", "tpu"], "Error: train.device: unknown device 'tpu'"),
+        (["eval", "cartpole", "--checkpoint", "."], "Error: .: no checkpoint"),
+    ],
+)
 def test_user_errors_are_one_line_exit_2(args, message, tmp_path):
     result = CliRunner().invoke(cli, [*args, *(["--run-dir", str(tmp_path / "r")] if args[0] == "train" else [])])
     assert result.exit_code == 2, result.output
@@ -96,10 +111,27 @@ def test_user_errors_are_one_line_exit_2(args, message, tmp_path):
 def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
     run_dir = tmp_path / "interrupted"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "pufferbox", "train", "cartpole", "--run-dir", str(run_dir),
-                             "--total-steps", "10000000", "--no-tensorboard", *QUICK,
-                             "--set", "train.stop_on_solve=false"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pufferbox",
+            "train",
+            "cartpole",
+            "--run-dir",
+            str(run_dir),
+            "--total-steps",
+            "10000000",
+            "--no-tensorboard",
+            *QUICK,
+            "--set",
+            "train.stop_on_solve=false",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text():
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "timeout"
@@ -115,8 +147,9 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
     assert state["global_step"] == last["global_step"] > 0
 
 
-@pytest.mark.parametrize("mode, needle", [("raise", "raised ValueError: deliberate failure at step 40"),
-                                          ("exit", "exited with status 3")])
+@pytest.mark.parametrize(
+    "mode, needle", [("raise", "raised ValueError: deliberate failure at step 40"), ("exit", "exited with status 3")]
+)
 @pytest.mark.timeout(90)
 def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monkeypatch, mode, needle):
     """Found by the chaos suite: a worker that raised or died ended `pufferbox train` with a traceback."""
@@ -126,12 +159,32 @@ def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monk
     load_commands()
     registry = get_registry()
     real_get = registry.get
-    monkeypatch.setattr(registry, "get", lambda name: env_spec_for("faulty", fail_at=40, mode=mode)
-                        if name == "faulty" else real_get(name))
+    monkeypatch.setattr(
+        registry, "get", lambda name: env_spec_for("faulty", fail_at=40, mode=mode) if name == "faulty" else real_get(name)
+    )
     run_dir = tmp_path / "broken"
-    result = CliRunner().invoke(cli, ["train", "faulty", "--run-dir", str(run_dir), "--backend", "multiprocessing",
-                                      "--num-workers", "2", "--num-envs", "4", "--set", "train.num_steps=16",
-                                      "--set", "train.checkpoint_interval=5", "--total-steps", "4096", "--no-tensorboard"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "faulty",
+            "--run-dir",
+            str(run_dir),
+            "--backend",
+            "multiprocessing",
+            "--num-workers",
+            "2",
+            "--num-envs",
+            "4",
+            "--set",
+            "train.num_steps=16",
+            "--set",
+            "train.checkpoint_interval=5",
+            "--total-steps",
+            "4096",
+            "--no-tensorboard",
+        ],
+    )
     assert result.exit_code == 2, result.output
     line = result.output.strip().splitlines()[-1]
     assert line.startswith("Error: faulty: ") and needle in line and "Traceback" not in result.output

@@ -23,14 +23,25 @@ from pufferbox.train.ppo import Trainer
 
 GPU_REASON = gpu_unavailable_reason()
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
-needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(GPU_REASON is not None,
-                                                 reason=f"needs a CUDA GPU and PyCUDA ({GPU_REASON})")]
+needs_gpu = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(GPU_REASON is not None, reason=f"needs a CUDA GPU and PyCUDA ({GPU_REASON})"),
+]
 
 
 def host_config(env: str, *overrides: str) -> dict:
-    return resolve_config(get_registry().get(env).defaults, overrides=[
-        "vec.backend=cuda", "vec.device=host", "vec.num_envs=8", "train.num_steps=16",
-        "train.checkpoint_interval=0", "policy.hidden_size=32", *overrides])
+    return resolve_config(
+        get_registry().get(env).defaults,
+        overrides=[
+            "vec.backend=cuda",
+            "vec.device=host",
+            "vec.num_envs=8",
+            "train.num_steps=16",
+            "train.checkpoint_interval=0",
+            "policy.hidden_size=32",
+            *overrides,
+        ],
+    )
 
 
 class SyncGuard(torch.overrides.TorchFunctionMode):
@@ -40,8 +51,20 @@ class SyncGuard(torch.overrides.TorchFunctionMode):
     data manager's transfer counters; forbidding them proves the loop never asks for one.
     """
 
-    FORBIDDEN = {"item", "tolist", "numpy", "cpu", "nonzero", "masked_select", "__bool__", "__int__", "__float__",
-                 "__index__", "__array__", "__len__"}
+    FORBIDDEN = {
+        "item",
+        "tolist",
+        "numpy",
+        "cpu",
+        "nonzero",
+        "masked_select",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__array__",
+        "__len__",
+    }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -49,11 +72,14 @@ class SyncGuard(torch.overrides.TorchFunctionMode):
         if name in self.FORBIDDEN:
             raise AssertionError(f"host read inside the rollout loop: {name}")
         if name in ("__getitem__", "__setitem__") and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool
-                for i in (args[1] if isinstance(args[1], tuple) else (args[1],))):
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool
+            for i in (args[1] if isinstance(args[1], tuple) else (args[1],))
+        ):
             raise AssertionError("boolean indexing (its size depends on device data) inside the rollout loop")
-        if name == "to" and any(isinstance(a, (str, torch.device)) and torch.device(a).type == "cpu"
-                                for a in (*args[1:], kwargs.get("device", "cuda"))):
+        if name == "to" and any(
+            isinstance(a, (str, torch.device)) and torch.device(a).type == "cpu"
+            for a in (*args[1:], kwargs.get("device", "cuda"))
+        ):
             raise AssertionError("host copy inside the rollout loop: .to('cpu')")
         return func(*args, **kwargs)
 
@@ -77,9 +103,24 @@ def test_trains_end_to_end_on_the_host_simulator(env, extra, tmp_path):
     """The CLI path: run directory, metrics with losses, episodes (and Tag's tag rate), a checkpoint."""
     load_commands()
     run_dir = tmp_path / "run"
-    args = ["train", env, "--backend", "cuda", "--set", "vec.device=host", "--num-envs", "6", "--total-steps",
-            str(6 * 32 * 4 * (4 if env == "tag" else 1)), "--set", "train.num_steps=32", "--run-dir", str(run_dir),
-            "--no-tensorboard", *[x for o in extra for x in ("--set", o)]]
+    args = [
+        "train",
+        env,
+        "--backend",
+        "cuda",
+        "--set",
+        "vec.device=host",
+        "--num-envs",
+        "6",
+        "--total-steps",
+        str(6 * 32 * 4 * (4 if env == "tag" else 1)),
+        "--set",
+        "train.num_steps=32",
+        "--run-dir",
+        str(run_dir),
+        "--no-tensorboard",
+        *[x for o in extra for x in ("--set", o)],
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -113,15 +154,23 @@ def test_rollout_makes_no_per_step_transfers():
 def test_sync_guard_catches_host_reads():
     """The guard used above is not vacuous: per-step host reads of the kinds a trainer might do fail."""
     x = torch.ones(3)
-    for read in (lambda: x.sum().item(), lambda: x.cpu(), lambda: x.numpy(), lambda: bool(x.any()),
-                 lambda: float(x[0]), lambda: x.to("cpu"), lambda: x[x > 0]):
+    for read in (
+        lambda: x.sum().item(),
+        lambda: x.cpu(),
+        lambda: x.numpy(),
+        lambda: bool(x.any()),
+        lambda: float(x[0]),
+        lambda: x.to("cpu"),
+        lambda: x[x > 0],
+    ):
         with pytest.raises(AssertionError, match="inside the rollout loop"), SyncGuard():
             read()
 
 
 @needs_cxx
-@pytest.mark.parametrize("lstm,sampler", [(False, True), (True, True), (False, False)],
-                         ids=["mlp", "lstm", "mlp-torch-sampling"])
+@pytest.mark.parametrize(
+    "lstm,sampler", [(False, True), (True, True), (False, False)], ids=["mlp", "lstm", "mlp-torch-sampling"]
+)
 def test_stored_rollout_is_consistent(lstm, sampler):
     """Stored logprobs and values are the policy's for the stored actions (sampler kernel, or torch's
     sampling when off); segments carry over; starts match the finished episodes."""
@@ -133,14 +182,17 @@ def test_stored_rollout_is_consistent(lstm, sampler):
     infos, seg = collected.episodes, collected.batch
     with torch.no_grad():
         if lstm:
-            logprob, _, value = trainer.agent.evaluate(seg["obs"][:, :steps].transpose(0, 1),
-                                                       seg["actions"][:, :steps].transpose(0, 1),
-                                                       (seg["h"][:, 0], seg["c"][:, 0]),
-                                                       seg["starts"][:, :steps].transpose(0, 1))
+            logprob, _, value = trainer.agent.evaluate(
+                seg["obs"][:, :steps].transpose(0, 1),
+                seg["actions"][:, :steps].transpose(0, 1),
+                (seg["h"][:, 0], seg["c"][:, 0]),
+                seg["starts"][:, :steps].transpose(0, 1),
+            )
             logprob, value = (x.reshape(steps, -1).transpose(0, 1) for x in (logprob, value))
         else:
-            logprob, _, value = trainer.agent.evaluate(seg["obs"][:, :steps].reshape(-1, 4),
-                                                       seg["actions"][:, :steps].reshape(-1))
+            logprob, _, value = trainer.agent.evaluate(
+                seg["obs"][:, :steps].reshape(-1, 4), seg["actions"][:, :steps].reshape(-1)
+            )
             logprob, value = logprob.reshape(-1, steps), value.reshape(-1, steps)
     torch.testing.assert_close(logprob, seg["logprobs"][:, :steps], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(value, seg["values"][:, :steps], rtol=1e-5, atol=1e-5)
@@ -160,9 +212,17 @@ def test_stored_rollout_is_consistent(lstm, sampler):
 @needs_cxx
 def test_cuda_cartpole_return_rises_on_the_host_simulator():
     """A learning signal, fast and deterministic: counter-based kernel RNG, seeded torch."""
-    trainer = Trainer("cuda_cartpole", host_config("cuda_cartpole", "vec.num_envs=16", "train.num_steps=64",
-                                                   "policy.hidden_size=64", "train.learning_rate=0.001",
-                                                   "train.total_steps=12288"))
+    trainer = Trainer(
+        "cuda_cartpole",
+        host_config(
+            "cuda_cartpole",
+            "vec.num_envs=16",
+            "train.num_steps=64",
+            "policy.hidden_size=64",
+            "train.learning_rate=0.001",
+            "train.total_steps=12288",
+        ),
+    )
     history = trainer.train_steps(12 * 16 * 64)
     first = history[0]["episode_return"]
     late = [m["episode_return"] for m in history[-3:] if m["episode_return"] is not None]
@@ -192,8 +252,18 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
     the once-per-rollout reads (episode statistics and the tag counter), however long the rollout."""
     copies = []
     for num_steps in (16, 64):
-        trainer = Trainer("tag", resolve_config(get_registry().get("tag").defaults, overrides=[
-            "vec.backend=cuda", "vec.num_envs=256", f"train.num_steps={num_steps}", "train.checkpoint_interval=0"]))
+        trainer = Trainer(
+            "tag",
+            resolve_config(
+                get_registry().get("tag").defaults,
+                overrides=[
+                    "vec.backend=cuda",
+                    "vec.num_envs=256",
+                    f"train.num_steps={num_steps}",
+                    "train.checkpoint_interval=0",
+                ],
+            ),
+        )
         assert trainer.device.type == "cuda" and trainer.collector.obs.device.type == "cuda"
         trainer.train_update()  # warm-up: cuBLAS handles, allocator
 
@@ -217,8 +287,22 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
 @pytest.mark.parametrize("device", [pytest.param("gpu", marks=needs_gpu)])
 def test_gpu_tag_training_records_tag_rate(device, tmp_path):
     load_commands()
-    result = CliRunner().invoke(cli, ["train", "tag", "--backend", "cuda", "--num-envs", "2000", "--total-steps",
-                                      str(2000 * 5 * 128 * 3), "--run-dir", str(tmp_path / "r"), "--no-tensorboard"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "tag",
+            "--backend",
+            "cuda",
+            "--num-envs",
+            "2000",
+            "--total-steps",
+            str(2000 * 5 * 128 * 3),
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--no-tensorboard",
+        ],
+    )
     assert result.exit_code == 0, result.output
     metrics = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 3 and all(m["tag_rate"] > 0 for m in metrics)

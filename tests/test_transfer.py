@@ -27,8 +27,15 @@ def test_staging_buffers_are_reused_and_results_do_not_alias_them():
 
 
 def config() -> dict:
-    return resolve_config(overrides=["vec.num_envs=4", "train.num_steps=8", "policy.hidden_size=8",
-                                     "train.checkpoint_interval=0", "train.seed=3"])
+    return resolve_config(
+        overrides=[
+            "vec.num_envs=4",
+            "train.num_steps=8",
+            "policy.hidden_size=8",
+            "train.checkpoint_interval=0",
+            "train.seed=3",
+        ]
+    )
 
 
 def staged_update(staged: bool) -> tuple[dict, dict]:

@@ -21,6 +21,12 @@ def tiny_agent(seed: int = 0) -> Agent:
 def tiny_batch(segments: int = 3, horizon: int = 5) -> dict[str, torch.Tensor]:
     """``segments`` segments of ``horizon`` steps (+1 bootstrap) in the collectors' layout, reward 1 everywhere."""
     width = (segments, horizon + 1)
-    return {"obs": torch.randn(*width, 4), "actions": torch.randint(0, 2, width),
-            "logprobs": torch.full(width, -0.69), "values": torch.zeros(width), "rewards": torch.ones(width),
-            "starts": torch.zeros(width, dtype=torch.bool), "masks": torch.ones(width, dtype=torch.bool)}
+    return {
+        "obs": torch.randn(*width, 4),
+        "actions": torch.randint(0, 2, width),
+        "logprobs": torch.full(width, -0.69),
+        "values": torch.zeros(width),
+        "rewards": torch.ones(width),
+        "starts": torch.zeros(width, dtype=torch.bool),
+        "masks": torch.ones(width, dtype=torch.bool),
+    }

@@ -7,8 +7,12 @@ is deliberately no ``-ffast-math`` (it reorders float expressions).
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension(
-    "pufferbox_classic._cartpole",
-    sources=["pufferbox_classic/_cartpole.c"],
-    extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-std=gnu11"],
-)])
+setup(
+    ext_modules=[
+        Extension(
+            "pufferbox_classic._cartpole",
+            sources=["pufferbox_classic/_cartpole.c"],
+            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-std=gnu11"],
+        )
+    ]
+)

@@ -24,10 +24,18 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from pufferbox.spaces import SpaceError
     from pufferbox.vector.base import VectorConfigError
 
-    errors: list[type[BaseException]] = [RegistryError, UnknownEnvError, SpaceError, VectorConfigError, NoGPUError,
-                                          EnvArgumentError, GroupError]
+    errors: list[type[BaseException]] = [
+        RegistryError,
+        UnknownEnvError,
+        SpaceError,
+        VectorConfigError,
+        NoGPUError,
+        EnvArgumentError,
+        GroupError,
+    ]
     try:
         from pufferbox.train.config import ConfigError
+
         errors.append(ConfigError)
     except ImportError:
         pass
@@ -64,8 +72,11 @@ class PufferboxGroup(click.Group):
             raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
-@click.group(cls=PufferboxGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="Plugins may add commands: `pufferbox plugins` lists what is installed.")
+@click.group(
+    cls=PufferboxGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Plugins may add commands: `pufferbox plugins` lists what is installed.",
+)
 @click.version_option(__version__, prog_name="pufferbox")
 def cli() -> None:
     """pufferbox: environments, fast vectorization and PPO in one box."""

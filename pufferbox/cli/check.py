@@ -15,11 +15,19 @@ from pufferbox.registry import get_registry
 @click.option("--steps", default=200, show_default=True, type=click.IntRange(1), help="Steps per check.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Base seed (env i gets seed + i).")
 @click.option("--num-envs", default=3, show_default=True, type=click.IntRange(1), help="Envs in the vector checks.")
-@click.option("--check", "only", multiple=True, help="Run only this check (repeatable): api, spaces, "
-              "determinism, flattening, serial, native.")
+@click.option(
+    "--check",
+    "only",
+    multiple=True,
+    help="Run only this check (repeatable): api, spaces, determinism, flattening, serial, native.",
+)
 @click.option("--cuda", is_flag=True, help="Also compare the CUDA kernel with its CPU reference (needs a GPU).")
-@click.option("--host", is_flag=True, help="Run the --cuda comparison on the CPU: the same kernel source built "
-              "with g++ (pufferbox.cuda.hostsim), the same per-index report; implies --cuda.")
+@click.option(
+    "--host",
+    is_flag=True,
+    help="Run the --cuda comparison on the CPU: the same kernel source built "
+    "with g++ (pufferbox.cuda.hostsim), the same per-index report; implies --cuda.",
+)
 def check(env: str, steps: int, seed: int, num_envs: int, only: tuple[str, ...], cuda: bool, host: bool) -> None:
     """Check that ENV conforms to the plugin contract; exit 1 naming each failed check.
 

@@ -38,12 +38,17 @@ def check_driver() -> Check:
     if loaded:
         detail = "libcuda.so.1 loads"
         if smi:
-            out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
+            out = subprocess.run(
+                [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            )
             detail += f"; {out.stdout.strip() or out.stderr.strip()}"
         return Check("driver", True, detail)
-    return Check("driver", False, "libcuda.so.1 not loadable (no NVIDIA driver)",
-                 "run on a GPU machine; in a container use --gpus all (docker) or the nvidia CDI device (podman)")
+    return Check(
+        "driver",
+        False,
+        "libcuda.so.1 not loadable (no NVIDIA driver)",
+        "run on a GPU machine; in a container use --gpus all (docker) or the nvidia CDI device (podman)",
+    )
 
 
 def check_runtime() -> Check:
@@ -57,8 +62,9 @@ def check_runtime() -> Check:
 
     if torch.version.cuda:
         return Check("cuda runtime", True, f"bundled with torch (CUDA {torch.version.cuda})")
-    return Check("cuda runtime", False, "no libcudart and a CPU-only torch",
-                 "install a CUDA torch build or the CUDA toolkit")
+    return Check(
+        "cuda runtime", False, "no libcudart and a CPU-only torch", "install a CUDA torch build or the CUDA toolkit"
+    )
 
 
 def check_nvcc() -> Check:
@@ -66,8 +72,12 @@ def check_nvcc() -> Check:
 
     nvcc = find_nvcc()
     if nvcc is None:
-        return Check("nvcc", False, "not on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin",
-                     "install the CUDA toolkit (a CUDA *devel* image) to compile kernels")
+        return Check(
+            "nvcc",
+            False,
+            "not on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin",
+            "install the CUDA toolkit (a CUDA *devel* image) to compile kernels",
+        )
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     return Check("nvcc", True, f"{nvcc} ({out[-1] if out else '?'})")
 
@@ -91,8 +101,12 @@ def check_compute_capability() -> Check:
         return Check("compute capability", False, "no GPU visible to torch", "run on a GPU machine")
     major, minor = torch.cuda.get_device_capability()
     ok = major >= 7
-    return Check("compute capability", ok, f"{torch.cuda.get_device_name()}: sm_{major}{minor}",
-                 "" if ok else "pufferbox kernels are tested on sm_80 and sm_90")
+    return Check(
+        "compute capability",
+        ok,
+        f"{torch.cuda.get_device_name()}: sm_{major}{minor}",
+        "" if ok else "pufferbox kernels are tested on sm_80 and sm_90",
+    )
 
 
 def check_torch_cuda() -> Check:
@@ -101,8 +115,12 @@ def check_torch_cuda() -> Check:
     if torch.cuda.is_available():
         return Check("torch cuda", True, f"torch {torch.__version__}, CUDA {torch.version.cuda}")
     kind = "CPU build" if not torch.version.cuda else f"CUDA {torch.version.cuda} build, no device"
-    return Check("torch cuda", False, f"torch {torch.__version__} ({kind})",
-                 "install a CUDA build of the pinned torch (the tank image on a CUDA base has one)")
+    return Check(
+        "torch cuda",
+        False,
+        f"torch {torch.__version__} ({kind})",
+        "install a CUDA build of the pinned torch (the tank image on a CUDA base has one)",
+    )
 
 
 def check_shm(path: str = "/dev/shm") -> Check:
@@ -112,9 +130,12 @@ def check_shm(path: str = "/dev/shm") -> Check:
         return Check("/dev/shm", False, str(exc), "mount a tmpfs at /dev/shm")
     size = st.f_frsize * st.f_blocks
     ok = size >= SHM_MIN
-    return Check("/dev/shm", ok, f"{size / 2**30:.1f} GiB",
-                 "" if ok else "multiprocessing/ray need >= 1 GiB: docker run --shm-size=8g, "
-                               "or shm_size: 8gb in compose.yaml")
+    return Check(
+        "/dev/shm",
+        ok,
+        f"{size / 2**30:.1f} GiB",
+        "" if ok else "multiprocessing/ray need >= 1 GiB: docker run --shm-size=8g, or shm_size: 8gb in compose.yaml",
+    )
 
 
 def check_ray() -> Check:
@@ -134,12 +155,25 @@ def check_train_device() -> Check:
 
     device, cores = pick_device("auto"), usable_cores()
     name = f"cuda ({torch.cuda.get_device_name()})" if device.type == "cuda" else "cpu"
-    return Check("train device", True, f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} "
-                                       f"of {cores} cores (serial backend; minus one per env worker process)")
+    return Check(
+        "train device",
+        True,
+        f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} "
+        f"of {cores} cores (serial backend; minus one per env worker process)",
+    )
 
 
-CHECKS = (check_driver, check_runtime, check_nvcc, check_pycuda, check_compute_capability, check_torch_cuda,
-          check_train_device, check_shm, check_ray)
+CHECKS = (
+    check_driver,
+    check_runtime,
+    check_nvcc,
+    check_pycuda,
+    check_compute_capability,
+    check_torch_cuda,
+    check_train_device,
+    check_shm,
+    check_ray,
+)
 
 
 def run_checks() -> list[Check]:

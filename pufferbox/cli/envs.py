@@ -48,21 +48,41 @@ def envs(as_json: bool) -> None:
     rows = []
     for spec in registry.all_envs():
         status, reason = env_status(spec)
-        rows.append({"name": spec.name, "plugin": spec.plugin, "distribution": spec.distribution,
-                     "version": spec.version, "implementation": spec.implementation,
-                     "native": spec.native is not None, "status": status, "reason": reason,
-                     "aliases": list(spec.aliases), "description": spec.description})
+        rows.append(
+            {
+                "name": spec.name,
+                "plugin": spec.plugin,
+                "distribution": spec.distribution,
+                "version": spec.version,
+                "implementation": spec.implementation,
+                "native": spec.native is not None,
+                "status": status,
+                "reason": reason,
+                "aliases": list(spec.aliases),
+                "description": spec.description,
+            }
+        )
     for plugin in registry.broken():
-        rows.append({"name": f"({plugin.name})", "plugin": plugin.name, "distribution": plugin.distribution,
-                     "version": plugin.version, "implementation": "", "native": False,
-                     "status": "broken", "reason": plugin.error, "aliases": [], "description": ""})
+        rows.append(
+            {
+                "name": f"({plugin.name})",
+                "plugin": plugin.name,
+                "distribution": plugin.distribution,
+                "version": plugin.version,
+                "implementation": "",
+                "native": False,
+                "status": "broken",
+                "reason": plugin.error,
+                "aliases": [],
+                "description": "",
+            }
+        )
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     table = Table("env", "plugin", "version", "impl", "status")
     for row in rows:
-        status = (row["status"] if row["status"].startswith("ok") else
-                  f"[red]{row['status']}[/]: {row['reason']}")
+        status = row["status"] if row["status"].startswith("ok") else f"[red]{row['status']}[/]: {row['reason']}"
         impl = row["implementation"] + (" +native" if row["native"] else "")
         table.add_row(row["name"], row["plugin"], row["version"], impl, status)
     Console().print(table)
@@ -74,9 +94,19 @@ def envs(as_json: bool) -> None:
 def plugins(as_json: bool, show_all: bool) -> None:
     """List installed plugins (one row each, with their env count) and errors of broken ones."""
     registry = get_registry().load()
-    rows = [{"name": p.name, "distribution": p.distribution, "version": p.version, "module": p.module,
-             "envs": p.envs, "status": "ok" if p.ok else "broken", "error": p.error, "notes": p.notes}
-            for p in registry.plugins]
+    rows = [
+        {
+            "name": p.name,
+            "distribution": p.distribution,
+            "version": p.version,
+            "module": p.module,
+            "envs": p.envs,
+            "status": "ok" if p.ok else "broken",
+            "error": p.error,
+            "notes": p.notes,
+        }
+        for p in registry.plugins
+    ]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -115,8 +145,13 @@ def describe(spec: EnvSpec) -> dict:
         "flat_observation": f"{obs_spec.flat_dtype}[{obs_spec.flat_size}] ({obs_spec.dtype.itemsize} bytes per agent)",
         "flat_action": str(act_spec.flat_space),
         "observation_fields": [
-            {"path": "/".join(map(str, leaf.path)) or "(root)", "dtype": str(leaf.dtype),
-             "shape": list(leaf.shape), "byte_offset": leaf.offset} for leaf in obs_spec.leaves
+            {
+                "path": "/".join(map(str, leaf.path)) or "(root)",
+                "dtype": str(leaf.dtype),
+                "shape": list(leaf.shape),
+                "byte_offset": leaf.offset,
+            }
+            for leaf in obs_spec.leaves
         ],
         "defaults": spec.defaults,
         "solved_return": spec.solved_return,
@@ -134,12 +169,13 @@ def info(env: str, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, default=str))
         return
     console = Console()
-    console.print(f"[bold]{data['name']}[/]  ({data['distribution']}, {data['implementation']}"
-                  f"{', native batched' if data['native_batched'] else ''})")
+    console.print(
+        f"[bold]{data['name']}[/]  ({data['distribution']}, {data['implementation']}"
+        f"{', native batched' if data['native_batched'] else ''})"
+    )
     if data["description"]:
         console.print(data["description"])
-    for key in ("agents_per_env", "observation_space", "action_space", "flat_observation", "flat_action",
-                "solved_return"):
+    for key in ("agents_per_env", "observation_space", "action_space", "flat_observation", "flat_action", "solved_return"):
         console.print(f"  {key}: {data[key]}")
     table = Table("field", "dtype", "shape", "byte offset")
     for f in data["observation_fields"]:

@@ -12,8 +12,7 @@ from pufferbox.cli.tracking import tracker_factory, wandb_options
 
 @cli.command()
 @click.argument("env", required=False)
-@click.option("--trials", type=int, default=20, show_default=True,
-              help="Finished trials to reach (re-run to continue).")
+@click.option("--trials", type=int, default=20, show_default=True, help="Finished trials to reach (re-run to continue).")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Sweep directory (default runs/ENV-sweep-TIMESTAMP).")
 @click.option("--parallel", type=int, default=1, show_default=True, help="Trials at once (worker processes).")
 @click.option("--ray-address", help="Run trials as Ray tasks on this cluster ('local' starts one here).")
@@ -24,11 +23,26 @@ from pufferbox.cli.tracking import tracker_factory, wandb_options
 @click.option("--study-name", help="Study name in --storage (default: the sweep directory's name).")
 @click.option("--pruner", default="median", show_default=True, help="median, hyperband or none.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sampler (trials keep train.seed).")
-@click.option("--show", "show_dir", type=click.Path(file_okay=False, exists=True),
-              help="Report the sweep in this directory.")
+@click.option(
+    "--show", "show_dir", type=click.Path(file_okay=False, exists=True), help="Report the sweep in this directory."
+)
 @wandb_options
-def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, objective, storage, study_name, pruner,
-          seed, show_dir, **tracking):
+def sweep(
+    env,
+    trials,
+    run_dir,
+    parallel,
+    ray_address,
+    overrides,
+    config_file,
+    objective,
+    storage,
+    study_name,
+    pruner,
+    seed,
+    show_dir,
+    **tracking,
+):
     """Tune PPO on ENV with Optuna: each trial is a training run in RUN_DIR/trials/<n>.
 
     Prints the best trials (the Pareto front with two objectives) and writes RUN_DIR/sweep.png.
@@ -52,8 +66,20 @@ def sweep(env, trials, run_dir, parallel, ray_address, overrides, config_file, o
         from pufferbox.train.runner import default_run_dir
 
         run_dir = default_run_dir(f"{get_registry().get(env).name}-sweep")
-    run_sweep(env, trials, run_dir, parallel=parallel, ray_address=ray_address, overrides=list(overrides),
-              config_file=config_file, objective=objective, storage=storage, study_name=study_name, pruner=pruner,
-              seed=seed, log=click.echo,
-              callbacks=tracker_factory(tracking, default_group=study_name or Path(run_dir).resolve().name))
+    run_sweep(
+        env,
+        trials,
+        run_dir,
+        parallel=parallel,
+        ray_address=ray_address,
+        overrides=list(overrides),
+        config_file=config_file,
+        objective=objective,
+        storage=storage,
+        study_name=study_name,
+        pruner=pruner,
+        seed=seed,
+        log=click.echo,
+        callbacks=tracker_factory(tracking, default_group=study_name or Path(run_dir).resolve().name),
+    )
     show(run_dir)

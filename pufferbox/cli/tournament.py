@@ -18,29 +18,71 @@ from pufferbox.cli import UserError, cli
 @click.option("--ray-address", envvar="RAY_ADDRESS", help="Join this Ray cluster (default: a local, loopback-only Ray).")
 @click.option("--hours", type=click.FloatRange(min=0, min_open=True), help="Wall-time budget.")
 @click.option("--total-steps", type=click.IntRange(min=1), help="Env-step budget over all pods.")
-@click.option("--slice-steps", type=click.IntRange(min=1),
-              help="Longest slice: steps a pod trains before it is evaluated (default: a quarter of a pod's share).")
-@click.option("--first-slice-steps", type=click.IntRange(min=1),
-              help="First generation's slice (default: 1/16 of --slice-steps, at least four updates).")
-@click.option("--slice-growth", type=click.FloatRange(min=1), default=2.0, show_default=True,
-              help="Each generation's slice is this many times the previous one (1: fixed slices).")
-@click.option("--truncate-below", type=click.FloatRange(min=0), default=0.5, show_default=True,
-              help="Stop a pod mid-slice when its training return is below best - F*|best| of the board (0: never).")
-@click.option("--halving/--no-halving", default=False, show_default=True,
-              help="Successive halving: generation g trains at most pods/growth**g branches at once (fewer steps "
-                   "spent on branches that lose, slots left idle).")
+@click.option(
+    "--slice-steps",
+    type=click.IntRange(min=1),
+    help="Longest slice: steps a pod trains before it is evaluated (default: a quarter of a pod's share).",
+)
+@click.option(
+    "--first-slice-steps",
+    type=click.IntRange(min=1),
+    help="First generation's slice (default: 1/16 of --slice-steps, at least four updates).",
+)
+@click.option(
+    "--slice-growth",
+    type=click.FloatRange(min=1),
+    default=2.0,
+    show_default=True,
+    help="Each generation's slice is this many times the previous one (1: fixed slices).",
+)
+@click.option(
+    "--truncate-below",
+    type=click.FloatRange(min=0),
+    default=0.5,
+    show_default=True,
+    help="Stop a pod mid-slice when its training return is below best - F*|best| of the board (0: never).",
+)
+@click.option(
+    "--halving/--no-halving",
+    default=False,
+    show_default=True,
+    help="Successive halving: generation g trains at most pods/growth**g branches at once (fewer steps "
+    "spent on branches that lose, slots left idle).",
+)
 @click.option("--eval-episodes", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Leaderboard size K.")
-@click.option("--cpus-per-pod", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="Ray CPUs each pod reserves; the pool shrinks to what the cluster has.")
+@click.option(
+    "--cpus-per-pod",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Ray CPUs each pod reserves; the pool shrinks to what the cluster has.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override the pods' config.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Default: runs/<env>-tournament-<timestamp>.")
 @click.option("--resume", is_flag=True, help="Continue the tournament in --run-dir from its leaderboard.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def tournament(env, pods, ray_address, hours, total_steps, slice_steps, first_slice_steps, slice_growth,
-               truncate_below, halving, eval_episodes, capacity, cpus_per_pod, seed,
-               overrides, run_dir, resume, as_json) -> None:
+def tournament(
+    env,
+    pods,
+    ray_address,
+    hours,
+    total_steps,
+    slice_steps,
+    first_slice_steps,
+    slice_growth,
+    truncate_below,
+    halving,
+    eval_episodes,
+    capacity,
+    cpus_per_pod,
+    seed,
+    overrides,
+    run_dir,
+    resume,
+    as_json,
+) -> None:
     """Population training of ENV: pods on Ray, a leaderboard, a generator and an updater."""
     from pufferbox.tournament.orchestrator import TournamentError, run_tournament
     from pufferbox.train.runner import default_run_dir
@@ -64,19 +106,35 @@ def tournament(env, pods, ray_address, hours, total_steps, slice_steps, first_sl
             sys.stdout.flush()
 
     try:
-        result = run_tournament(env, pods, run_dir=run_dir, total_steps=total_steps, hours=hours,
-                                slice_steps=slice_steps, first_slice_steps=first_slice_steps,
-                                slice_growth=slice_growth, truncate_below=truncate_below, halving=halving,
-                                eval_episodes=eval_episodes, capacity=capacity, cpus_per_pod=cpus_per_pod, seed=seed,
-                                ray_address=ray_address,
-                                overrides=list(overrides), resume=resume, on_event=log)
+        result = run_tournament(
+            env,
+            pods,
+            run_dir=run_dir,
+            total_steps=total_steps,
+            hours=hours,
+            slice_steps=slice_steps,
+            first_slice_steps=first_slice_steps,
+            slice_growth=slice_growth,
+            truncate_below=truncate_below,
+            halving=halving,
+            eval_episodes=eval_episodes,
+            capacity=capacity,
+            cpus_per_pod=cpus_per_pod,
+            seed=seed,
+            ray_address=ray_address,
+            overrides=list(overrides),
+            resume=resume,
+            on_event=log,
+        )
     except TournamentError as exc:
         raise UserError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result.summary()))
     else:
-        click.echo(f"tournament finished: best score {result.best_score}, {result.total_steps} steps, "
-                   f"overhead {result.overhead:.1%}; leaderboard: pufferbox leaderboard {run_dir}")
+        click.echo(
+            f"tournament finished: best score {result.best_score}, {result.total_steps} steps, "
+            f"overhead {result.overhead:.1%}; leaderboard: pufferbox leaderboard {run_dir}"
+        )
 
 
 @cli.command()
@@ -95,8 +153,19 @@ def leaderboard(run_dir: str, as_json: bool, show_all: bool) -> None:
         return
     table = Table("rank", "entry", "pod", "score", "± std", "steps", "gen", "parent", "hyperparameters")
     for rank, e in enumerate(entries, start=1):
-        hp = ", ".join(f"{k.split('.')[-1]}={v:.3g}" if isinstance(v, float) else f"{k.split('.')[-1]}={v}"
-                       for k, v in e.hyperparams.items())
-        table.add_row(str(rank), str(e.id), str(e.pod), f"{e.score:.2f}", f"{e.score_std:.2f}", str(e.steps),
-                      str(e.generation), "-" if e.parent is None else str(e.parent), hp)
+        hp = ", ".join(
+            f"{k.split('.')[-1]}={v:.3g}" if isinstance(v, float) else f"{k.split('.')[-1]}={v}"
+            for k, v in e.hyperparams.items()
+        )
+        table.add_row(
+            str(rank),
+            str(e.id),
+            str(e.pod),
+            f"{e.score:.2f}",
+            f"{e.score_std:.2f}",
+            str(e.steps),
+            str(e.generation),
+            "-" if e.parent is None else str(e.parent),
+            hp,
+        )
     Console().print(table)

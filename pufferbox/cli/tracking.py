@@ -31,7 +31,16 @@ def tracker_factory(options: dict[str, Any], default_group: str | None = None) -
         if not options["wandb"]:
             return []
         tags = [t.strip() for t in (options["wandb_tags"] or "").split(",") if t.strip()]
-        return [WandbTracker(run_dir, project=options["wandb_project"], entity=options["wandb_entity"],
-                             group=options["wandb_group"] or default_group, tags=tags,
-                             artifacts=options["wandb_artifacts"], name=name)]
+        return [
+            WandbTracker(
+                run_dir,
+                project=options["wandb_project"],
+                entity=options["wandb_entity"],
+                group=options["wandb_group"] or default_group,
+                tags=tags,
+                artifacts=options["wandb_artifacts"],
+                name=name,
+            )
+        ]
+
     return make

@@ -16,8 +16,9 @@ from pufferbox.registry import get_registry
 
 @cli.command()
 @click.argument("env", required=False)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="TOML file with [train]/[vec]/[policy]/[env].")
+@click.option(
+    "--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with [train]/[vec]/[policy]/[env]."
+)
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override one setting (repeatable).")
 @click.option("--backend", help="Vector backend: serial, multiprocessing, ray, cuda.")
 @click.option("--num-envs", type=int, help="Number of envs.")
@@ -28,16 +29,41 @@ from pufferbox.registry import get_registry
 @click.option("--seed", type=int, help="Random seed.")
 @click.option("--device", help="cpu, cuda, cuda:N or auto.")
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the policy.")
-@click.option("--run-dir", type=click.Path(file_okay=False),
-              help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).")
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False),
+    help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).",
+)
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
 @click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
-@click.option("--check-obs", is_flag=True, default=None,
-              help="Check every observation of emulated envs against its space's bounds and for NaN/inf (slow).")
+@click.option(
+    "--check-obs",
+    is_flag=True,
+    default=None,
+    help="Check every observation of emulated envs against its space's bounds and for NaN/inf (slow).",
+)
 @wandb_options
-def train(env, config_file, overrides, backend, num_envs, num_workers, batch_size, main_envs, total_steps, seed,
-          device, compile_, run_dir, resume, no_tensorboard, ray_address, check_obs, **tracking):
+def train(
+    env,
+    config_file,
+    overrides,
+    backend,
+    num_envs,
+    num_workers,
+    batch_size,
+    main_envs,
+    total_steps,
+    seed,
+    device,
+    compile_,
+    run_dir,
+    resume,
+    no_tensorboard,
+    ray_address,
+    check_obs,
+    **tracking,
+):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
@@ -59,26 +85,48 @@ def train(env, config_file, overrides, backend, num_envs, num_workers, batch_siz
 
         check_reachable(ray_address)  # fail in seconds, before a run directory is made
         os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
-    flags = {"vec.backend": backend, "vec.num_envs": num_envs, "vec.num_workers": num_workers,
-             "vec.batch_size": batch_size, "vec.main_envs": main_envs, "train.total_steps": total_steps,
-             "train.seed": seed, "train.device": device, "train.compile": compile_, "vec.check_obs": check_obs}
+    flags = {
+        "vec.backend": backend,
+        "vec.num_envs": num_envs,
+        "vec.num_workers": num_workers,
+        "vec.batch_size": batch_size,
+        "vec.main_envs": main_envs,
+        "train.total_steps": total_steps,
+        "train.seed": seed,
+        "train.device": device,
+        "train.compile": compile_,
+        "vec.check_obs": check_obs,
+    }
     if resume is None and not run_dir:
         from pufferbox.registry import get_registry
 
         run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
     try:
-        result = run(env, config_file=config_file, overrides=list(overrides), flags=flags,
-                     run_dir=None if resume else run_dir, resume=resume, tensorboard=not no_tensorboard,
-                     callbacks=tracker_factory(tracking)(str(resume or run_dir)))
+        result = run(
+            env,
+            config_file=config_file,
+            overrides=list(overrides),
+            flags=flags,
+            run_dir=None if resume else run_dir,
+            resume=resume,
+            tensorboard=not no_tensorboard,
+            callbacks=tracker_factory(tracking)(str(resume or run_dir)),
+        )
     except WorkerError as exc:
         raise UserError(worker_error_line(exc, Path(resume or run_dir))) from None
-    solved = (f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
-              f"after {result.solved_at_time:.1f} s" if result.solved_at_step is not None else
-              "not solved" if result.solved_return is not None else "")
+    solved = (
+        f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
+        f"after {result.solved_at_time:.1f} s"
+        if result.solved_at_step is not None
+        else "not solved"
+        if result.solved_return is not None
+        else ""
+    )
     recent = "n/a" if result.episode_return is None else f"{result.episode_return:.2f}"
-    click.echo(f"{'stopped' if result.interrupted else 'done'}: {result.env} {result.global_step:,} steps in "
-               f"{result.wall_time:.1f} s ({result.sps:,.0f} steps/s), recent return {recent}"
-               + (f"; {solved}" if solved else ""))
+    click.echo(
+        f"{'stopped' if result.interrupted else 'done'}: {result.env} {result.global_step:,} steps in "
+        f"{result.wall_time:.1f} s ({result.sps:,.0f} steps/s), recent return {recent}" + (f"; {solved}" if solved else "")
+    )
     click.echo(f"run directory: {result.run_dir}")
     click.echo(f"checkpoint: {result.checkpoint}")
     if result.stop_signal == signal.SIGTERM:
@@ -106,24 +154,44 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
 
 @cli.command("eval")
 @click.argument("env", required=False)
-@click.option("--checkpoint", type=click.Path(exists=True),
-              help="ckpt-*.pt file or a run directory (default: the newest checkpoint of ENV under --runs).")
-@click.option("--runs", "runs_root", default="runs", show_default=True, type=click.Path(file_okay=False),
-              help="Where to look for ENV's runs when --checkpoint is not given.")
+@click.option(
+    "--checkpoint",
+    type=click.Path(exists=True),
+    help="ckpt-*.pt file or a run directory (default: the newest checkpoint of ENV under --runs).",
+)
+@click.option(
+    "--runs",
+    "runs_root",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where to look for ENV's runs when --checkpoint is not given.",
+)
 @click.option("--episodes", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--render", is_flag=True, help="Print ANSI frames (text envs).")
 @click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4 (headless).")
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
-@click.option("--encoder", metavar="MODULE:ATTR", help="Trust this encoder, named by the checkpoint but registered "
-              "by no installed plugin (a checkpoint alone never makes pufferbox import code).")
-@click.option("--opponent", metavar="CKPT|random", help="Multi-agent (grouped) runs: play a match, --checkpoint on "
-              "--side, this checkpoint (or uniform random actions) on the other groups; prints win/draw/loss.")
+@click.option(
+    "--encoder",
+    metavar="MODULE:ATTR",
+    help="Trust this encoder, named by the checkpoint but registered "
+    "by no installed plugin (a checkpoint alone never makes pufferbox import code).",
+)
+@click.option(
+    "--opponent",
+    metavar="CKPT|random",
+    help="Multi-agent (grouped) runs: play a match, --checkpoint on "
+    "--side, this checkpoint (or uniform random actions) on the other groups; prints win/draw/loss.",
+)
 @click.option("--side", metavar="GROUP", help="With --opponent: the group --checkpoint plays (default: the first).")
-@click.option("--league", "league_dir", type=click.Path(file_okay=False),
-              help="With --opponent: record the match in DIR/league.sqlite (ratings).")
-def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side,
-          league_dir):
+@click.option(
+    "--league",
+    "league_dir",
+    type=click.Path(file_okay=False),
+    help="With --opponent: record the match in DIR/league.sqlite (ratings).",
+)
+def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side, league_dir):
     """Evaluate a checkpoint: prints mean/std return as JSON.
 
     Without --checkpoint, takes the newest checkpoint of ENV's runs under ./runs
@@ -149,9 +217,17 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
         # rgb_array frames need no window; without this, pygame-drawn envs ask SDL for a display
         # and print "XDG_RUNTIME_DIR is invalid" on headless machines and in containers.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    result = evaluate(env, checkpoint, episodes=episodes, render=render, video=video,
-                      deterministic=deterministic, seed=seed, stream=sys.stderr if render else None,
-                      encoder=encoder)
+    result = evaluate(
+        env,
+        checkpoint,
+        episodes=episodes,
+        render=render,
+        video=video,
+        deterministic=deterministic,
+        seed=seed,
+        stream=sys.stderr if render else None,
+        encoder=encoder,
+    )
     click.echo(json.dumps(result))
 
 
@@ -169,15 +245,24 @@ def print_match(env, checkpoint, opponent, episodes, side, seed, deterministic, 
     if league_dir is not None:
         Ratings(Path(league_dir) / "league.sqlite").record(result)
     low, high = summary["win_rate_ci95"]
-    click.echo(f"{result.side}: {result.wins} wins, {result.draws} draws, {result.losses} losses in {result.games} "
-               f"games; win rate {summary['win_rate']:.3f} (95% CI {low:.3f}-{high:.3f})", err=True)
+    click.echo(
+        f"{result.side}: {result.wins} wins, {result.draws} draws, {result.losses} losses in {result.games} "
+        f"games; win rate {summary['win_rate']:.3f} (95% CI {low:.3f}-{high:.3f})",
+        err=True,
+    )
     click.echo(json.dumps(summary))
 
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-@click.option("--play", "episodes", type=click.IntRange(0), default=0, show_default=True,
-              help="First play every pair of the run's checkpoints (and random) this many episodes per side.")
+@click.option(
+    "--play",
+    "episodes",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="First play every pair of the run's checkpoints (and random) this many episodes per side.",
+)
 @click.option("--seed", type=int, default=12345, show_default=True)
 def league(run_dir, episodes, seed):
     """Ratings of a multi-agent run's checkpoints (RUN_DIR/league.sqlite), best first."""
@@ -190,14 +275,25 @@ def league(run_dir, episodes, seed):
         round_robin(run_dir, episodes=episodes, seed=seed)
     path = Path(run_dir) / "league.sqlite"
     if not path.is_file():
-        raise UserError(f"{run_dir}: no league.sqlite yet; rate the checkpoints with `pufferbox league {run_dir} "
-                        "--play 20` or `pufferbox eval --checkpoint A --opponent B --league DIR`")
+        raise UserError(
+            f"{run_dir}: no league.sqlite yet; rate the checkpoints with `pufferbox league {run_dir} "
+            "--play 20` or `pufferbox eval --checkpoint A --opponent B --league DIR`"
+        )
     table = Table(title=f"league: {run_dir}")
     for column in ("rank", "checkpoint", "mu - 3 sigma", "mu", "sigma", "games", "W", "D", "L"):
         table.add_column(column, justify="left" if column == "checkpoint" else "right")
     for rank, row in enumerate(Ratings(path).table(), 1):
-        table.add_row(str(rank), row["name"], f"{row['ordinal']:.2f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}",
-                      str(row["games"]), str(row["wins"]), str(row["draws"]), str(row["losses"]))
+        table.add_row(
+            str(rank),
+            row["name"],
+            f"{row['ordinal']:.2f}",
+            f"{row['mu']:.2f}",
+            f"{row['sigma']:.2f}",
+            str(row["games"]),
+            str(row["wins"]),
+            str(row["draws"]),
+            str(row["losses"]),
+        )
     Console(width=200).print(table)
 
 
@@ -221,15 +317,17 @@ def newest_checkpoint(env: str, root: Path) -> Path:
         if ckpt is not None:
             found.append((Path(ckpt).stat().st_mtime, str(ckpt)))
     if not found:
-        raise UserError(f"eval: no checkpoint of {env} under {root}/; train one (`pufferbox train {env}`) "
-                        "or pass --checkpoint PATH")
+        raise UserError(
+            f"eval: no checkpoint of {env} under {root}/; train one (`pufferbox train {env}`) or pass --checkpoint PATH"
+        )
     return Path(max(found)[1])
 
 
 @cli.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="PNG path (default: RUN_DIR/curves.png of the first run).")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="PNG path (default: RUN_DIR/curves.png of the first run)."
+)
 def plot(run_dirs, output):
     """PNG learning curves (return vs steps and vs wall time) of one or more runs, overlaid."""
     from pufferbox.tournament.plot import plot_runs

@@ -108,8 +108,10 @@ def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
             raise
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            fail(f"{'parallel_api_test' if multi else 'gymnasium check_env'} failed on the {kind} env: "
-                 f"{type(exc).__name__}: {first}")
+            fail(
+                f"{'parallel_api_test' if multi else 'gymnasium check_env'} failed on the {kind} env: "
+                f"{type(exc).__name__}: {first}"
+            )
         finally:
             env.close()
 
@@ -158,13 +160,13 @@ def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
         multi = is_multiagent(env)
         spaces_of = (lambda a: env.observation_space(a)) if multi else (lambda a: env.observation_space)
         for t, (obs, reward, _, _) in enumerate(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed))):
-            for agent, value in (obs.items() if multi else [(None, obs)]):
+            for agent, value in obs.items() if multi else [(None, obs)]:
                 who = "observation" if agent is None else f"observation of {agent!r}"
                 try:
                     ObservationSpec(spaces_of(agent), name=who).check(value)
                 except SpaceError as exc:
                     fail(f"record {t} of the rollout: {exc}")
-            for r in ((reward or {}).values() if multi else [reward]):
+            for r in (reward or {}).values() if multi else [reward]:
                 if r is not None and not (np.isscalar(r) and math.isfinite(float(r))):
                     fail(f"record {t}: reward {r!r} is not a finite number")
     finally:
@@ -214,7 +216,7 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
 
         def compare(raw_obs: Any, flat_obs: Any, where: str) -> None:
             rows = {a: flat_obs[a] for a in raw_obs} if multi else {None: flat_obs}
-            for agent, raw_value in (raw_obs.items() if multi else [(None, raw_obs)]):
+            for agent, raw_value in raw_obs.items() if multi else [(None, raw_obs)]:
                 who = where + ("" if agent is None else f" of {agent!r}")
                 row = rows[agent]
                 same_tree(obs_spec.space, raw_value, _squeeze(obs_spec.unflatten(row[None])), f"{who} (numpy unflatten)")
@@ -237,8 +239,10 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
             f_obs, f_rew, f_term, f_trunc, _ = flat.step(flat_act)
             compare(r_obs, f_obs, f"step {t}: observation")
             if not _same_scalars((r_rew, r_term, r_trunc), (f_rew, f_term, f_trunc)):
-                fail(f"step {t}: raw env gave (reward, terminated, truncated) = {(r_rew, r_term, r_trunc)}, "
-                     f"the flattened env {(f_rew, f_term, f_trunc)}")
+                fail(
+                    f"step {t}: raw env gave (reward, terminated, truncated) = {(r_rew, r_term, r_trunc)}, "
+                    f"the flattened env {(f_rew, f_term, f_trunc)}"
+                )
             done = (not raw.agents) if multi else (r_term or r_trunc)
             if done:
                 raw_obs, _ = raw.reset(seed=cfg.seed + t + 1)
@@ -311,17 +315,18 @@ class ManualEnvs:
             if self.multi:
                 act = {a: self.act_spec.unflatten(actions[base + self.agents.index(a)]) for a in env.agents}
                 obs, rew, term, trunc, info = env.step(act)
-                metrics = {name: np.mean([metric(i, name) for i in info.values()]) if info else np.nan
-                           for name in self.metric_names}
-                self.rewards[base:base + k] = 0.0
-                self.terminals[base:base + k] = True
-                self.truncations[base:base + k] = False
+                metrics = {
+                    name: np.mean([metric(i, name) for i in info.values()]) if info else np.nan for name in self.metric_names
+                }
+                self.rewards[base : base + k] = 0.0
+                self.terminals[base : base + k] = True
+                self.truncations[base : base + k] = False
                 for j, agent in enumerate(self.agents):
                     if agent in rew:
                         self.rewards[base + j] = rew[agent]
                         self.terminals[base + j] = term.get(agent, False)
                         self.truncations[base + j] = trunc.get(agent, False)
-                self.returns[i] += self.rewards[base:base + k]
+                self.returns[i] += self.rewards[base : base + k]
                 done = not env.agents
             else:
                 obs, rew, term, trunc, info = env.step(self.act_spec.unflatten(actions[base]))
@@ -346,8 +351,14 @@ class ManualEnvs:
 def episode_table(episodes: Episodes) -> list[tuple]:
     """``(env, return, length, metrics...)`` per episode, sorted: comparable whatever the order."""
     names = sorted(episodes.metrics)
-    return sorted(zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist(),
-                      *(np.nan_to_num(episodes.metrics[n], nan=-1e300).tolist() for n in names)))
+    return sorted(
+        zip(
+            episodes.env_ids.tolist(),
+            episodes.returns.tolist(),
+            episodes.lengths.tolist(),
+            *(np.nan_to_num(episodes.metrics[n], nan=-1e300).tolist() for n in names),
+        )
+    )
 
 
 def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: bool) -> None:
@@ -357,8 +368,10 @@ def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: b
             continue
         if not np.array_equal(np.asarray(x), np.asarray(y)):
             rows = np.flatnonzero(np.asarray(x != y).reshape(len(x), -1).any(axis=1)) if np.ndim(x) else []
-            fail(f"step {t}: {name} differ between {names[0]} and {names[1]} at rows {list(rows)[:8]}: "
-                 f"{np.asarray(x)[rows[:2]].tolist()} vs {np.asarray(y)[rows[:2]].tolist()}")
+            fail(
+                f"step {t}: {name} differ between {names[0]} and {names[1]} at rows {list(rows)[:8]}: "
+                f"{np.asarray(x)[rows[:2]].tolist()} vs {np.asarray(y)[rows[:2]].tolist()}"
+            )
 
 
 def action_batches(space: gymnasium.Space, rows: int, seed: int) -> Callable[[], np.ndarray]:
@@ -386,8 +399,10 @@ def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
             expected_infos = manual.step(actions)
             compare_batches(t, names, (obs, rew, term, trunc, masks), mine, manual.multi)
             if episode_table(infos) != episode_table(expected_infos):
-                fail(f"step {t}: episode infos differ: serial backend {episode_table(infos)} vs "
-                     f"manual stepping {episode_table(expected_infos)}")
+                fail(
+                    f"step {t}: episode infos differ: serial backend {episode_table(infos)} vs "
+                    f"manual stepping {episode_table(expected_infos)}"
+                )
     finally:
         venv.close()
         manual.close()
@@ -450,8 +465,14 @@ def check_groups(spec: EnvSpec, cfg: CheckConfig) -> None:
 CHECKS["groups"] = check_groups
 
 
-def check_env_spec(spec: EnvSpec, steps: int = 200, seed: int = 0, num_envs: int = 3,
-                   checks: list[str] | None = None, env_kwargs: dict | None = None) -> list[CheckResult]:
+def check_env_spec(
+    spec: EnvSpec,
+    steps: int = 200,
+    seed: int = 0,
+    num_envs: int = 3,
+    checks: list[str] | None = None,
+    env_kwargs: dict | None = None,
+) -> list[CheckResult]:
     """Run the checks (all by default) on ``spec``; never raises for a failing env.
 
     Example:
@@ -487,6 +508,7 @@ def assert_conforms(spec: EnvSpec, **kwargs: Any) -> list[CheckResult]:
     results = check_env_spec(spec, **kwargs)
     failed = [r for r in results if not r.ok]
     if failed:
-        raise ConformanceError(f"{spec.name} fails {len(failed)} conformance check(s):\n"
-                               + "\n".join(str(r) for r in failed))
+        raise ConformanceError(
+            f"{spec.name} fails {len(failed)} conformance check(s):\n" + "\n".join(str(r) for r in failed)
+        )
     return results

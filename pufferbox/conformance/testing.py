@@ -40,19 +40,24 @@ __all__ = ["run_cli", "assert_unavailable_without", "info_json", "smoke_train"]
 
 # Hiding works by ``sys.modules[name] = None``: any import of ``name`` then raises ImportError,
 # exactly what a user without the package sees.
-_RUN_HIDDEN = ("import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
-               "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n")
+_RUN_HIDDEN = (
+    "import sys\nfor name in sys.argv[1].split(','):\n    if name: sys.modules[name] = None\n"
+    "sys.argv = ['pufferbox', *sys.argv[2:]]\nfrom pufferbox.cli import main\nmain()\n"
+)
 
 
-def run_cli(*args: str, hide: Sequence[str] = (), cwd: Path | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, hide: Sequence[str] = (), cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """``pufferbox ARGS...`` in a fresh interpreter in which the modules ``hide`` cannot be imported."""
-    return subprocess.run([sys.executable, "-c", _RUN_HIDDEN, ",".join(hide), *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", _RUN_HIDDEN, ",".join(hide), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
-def assert_unavailable_without(names: Sequence[str], hide: Sequence[str], made: str | None = None,
-                               made_hide: Sequence[str] | None = None) -> tuple[dict[str, dict], str]:
+def assert_unavailable_without(
+    names: Sequence[str], hide: Sequence[str], made: str | None = None, made_hide: Sequence[str] | None = None
+) -> tuple[dict[str, dict], str]:
     """With ``hide`` missing, every env in ``names`` is listed ``unavailable`` and making one is a one-line error.
 
     ``made`` (default ``names[0]``) is the env given to ``pufferbox info``, with ``made_hide``
@@ -83,7 +88,16 @@ def info_json(name: str) -> dict:
 
 def smoke_train(name: str, run_dir: Path, total_steps: int = 2048, num_envs: int = 2, timeout: float = 280) -> None:
     """``pufferbox train NAME`` for ``total_steps`` on CPU exits 0 and writes into ``run_dir``."""
-    result = run_cli("train", name, "--total-steps", str(total_steps), "--num-envs", str(num_envs),
-                     "--run-dir", str(run_dir), timeout=timeout)
+    result = run_cli(
+        "train",
+        name,
+        "--total-steps",
+        str(total_steps),
+        "--num-envs",
+        str(num_envs),
+        "--run-dir",
+        str(run_dir),
+        timeout=timeout,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert any(Path(run_dir).iterdir()), f"training wrote nothing into {run_dir}"

@@ -22,8 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["KERNEL_DIR", "CORE_SOURCE", "NVCC_OPTIONS", "assemble", "c_literal", "find_nvcc",
-           "compile_check", "cache_dir", "cache_key", "CompileError"]
+__all__ = [
+    "KERNEL_DIR",
+    "CORE_SOURCE",
+    "NVCC_OPTIONS",
+    "assemble",
+    "c_literal",
+    "find_nvcc",
+    "compile_check",
+    "cache_dir",
+    "cache_key",
+    "CompileError",
+]
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
 CORE_SOURCE = KERNEL_DIR / "core.cu"
@@ -59,7 +69,7 @@ def assemble(source: str, constants: dict[str, int | float], search: tuple[Path,
             path = Path(folder) / name
             if path.is_file():
                 return INCLUDE.sub(inline, path.read_text())
-        raise CompileError(f"#include \"{name}\" not found in {', '.join(map(str, dirs))}")
+        raise CompileError(f'#include "{name}" not found in {", ".join(map(str, dirs))}')
 
     defines = "".join(f"#define {key} {c_literal(value)}\n" for key, value in constants.items())
     return defines + INCLUDE.sub(inline, source)
@@ -89,8 +99,9 @@ def compile_check(text: str, arch: str = "sm_90", output: str = "ptx", nvcc: str
     with tempfile.TemporaryDirectory(prefix="pufferbox-nvcc-") as tmp:
         src, out = Path(tmp) / "kernel.cu", Path(tmp) / f"kernel.{output}"
         src.write_text(text)
-        proc = subprocess.run([nvcc, f"-arch={arch}", f"-{output}", *NVCC_OPTIONS, str(src), "-o", str(out)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [nvcc, f"-arch={arch}", f"-{output}", *NVCC_OPTIONS, str(src), "-o", str(out)], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             raise CompileError(f"nvcc -arch={arch} -{output} failed:\n{proc.stderr.strip()}")
         return out.read_bytes()

@@ -49,8 +49,11 @@ class Mismatch:
     ulps: int | None
 
     def __str__(self) -> str:
-        where = f"env {self.env}" + (f" agent {self.agent}" if self.agent is not None else "") + \
-            (f" feature {self.feature}" if self.feature is not None else "")
+        where = (
+            f"env {self.env}"
+            + (f" agent {self.agent}" if self.agent is not None else "")
+            + (f" feature {self.feature}" if self.feature is not None else "")
+        )
         ulp = f" ({self.ulps} ULP)" if self.ulps is not None else ""
         return f"step {self.step} {self.array}[{where}]: cpu={self.cpu!r} kernel={self.gpu!r}{ulp}"
 
@@ -71,8 +74,10 @@ class Report:
     def summary(self, limit: int = 10) -> str:
         if self.error:
             return f"{self.env}: {self.error}"
-        head = (f"{self.env} ({self.device}): {self.steps} steps x {self.num_envs} envs, {len(self.mismatches)} "
-                f"mismatches (integers exact, floats within {FLOAT_ULPS} ULP)")
+        head = (
+            f"{self.env} ({self.device}): {self.steps} steps x {self.num_envs} envs, {len(self.mismatches)} "
+            f"mismatches (integers exact, floats within {FLOAT_ULPS} ULP)"
+        )
         return "\n".join([head, *(f"  {m}" for m in self.mismatches[:limit])])
 
 
@@ -84,16 +89,29 @@ def compare(step: int, name: str, cpu: np.ndarray, kernel: np.ndarray, agents: i
         ulps, bad = None, cpu != kernel
     out = []
     for env, col in np.argwhere(bad):
-        agent, feature = (col // obs_dim, col % obs_dim) if name == "observations" else \
-            ((col, None) if cpu.shape[1] == agents else (None, int(col)))
-        out.append(Mismatch(step, name, int(env), None if agent is None else int(agent),
-                            None if feature is None else int(feature), cpu[env, col].item(), kernel[env, col].item(),
-                            None if ulps is None else int(ulps[env, col])))
+        agent, feature = (
+            (col // obs_dim, col % obs_dim)
+            if name == "observations"
+            else ((col, None) if cpu.shape[1] == agents else (None, int(col)))
+        )
+        out.append(
+            Mismatch(
+                step,
+                name,
+                int(env),
+                None if agent is None else int(agent),
+                None if feature is None else int(feature),
+                cpu[env, col].item(),
+                kernel[env, col].item(),
+                None if ulps is None else int(ulps[env, col]),
+            )
+        )
     return out
 
 
 def compare_episodes(step: int, cpu: Episodes, kernel: Episodes) -> list[Mismatch]:
     """Episodes since the last read, per env in finishing order: returns and lengths exactly equal."""
+
     def by_env(episodes: Episodes) -> dict[int, list[tuple]]:
         out: dict[int, list[tuple]] = {}
         for env, ret, length in zip(episodes.env_ids.tolist(), episodes.returns.tolist(), episodes.lengths.tolist()):
@@ -101,12 +119,22 @@ def compare_episodes(step: int, cpu: Episodes, kernel: Episodes) -> list[Mismatc
         return out
 
     cpu_envs, kernel_envs = by_env(cpu), by_env(kernel)
-    return [Mismatch(step, "episodes", env, None, None, cpu_envs.get(env, []), kernel_envs.get(env, []), None)
-            for env in sorted(set(cpu_envs) | set(kernel_envs)) if cpu_envs.get(env) != kernel_envs.get(env)]
+    return [
+        Mismatch(step, "episodes", env, None, None, cpu_envs.get(env, []), kernel_envs.get(env, []), None)
+        for env in sorted(set(cpu_envs) | set(kernel_envs))
+        if cpu_envs.get(env) != kernel_envs.get(env)
+    ]
 
 
-def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, device: str = "gpu",
-              env_kwargs: dict | None = None, max_mismatches: int = 100) -> Report:
+def check_env(
+    spec: Any,
+    num_envs: int = 8,
+    steps: int = 200,
+    seed: int = 0,
+    device: str = "gpu",
+    env_kwargs: dict | None = None,
+    max_mismatches: int = 100,
+) -> Report:
     """Step the CPU reference and the kernel with the same uniformly random actions.
 
     ``device="gpu"`` raises :class:`NoGPUError` (one line, "no CUDA GPU: ...") without a GPU.
@@ -117,8 +145,10 @@ def check_env(spec: Any, num_envs: int = 8, steps: int = 200, seed: int = 0, dev
     from pufferbox.cuda.runtime import KernelEnv
 
     if spec.implementation != "cuda" or spec.cuda is None:
-        raise ValueError(f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}); "
-                         "`pufferbox envs` lists the cuda ones")
+        raise ValueError(
+            f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}); "
+            "`pufferbox envs` lists the cuda ones"
+        )
     if device == "gpu":
         reason = gpu_unavailable_reason()
         if reason is not None:

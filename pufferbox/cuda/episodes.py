@@ -39,17 +39,26 @@ KERNEL = "pb_track_episodes"
 class EpisodeTracker:
     """Device-side episode accumulators of one kernel env and their host-side read cursor."""
 
-    def __init__(self, data: Any, functions: Any, num_envs: int, num_agents: int,
-                 geometry: tuple[tuple[int, int], int], slots: int = DEFAULT_SLOTS):
+    def __init__(
+        self,
+        data: Any,
+        functions: Any,
+        num_envs: int,
+        num_agents: int,
+        geometry: tuple[tuple[int, int], int],
+        slots: int = DEFAULT_SLOTS,
+    ):
         """``geometry`` is the env-per-thread ``(grid, block)`` (:func:`~pufferbox.cuda.runtime.env_geometry`)."""
         if slots < 1:
             raise ValueError(f"episode slots must be >= 1 (finished episodes kept per env between reads), got {slots}")
         self.data, self.functions = data, functions
         self.num_envs, self.num_agents, self.slots = num_envs, num_agents, slots
-        for name, array in (("episodes/return", np.zeros(num_envs, np.float32)),
-                            ("episodes/length", np.zeros(num_envs, np.int32)),
-                            ("episodes/log", np.zeros((num_envs, slots, 2), np.float32)),
-                            ("episodes/finished", np.zeros(num_envs, np.uint32))):
+        for name, array in (
+            ("episodes/return", np.zeros(num_envs, np.float32)),
+            ("episodes/length", np.zeros(num_envs, np.int32)),
+            ("episodes/log", np.zeros((num_envs, slots, 2), np.float32)),
+            ("episodes/finished", np.zeros(num_envs, np.uint32)),
+        ):
             data.push(name, array)
         self.reported = np.zeros(num_envs, np.int64)  # finished episodes already returned by collect()
         self.dropped = 0
@@ -58,10 +67,22 @@ class EpisodeTracker:
     def launch(self, rewards: np.uintp, done: np.uintp) -> None:
         """Account for the step whose ``rewards`` and ``done`` are in device memory now."""
         d = self.data
-        self.functions.launch(KERNEL, self.grid, self.block,
-                              [rewards, done, d.pointer("episodes/return"), d.pointer("episodes/length"),
-                               d.pointer("episodes/log"), d.pointer("episodes/finished"), np.int32(self.num_envs),
-                               np.int32(self.num_agents), np.int32(self.slots)])
+        self.functions.launch(
+            KERNEL,
+            self.grid,
+            self.block,
+            [
+                rewards,
+                done,
+                d.pointer("episodes/return"),
+                d.pointer("episodes/length"),
+                d.pointer("episodes/log"),
+                d.pointer("episodes/finished"),
+                np.int32(self.num_envs),
+                np.int32(self.num_agents),
+                np.int32(self.slots),
+            ],
+        )
 
     def collect(self) -> Episodes:
         """The episodes finished since the last call, oldest first per env (two device→host copies)."""

@@ -53,8 +53,11 @@ class FunctionManager:
                     src = cubin.with_suffix(".cu")
                     src.write_text(text)
                     tmp = cubin.with_suffix(".cubin.tmp")
-                    proc = subprocess.run([nvcc, f"-arch={self.arch}", "-cubin", *NVCC_OPTIONS, str(src), "-o", str(tmp)],
-                                          capture_output=True, text=True)
+                    proc = subprocess.run(
+                        [nvcc, f"-arch={self.arch}", "-cubin", *NVCC_OPTIONS, str(src), "-o", str(tmp)],
+                        capture_output=True,
+                        text=True,
+                    )
                     if proc.returncode != 0:
                         raise CompileError(f"nvcc failed for {self.arch}:\n{proc.stderr.strip()}")
                     tmp.replace(cubin)
@@ -62,8 +65,9 @@ class FunctionManager:
             else:
                 from pycuda.compiler import SourceModule
 
-                module = SourceModule(text, options=list(NVCC_OPTIONS), no_extern_c=True,
-                                      arch=self.arch, cache_dir=str(folder))
+                module = SourceModule(
+                    text, options=list(NVCC_OPTIONS), no_extern_c=True, arch=self.arch, cache_dir=str(folder)
+                )
         finally:
             self.context.pop()
         self.modules.append(module)

@@ -44,8 +44,12 @@ class BatchedReference:
 
     def constants(self) -> dict[str, int | float]:
         """Compile-time constants of the kernel (``NUM_ENVS``, ``NUM_AGENTS``, env parameters)."""
-        return {"NUM_ENVS": self.num_envs, "NUM_AGENTS": self.num_agents, "OBS_DIM": self.obs_dim,
-                "NUM_ACTIONS": self.num_actions}
+        return {
+            "NUM_ENVS": self.num_envs,
+            "NUM_AGENTS": self.num_agents,
+            "OBS_DIM": self.obs_dim,
+            "NUM_ACTIONS": self.num_actions,
+        }
 
     def init_state(self, seed: int) -> None:
         raise NotImplementedError

@@ -47,8 +47,16 @@ class KernelEnv:
     ``episode_slots``: finished episodes kept per env between :meth:`EpisodeTracker.collect` calls.
     """
 
-    def __init__(self, impl: CudaImplementation, num_envs: int, env_kwargs: dict | None = None, seed: int = 0,
-                 device: str = "gpu", max_block: int = MAX_BLOCK, episode_slots: int = DEFAULT_SLOTS):
+    def __init__(
+        self,
+        impl: CudaImplementation,
+        num_envs: int,
+        env_kwargs: dict | None = None,
+        seed: int = 0,
+        device: str = "gpu",
+        max_block: int = MAX_BLOCK,
+        episode_slots: int = DEFAULT_SLOTS,
+    ):
         if device == "gpu":
             from pufferbox.cuda.data import DataManager
             from pufferbox.cuda.function import FunctionManager
@@ -65,8 +73,10 @@ class KernelEnv:
         self.reference: BatchedReference = impl.reference_class()(num_envs=num_envs, **(env_kwargs or {}))
         ref = self.reference
         if tuple(ref.step_kernels) != tuple(impl.step_kernels) or ref.observe_kernel != impl.observe_kernel:
-            raise TypeError(f"{type(ref).__name__} phases {ref.step_kernels}/{ref.observe_kernel} do not match the "
-                            f"kernels {impl.step_kernels}/{impl.observe_kernel}")
+            raise TypeError(
+                f"{type(ref).__name__} phases {ref.step_kernels}/{ref.observe_kernel} do not match the "
+                f"kernels {impl.step_kernels}/{impl.observe_kernel}"
+            )
         self.num_envs, self.num_agents = num_envs, ref.num_agents
         self.obs_dim, self.num_actions = ref.obs_dim, ref.num_actions
         ref.reset(seed)
@@ -84,8 +94,9 @@ class KernelEnv:
             self.grid, self.block = agent_geometry(num_envs, ref.num_agents, max_block)
         else:
             self.grid, self.block = env_geometry(num_envs)
-        self.episodes = EpisodeTracker(self.data, self.functions, num_envs, ref.num_agents, env_geometry(num_envs),
-                                       slots=episode_slots)
+        self.episodes = EpisodeTracker(
+            self.data, self.functions, num_envs, ref.num_agents, env_geometry(num_envs), slots=episode_slots
+        )
         self.reset_launches = []
         for name in ref.reset_arrays:
             arr = ref.arrays[name]
@@ -93,8 +104,19 @@ class KernelEnv:
             if kernel is None:
                 raise TypeError(f"reset array {name!r} has {arr.dtype}; use 32-bit or 8-bit types")
             grid, block = agent_geometry(num_envs, arr.shape[1], max_block)
-            self.reset_launches.append((kernel, grid, block, [self.data.pointer(name), self.data.pointer("initial/" + name),
-                                                              self.data.pointer("done"), np.int32(arr.shape[1])]))
+            self.reset_launches.append(
+                (
+                    kernel,
+                    grid,
+                    block,
+                    [
+                        self.data.pointer(name),
+                        self.data.pointer("initial/" + name),
+                        self.data.pointer("done"),
+                        np.int32(arr.shape[1]),
+                    ],
+                )
+            )
 
     def tensor(self, name: str) -> Any:
         """The device array as a torch tensor sharing its memory (``(num_envs, per_env)`` words)."""
@@ -113,9 +135,19 @@ class KernelEnv:
         """Categorical draw per agent from ``probs`` (rows = envs * agents, float32) into ``actions``."""
         rows = self.num_envs * self.num_agents
         grid, block = env_geometry(rows)
-        self.functions.launch("pb_sample_categorical", grid, block,
-                              [probs_pointer, self.data.pointer("actions"), self.data.pointer("sampler/counters"),
-                               self.sampler_key, np.int32(rows), np.int32(self.num_actions)])
+        self.functions.launch(
+            "pb_sample_categorical",
+            grid,
+            block,
+            [
+                probs_pointer,
+                self.data.pointer("actions"),
+                self.data.pointer("sampler/counters"),
+                self.sampler_key,
+                np.int32(rows),
+                np.int32(self.num_actions),
+            ],
+        )
 
     def pull(self, name: str) -> np.ndarray:
         return self.data.pull(name)

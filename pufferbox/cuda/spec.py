@@ -31,8 +31,12 @@ __all__ = ["CudaImplementation", "STANDARD_ARRAYS", "STANDARD_DTYPES", "LAYOUTS"
 
 STANDARD_ARRAYS = ("observations", "actions", "rewards", "terminals", "truncations", "masks", "done")
 STANDARD_DTYPES = {
-    "observations": np.dtype(np.float32), "actions": np.dtype(np.int32), "rewards": np.dtype(np.float32),
-    "terminals": np.dtype(np.uint8), "truncations": np.dtype(np.uint8), "masks": np.dtype(np.uint8),
+    "observations": np.dtype(np.float32),
+    "actions": np.dtype(np.int32),
+    "rewards": np.dtype(np.float32),
+    "terminals": np.dtype(np.uint8),
+    "truncations": np.dtype(np.uint8),
+    "masks": np.dtype(np.uint8),
     "done": np.dtype(np.int32),
 }
 # agent_per_thread: grid (num_envs, blocks per env), one thread per agent (WarpDrive's layout).

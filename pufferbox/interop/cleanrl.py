@@ -43,7 +43,10 @@ class EpisodeStatistics(gymnasium.vector.VectorWrapper):
         mask = infos.get("_episode_return")
         if mask is not None and mask.any():
             infos = dict(infos)
-            infos["episode"] = {"r": infos["episode_return"], "l": infos["episode_length"],
-                                "t": np.where(mask, time.perf_counter() - self.start, 0.0)}
+            infos["episode"] = {
+                "r": infos["episode_return"],
+                "l": infos["episode_length"],
+                "t": np.where(mask, time.perf_counter() - self.start, 0.0),
+            }
             infos["_episode"] = mask
         return obs, rewards, terminations, truncations, infos

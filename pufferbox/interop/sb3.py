@@ -46,11 +46,15 @@ class SB3VecEnv(VecEnv):
 
     def __init__(self, venv: Any):
         if venv.batch_envs != venv.num_envs:
-            raise InteropError(f"SB3VecEnv needs a synchronous vector env; this one steps {venv.batch_envs} of "
-                               f"{venv.num_envs} envs per batch (make it with batch_size=num_envs)")
+            raise InteropError(
+                f"SB3VecEnv needs a synchronous vector env; this one steps {venv.batch_envs} of "
+                f"{venv.num_envs} envs per batch (make it with batch_size=num_envs)"
+            )
         if venv.agents_per_env > 1 or venv.is_multiagent:
-            raise InteropError(f"{venv.env_name} is multi-agent; SB3 has no agent masks, so SB3VecEnv takes "
-                               f"single-agent envs only (train multi-agent envs with `pufferbox train`)")
+            raise InteropError(
+                f"{venv.env_name} is multi-agent; SB3 has no agent masks, so SB3VecEnv takes "
+                f"single-agent envs only (train multi-agent envs with `pufferbox train`)"
+            )
         self.venv = venv
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
         self.actions: np.ndarray | None = None
@@ -80,7 +84,10 @@ class SB3VecEnv(VecEnv):
             elapsed = round(time.perf_counter() - self.start, 6)
             for env in np.flatnonzero(mask):
                 infos[env]["episode"] = {
-                    "r": float(info["episode_return"][env]), "l": int(info["episode_length"][env]), "t": elapsed}
+                    "r": float(info["episode_return"][env]),
+                    "l": int(info["episode_length"][env]),
+                    "t": elapsed,
+                }
         # copies: the backend reuses its buffers on the next step, SB3 keeps references
         return np.array(obs, copy=True), np.array(rewards, dtype=np.float32), dones, infos
 

@@ -46,8 +46,10 @@ def show(run_dir: str | Path, console: Any = None, top: int = 10) -> str:
     for t in study.get_trials(deepcopy=False):
         states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
     names = meta["objective"]
-    title = (f"{meta['env']}: {'Pareto front' if len(names) > 1 else f'best {len(trials)}'} of "
-             f"{len(study.trials)} trials ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))})")
+    title = (
+        f"{meta['env']}: {'Pareto front' if len(names) > 1 else f'best {len(trials)}'} of "
+        f"{len(study.trials)} trials ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))})"
+    )
     table = Table(title=title)
     table.add_column("trial", justify="right")
     for name in names:
@@ -95,8 +97,7 @@ def plot(study: Any, names: list[str], path: Path) -> str:
     for t in study.get_trials(deepcopy=False):
         if t.intermediate_values:
             steps = sorted(t.intermediate_values)
-            right.plot(steps, [t.intermediate_values[s] for s in steps], ls="--" if t.state == S.PRUNED else "-",
-                       lw=1)
+            right.plot(steps, [t.intermediate_values[s] for s in steps], ls="--" if t.state == S.PRUNED else "-", lw=1)
     right.set_xlabel("budget fraction (1/20ths)")
     right.set_ylabel(f"{names[0]} so far (dashed: pruned)")
     fig.suptitle(f"sweep: {study.study_name}")

@@ -72,8 +72,7 @@ def builtin_space(config: dict) -> dict[str, Param]:
     params = [
         Param("train.learning_rate", lr / 4, min(lr * 4, 0.05), log=True),
         # ent_coef 0 (many tuned envs) cannot be the centre of a log range: search [0, 0.01] linearly
-        (Param("train.ent_coef", ent / 10, min(ent * 10, 0.2), log=True) if ent > 0
-         else Param("train.ent_coef", 0.0, 0.01)),
+        (Param("train.ent_coef", ent / 10, min(ent * 10, 0.2), log=True) if ent > 0 else Param("train.ent_coef", 0.0, 0.01)),
         Param("train.gamma", 1 - min(0.5, gamma_gap * 3), 1 - gamma_gap / 3),
         Param("train.gae_lambda", 1 - min(0.5, lam_gap * 2), 1 - lam_gap / 2),
         Param("train.clip_coef", 0.1, 0.3),
@@ -120,8 +119,7 @@ def flatten(table: dict) -> dict[str, Any]:
     return out
 
 
-def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | frozenset = frozenset()
-                  ) -> dict[str, Param]:
+def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | frozenset = frozenset()) -> dict[str, Param]:
     """The built-in space with ``table`` (``[sweep.space]``) layered on; ``fixed`` keys are not searched.
 
     Scalars in ``table`` are not part of the space: see :func:`fixed_values`.
@@ -144,8 +142,9 @@ def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | fro
 
 def fixed_values(table: dict | None) -> dict[str, Any]:
     """The scalar entries of ``[sweep.space]`` (settings fixed for every trial), as ``section.key``."""
-    return {name: value for name, value in flatten(table or {}).items()
-            if not isinstance(value, dict) and value is not False}
+    return {
+        name: value for name, value in flatten(table or {}).items() if not isinstance(value, dict) and value is not False
+    }
 
 
 def space_to_toml(space: dict[str, Param]) -> dict:

@@ -68,8 +68,7 @@ def load_sweep(run_dir: str | Path) -> tuple[dict, Any]:
 
     path = Path(run_dir) / "sweep.toml"
     if not path.is_file():
-        raise SweepError(f"{run_dir}: not a sweep directory (no sweep.toml); "
-                         f"run `pufferbox sweep ENV --run-dir DIR` first")
+        raise SweepError(f"{run_dir}: not a sweep directory (no sweep.toml); run `pufferbox sweep ENV --run-dir DIR` first")
     meta = load_toml(path)
     return meta, optuna.load_study(study_name=meta["study_name"], storage=open_storage(meta["storage"]))
 
@@ -130,11 +129,24 @@ class DirectoryLock:
         self.fh.close()
 
 
-def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_address: str | None = None,
-          overrides: list[str] | None = None, config_file: str | Path | None = None, objective: str | None = None,
-          storage: str | None = None, study_name: str | None = None, pruner: str = "median",
-          prune_startup: int = 2, seed: int = 0, callbacks: Callable[[str, str], list[Any]] | None = None,
-          log: Callable[[str], None] = print) -> SweepResult:
+def sweep(
+    env: str,
+    trials: int,
+    run_dir: str | Path,
+    *,
+    parallel: int = 1,
+    ray_address: str | None = None,
+    overrides: list[str] | None = None,
+    config_file: str | Path | None = None,
+    objective: str | None = None,
+    storage: str | None = None,
+    study_name: str | None = None,
+    pruner: str = "median",
+    prune_startup: int = 2,
+    seed: int = 0,
+    callbacks: Callable[[str, str], list[Any]] | None = None,
+    log: Callable[[str], None] = print,
+) -> SweepResult:
     """Run (or continue) a sweep of ``trials`` finished trials; see the module docstring.
 
     ``callbacks(trial_dir, trial_name)`` gives extra training callbacks per trial (e.g. a W&B tracker).
@@ -143,8 +155,10 @@ def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_
 
     check_args(trials, parallel, pruner)
     if ray_address not in (None, "local") and storage is None:
-        log("warning: trials on other machines cannot reach the sweep directory's SQLite study; "
-            "pass --storage with an RDB URL they can reach")
+        log(
+            "warning: trials on other machines cannot reach the sweep directory's SQLite study; "
+            "pass --storage with an RDB URL they can reach"
+        )
     spec = get_registry().get(env)
     overrides = list(overrides or [])
     config, table = base_config(spec, config_file, overrides)
@@ -159,28 +173,44 @@ def sweep(env: str, trials: int, run_dir: str | Path, *, parallel: int = 1, ray_
         budget = config["train"]["total_steps"]
         space["train.total_steps"] = Param("train.total_steps", max(1, budget // 8), budget, log=True, is_int=True)
     run_dir = Path(run_dir)
-    meta = {"env": spec.name, "objective": list(obj.names), "storage": storage or f"sqlite:///{run_dir.resolve()}/study.db",
-            "study_name": study_name or run_dir.resolve().name, "overrides": overrides, "space": space_to_toml(space)}
+    meta = {
+        "env": spec.name,
+        "objective": list(obj.names),
+        "storage": storage or f"sqlite:///{run_dir.resolve()}/study.db",
+        "study_name": study_name or run_dir.resolve().name,
+        "overrides": overrides,
+        "space": space_to_toml(space),
+    }
     check_resume(run_dir, meta)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = DirectoryLock(run_dir)
     try:
         dump_toml(meta, run_dir / "sweep.toml")
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.create_study(storage=open_storage(meta["storage"]), study_name=meta["study_name"],
-                                    directions=obj.directions, pruner=make_pruner(pruner, prune_startup),
-                                    load_if_exists=True)
+        study = optuna.create_study(
+            storage=open_storage(meta["storage"]),
+            study_name=meta["study_name"],
+            directions=obj.directions,
+            pruner=make_pruner(pruner, prune_startup),
+            load_if_exists=True,
+        )
         # seeded past the trials so far: a resumed sweep must not replay the first run's random draws;
         # constant_liar keeps K trials sampled at once from landing on the same point
-        study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials), multivariate=True,
-                                                   constant_liar=parallel > 1)
+        study.sampler = optuna.samplers.TPESampler(
+            seed=seed + len(study.trials), multivariate=True, constant_liar=parallel > 1
+        )
         if not study.trials:
             study.enqueue_trial({n: v for n, v in defaults_of(config, space).items()})
         requeue_interrupted(study, embedded=storage is None, log=log)
         finished = sum(counted(t) for t in study.get_trials(deepcopy=False))
         log(f"sweep directory: {run_dir} ({finished} of {trials} trials finished)")
-        job = dict(env=spec.name, objective=obj, storage=meta["storage"], study_name=meta["study_name"],
-                   prune=pruner != "none" and not obj.multi)
+        job = dict(
+            env=spec.name,
+            objective=obj,
+            storage=meta["storage"],
+            study_name=meta["study_name"],
+            prune=pruner != "none" and not obj.multi,
+        )
         with make_executor(parallel, ray_address) as submit:
             drive(study, trials, parallel, submit, space, config, run_dir, job, callbacks, log)
         return SweepResult(study, run_dir, obj)
@@ -217,8 +247,10 @@ def check_resume(run_dir: Path, meta: dict) -> None:
     old = load_toml(path)
     for key in ("env", "objective", "storage", "study_name"):
         if old.get(key) != meta[key]:
-            raise SweepError(f"{run_dir}: this sweep has {key} {old.get(key)!r}, not {meta[key]!r}; "
-                             f"use the same settings to continue it or a new --run-dir")
+            raise SweepError(
+                f"{run_dir}: this sweep has {key} {old.get(key)!r}, not {meta[key]!r}; "
+                f"use the same settings to continue it or a new --run-dir"
+            )
 
 
 def counted(trial: Any) -> bool:
@@ -245,8 +277,18 @@ def requeue_interrupted(study: Any, embedded: bool, log: Callable[[str], None]) 
         log(f"trial {t.number} was interrupted; its settings are queued again")
 
 
-def drive(study: Any, trials: int, parallel: int, submit: Callable, space: dict[str, Param], config: dict,
-          run_dir: Path, job: dict, callbacks: Callable | None, log: Callable[[str], None]) -> None:
+def drive(
+    study: Any,
+    trials: int,
+    parallel: int,
+    submit: Callable,
+    space: dict[str, Param],
+    config: dict,
+    run_dir: Path,
+    job: dict,
+    callbacks: Callable | None,
+    log: Callable[[str], None],
+) -> None:
     """Ask for trials while fewer than ``trials`` are finished or running; tell each outcome."""
     import optuna
 
@@ -335,8 +377,12 @@ class make_executor:
             return lambda job, trial: remote.remote(job).future()
         if self.parallel > 1:
             # spawn: a forked child would inherit torch's threads and the driver's SQLite connections
-            self.pool = cf.ProcessPoolExecutor(self.parallel, mp_context=multiprocessing.get_context("spawn"),
-                                               max_tasks_per_child=1, initializer=die_with_parent)
+            self.pool = cf.ProcessPoolExecutor(
+                self.parallel,
+                mp_context=multiprocessing.get_context("spawn"),
+                max_tasks_per_child=1,
+                initializer=die_with_parent,
+            )
             return lambda job, trial: self.pool.submit(run_trial, job)
         return self.inline
 

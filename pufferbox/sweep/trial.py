@@ -91,15 +91,19 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     budget = job.config["train"]["total_steps"]
     reporter = Reporter(trial, job.objective, budget, job.prune)
     try:
-        result = run(job.env, config=job.config, run_dir=job.run_dir, dashboard=False,
-                     callbacks=[reporter, *job.callbacks])
+        result = run(job.env, config=job.config, run_dir=job.run_dir, dashboard=False, callbacks=[reporter, *job.callbacks])
     except optuna.TrialPruned as exc:
         return TrialOutcome("pruned", error=str(exc))
     except Exception as exc:  # a trial's failure is the sweep's data, not its end
         return TrialOutcome("fail", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     if result.interrupted:
         return TrialOutcome("interrupted", global_step=result.global_step, wall_time=result.wall_time)
-    summary = {"episode_return": result.episode_return, "solved_at_step": result.solved_at_step,
-               "global_step": result.global_step, "wall_time": result.wall_time}
-    return TrialOutcome("complete", job.objective.values(summary, budget), global_step=result.global_step,
-                        wall_time=result.wall_time)
+    summary = {
+        "episode_return": result.episode_return,
+        "solved_at_step": result.solved_at_step,
+        "global_step": result.global_step,
+        "wall_time": result.wall_time,
+    }
+    return TrialOutcome(
+        "complete", job.objective.values(summary, budget), global_step=result.global_step, wall_time=result.wall_time
+    )

@@ -103,8 +103,7 @@ def perturb_value(knob: Knob, value: float, rng: random.Random) -> float:
     return round(moved) if knob.kind in ("pow2", "step") else float(moved)
 
 
-def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None,
-            keys: list[str] | None = None) -> dict:
+def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None, keys: list[str] | None = None) -> dict:
     """A copy of ``hyperparams`` with every tunable numeric key (or only those in ``keys``)
     perturbed (see :data:`TUNABLE`).
 
@@ -158,16 +157,18 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     2
     """
     best = entries[0]
-    near = [e for e in entries if e.score >= best.score - max(NOISE_Z * (standard_error(best) + standard_error(e)),
-                                                              COLLAPSED * abs(best.score))]
+    near = [
+        e
+        for e in entries
+        if e.score >= best.score - max(NOISE_Z * (standard_error(best) + standard_error(e)), COLLAPSED * abs(best.score))
+    ]
     fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
     if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
         return fertile[0]
     return max([e for e in near if e in fertile] or near, key=lambda e: (e.generation, e.score))
 
 
-def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Random,
-            fresh: bool = False) -> PodTask:
+def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Random, fresh: bool = False) -> PodTask:
     """The next pod's task: a (perturbed) copy of a strong agent or, with ``fresh`` or an empty
     board, a new agent (the base hyperparameters for pod 0, widely perturbed ones otherwise)."""
     top = board.candidates()  # the board, and the newest agents that missed it (lineage tips)
@@ -191,6 +192,13 @@ def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Ra
     tunable = sorted(key for key in parent.hyperparams if key in TUNABLE)
     keep = rng.random() < KEEP_PROB or not tunable
     hyper = dict(parent.hyperparams) if keep else perturb(parent.hyperparams, rng, perturbed, [rng.choice(tunable)])
-    return PodTask(pod=pod, hyperparams=hyper, parent=parent.id,
-                   parent_checkpoint=weights, parent_steps=parent.steps,
-                   generation=parent.generation + 1, seed=seed, meta={"perturbed": perturbed})
+    return PodTask(
+        pod=pod,
+        hyperparams=hyper,
+        parent=parent.id,
+        parent_checkpoint=weights,
+        parent_steps=parent.steps,
+        generation=parent.generation + 1,
+        seed=seed,
+        meta={"perturbed": perturbed},
+    )

@@ -79,13 +79,16 @@ class LeaderboardError(ConfigError):
 
 def check_file(path: Path) -> None:
     if path.exists() and path.stat().st_size == 0:
-        raise LeaderboardError(f"{path}: empty file, not a leaderboard (a tournament that never started?); "
-                               f"delete it and start the tournament again")
+        raise LeaderboardError(
+            f"{path}: empty file, not a leaderboard (a tournament that never started?); "
+            f"delete it and start the tournament again"
+        )
 
 
 def unreadable(path: Path, exc: sqlite3.Error) -> LeaderboardError:
-    return LeaderboardError(f"{path}: not a readable leaderboard database ({exc}); restore it from a backup "
-                            f"or start a new --run-dir")
+    return LeaderboardError(
+        f"{path}: not a readable leaderboard database ({exc}); restore it from a backup or start a new --run-dir"
+    )
 
 
 class Leaderboard:
@@ -135,8 +138,9 @@ class Leaderboard:
         # writing, and ``immutable`` reads without creating ``-wal``/``-shm`` (works on read-only storage).
         live = board.path.with_name(board.path.name + "-wal").exists()
         try:
-            board.db = sqlite3.connect(f"{uri}?mode=ro" if live else f"{uri}?immutable=1", uri=True,
-                                       isolation_level=None, timeout=30)
+            board.db = sqlite3.connect(
+                f"{uri}?mode=ro" if live else f"{uri}?immutable=1", uri=True, isolation_level=None, timeout=30
+            )
             board.db.execute("SELECT COUNT(*) FROM entries").fetchone()
         except sqlite3.DatabaseError as exc:
             raise unreadable(board.path, exc) from None
@@ -157,8 +161,14 @@ class Leaderboard:
         self.db.close()
 
     # -- writes -----------------------------------------------------------------------
-    def insert(self, entry: Entry, total_steps: int | None = None, wall_time: float | None = None,
-               state: dict | None = None, eval_steps: int = 0) -> int | None:
+    def insert(
+        self,
+        entry: Entry,
+        total_steps: int | None = None,
+        wall_time: float | None = None,
+        state: dict | None = None,
+        eval_steps: int = 0,
+    ) -> int | None:
         """Store ``entry`` (copying its checkpoint in) and return its 1-based rank, or None if it
         did not make the board. Entries off the board lose their checkpoint file (the path is
         cleared) unless they are among the ``keep_recent`` newest.
@@ -185,25 +195,39 @@ class Leaderboard:
             cur = self.db.execute(
                 "INSERT INTO entries (pod, parent, generation, score, score_std, episodes, steps, hyperparams,"
                 " checkpoint, on_board, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-                (entry.pod, entry.parent, entry.generation, float(entry.score), float(entry.score_std),
-                 entry.episodes, entry.steps, json.dumps(entry.hyperparams, sort_keys=True),
-                 str(stored_ckpt) if stored_ckpt else None, entry.created))
+                (
+                    entry.pod,
+                    entry.parent,
+                    entry.generation,
+                    float(entry.score),
+                    float(entry.score_std),
+                    entry.episodes,
+                    entry.steps,
+                    json.dumps(entry.hyperparams, sort_keys=True),
+                    str(stored_ckpt) if stored_ckpt else None,
+                    entry.created,
+                ),
+            )
             entry.id = cur.lastrowid
             entry.checkpoint = str(stored_ckpt) if stored_ckpt else None
             board = self.db.execute(
-                "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC").fetchall()
-            for entry_id, _ in board[self.capacity:]:
+                "SELECT id, checkpoint FROM entries WHERE on_board = 1 ORDER BY score DESC, id ASC"
+            ).fetchall()
+            for entry_id, _ in board[self.capacity :]:
                 self.db.execute("UPDATE entries SET on_board = 0 WHERE id = ?", (entry_id,))
             dropped = self.db.execute(
                 "SELECT id, checkpoint FROM entries WHERE on_board = 0 AND checkpoint IS NOT NULL"
-                " AND id NOT IN (SELECT id FROM entries ORDER BY id DESC LIMIT ?)", (self.keep_recent,)).fetchall()
+                " AND id NOT IN (SELECT id FROM entries ORDER BY id DESC LIMIT ?)",
+                (self.keep_recent,),
+            ).fetchall()
             for entry_id, _ in dropped:
                 self.db.execute("UPDATE entries SET checkpoint = NULL WHERE id = ?", (entry_id,))
             best = max(entry.score, previous_best.score if previous_best else float("-inf"))
             if total_steps is not None:
-                self.db.execute("INSERT INTO best_history VALUES (?, ?, ?, ?)",
-                                (wall_time if wall_time is not None else time.time(), total_steps, best,
-                                 int(eval_steps)))
+                self.db.execute(
+                    "INSERT INTO best_history VALUES (?, ?, ?, ?)",
+                    (wall_time if wall_time is not None else time.time(), total_steps, best, int(eval_steps)),
+                )
             for key, value in (state or {}).items():
                 self.set_state(key, value)
             self.db.execute("COMMIT")
@@ -229,10 +253,25 @@ class Leaderboard:
         where = f"WHERE {where}" if where else "WHERE on_board = 1" if on_board_only else ""
         rows = self.db.execute(
             "SELECT id, pod, parent, generation, score, score_std, episodes, steps, hyperparams, checkpoint,"
-            f" on_board, created FROM entries {where} ORDER BY score DESC, id ASC").fetchall()
-        return [Entry(id=r[0], pod=r[1], parent=r[2], generation=r[3], score=r[4], score_std=r[5], episodes=r[6],
-                      steps=r[7], hyperparams=json.loads(r[8]), checkpoint=r[9], on_board=bool(r[10]),
-                      created=r[11]) for r in rows]
+            f" on_board, created FROM entries {where} ORDER BY score DESC, id ASC"
+        ).fetchall()
+        return [
+            Entry(
+                id=r[0],
+                pod=r[1],
+                parent=r[2],
+                generation=r[3],
+                score=r[4],
+                score_std=r[5],
+                episodes=r[6],
+                steps=r[7],
+                hyperparams=json.loads(r[8]),
+                checkpoint=r[9],
+                on_board=bool(r[10]),
+                created=r[11],
+            )
+            for r in rows
+        ]
 
     def candidates(self) -> list[Entry]:
         """Entries whose checkpoint still exists (the board, and the ``keep_recent`` newest), best first."""
@@ -248,15 +287,15 @@ class Leaderboard:
 
     def history(self) -> list[tuple[float, int, float]]:
         """``(wall_time, total_steps, best_score)`` after each insertion, oldest first."""
-        return [tuple(r) for r in self.db.execute(
-            "SELECT wall_time, total_steps, best_score FROM best_history ORDER BY rowid")]
+        return [
+            tuple(r) for r in self.db.execute("SELECT wall_time, total_steps, best_score FROM best_history ORDER BY rowid")
+        ]
 
     def history_rows(self) -> list[dict]:
         """The best-score history as dicts: ``wall_time``, ``total_steps``, ``best_score``, ``eval_steps``."""
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(best_history)")}
         eval_steps = "eval_steps" if "eval_steps" in columns else "0 AS eval_steps"  # boards from before it
-        cur = self.db.execute(
-            f"SELECT wall_time, total_steps, best_score, {eval_steps} FROM best_history ORDER BY rowid")
+        cur = self.db.execute(f"SELECT wall_time, total_steps, best_score, {eval_steps} FROM best_history ORDER BY rowid")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur]
 

@@ -86,8 +86,9 @@ def base_hyperparams(config: dict) -> dict:
     return out
 
 
-def lagging(live: dict, best_score: float | None, below: float, min_episodes: int, trained: int = 0,
-            best_trained: int = 0) -> bool:
+def lagging(
+    live: dict, best_score: float | None, below: float, min_episodes: int, trained: int = 0, best_trained: int = 0
+) -> bool:
     """Whether a training pod is clearly behind the board: its agent has trained at least as long as
     the best one (``trained`` >= ``best_trained``, lineage steps), and the mean return of at least
     ``min_episodes`` training episodes it finished this slice is below ``best - below * |best|``.
@@ -129,14 +130,26 @@ class Settings:
     @classmethod
     def from_board(cls, stored: dict) -> Settings:
         # Boards written before the slice schedule existed trained fixed slices and never truncated.
-        old = {"first_slice_steps": stored["slice_steps"], "slice_growth": 1.0, "truncate_below": 0.0,
-               "halving": False}
+        old = {"first_slice_steps": stored["slice_steps"], "slice_growth": 1.0, "truncate_below": 0.0, "halving": False}
         return cls(**{f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)})
 
 
-def new_settings(env: str, pods: int, config: dict, total_steps: int | None, hours: float | None,
-                 slice_steps: int | None, first_slice_steps: int | None, slice_growth: float, truncate_below: float,
-                 halving: bool, eval_episodes: int, capacity: int, cpus_per_pod: float | None, seed: int) -> Settings:
+def new_settings(
+    env: str,
+    pods: int,
+    config: dict,
+    total_steps: int | None,
+    hours: float | None,
+    slice_steps: int | None,
+    first_slice_steps: int | None,
+    slice_growth: float,
+    truncate_below: float,
+    halving: bool,
+    eval_episodes: int,
+    capacity: int,
+    cpus_per_pod: float | None,
+    seed: int,
+) -> Settings:
     """Check a new tournament's settings and fill in the slice lengths left out."""
     if (total_steps is None) == (hours is None):
         raise TournamentError("give exactly one budget: --total-steps T or --hours H")
@@ -149,10 +162,21 @@ def new_settings(env: str, pods: int, config: dict, total_steps: int | None, hou
         slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
     if first_slice_steps is None:  # a few updates: enough to tell the first settings apart
         first_slice_steps = max(4 * update, slice_steps // 16)
-    return Settings(env=env, pods=pods, total_steps=total_steps, hours=hours, slice_steps=slice_steps,
-                    first_slice_steps=min(first_slice_steps, slice_steps), slice_growth=slice_growth,
-                    truncate_below=truncate_below, halving=halving, eval_episodes=eval_episodes, capacity=capacity,
-                    cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0, seed=seed)
+    return Settings(
+        env=env,
+        pods=pods,
+        total_steps=total_steps,
+        hours=hours,
+        slice_steps=slice_steps,
+        first_slice_steps=min(first_slice_steps, slice_steps),
+        slice_growth=slice_growth,
+        truncate_below=truncate_below,
+        halving=halving,
+        eval_episodes=eval_episodes,
+        capacity=capacity,
+        cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0,
+        seed=seed,
+    )
 
 
 def tournament_started(run_dir: Path) -> bool:
@@ -176,8 +200,16 @@ class Tournament:
     every change, so a killed driver resumes from it.
     """
 
-    def __init__(self, board: Leaderboard, settings: Settings, config: dict, run_dir: Path, resume: bool,
-                 ray_address: str | None = None, on_event: Callable[[dict], None] | None = None):
+    def __init__(
+        self,
+        board: Leaderboard,
+        settings: Settings,
+        config: dict,
+        run_dir: Path,
+        resume: bool,
+        ray_address: str | None = None,
+        on_event: Callable[[dict], None] | None = None,
+    ):
         from pufferbox.vector.ray import ensure_ray
 
         self.board, self.settings, self.config, self.run_dir = board, settings, config, run_dir
@@ -201,9 +233,17 @@ class Tournament:
         self.rng = random.Random(settings.seed * 1_000_003 + self.progress["slices"] + self.progress["lost"])
 
     @classmethod
-    def open(cls, env: str, pods: int, run_dir: str | Path, resume: bool, overrides: list[str] | None,
-             ray_address: str | None = None, on_event: Callable[[dict], None] | None = None,
-             **budget: Any) -> Tournament:
+    def open(
+        cls,
+        env: str,
+        pods: int,
+        run_dir: str | Path,
+        resume: bool,
+        overrides: list[str] | None,
+        ray_address: str | None = None,
+        on_event: Callable[[dict], None] | None = None,
+        **budget: Any,
+    ) -> Tournament:
         """A new tournament in ``run_dir``, or (``resume``) the one there; ``budget``: :func:`new_settings`'s."""
         from pufferbox.registry import get_registry
         from pufferbox.train.config import resolve_config
@@ -211,14 +251,16 @@ class Tournament:
         run_dir = Path(run_dir)
         started = tournament_started(run_dir)
         if resume and not (run_dir / "leaderboard.sqlite").exists():
-            raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without "
-                                  "--resume")
+            raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
         if resume and not started:
-            raise TournamentError(f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite "
-                                  "has no settings); start it again without --resume")
+            raise TournamentError(
+                f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite "
+                "has no settings); start it again without --resume"
+            )
         if not resume and started:
-            raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a "
-                                  "new --run-dir")
+            raise TournamentError(
+                f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir"
+            )
         if resume:
             # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
             board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
@@ -233,9 +275,20 @@ class Tournament:
             settings = new_settings(spec.name, pods, config, **budget)
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
             board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
-            board.start(asdict(settings), config, {"steps": 0, "slices": 0, "lost": 0, "next_pod": 0,
-                                                   "wall_time": 0.0, "pod_time": 0.0, "train_time": 0.0,
-                                                   "eval_time": 0.0})
+            board.start(
+                asdict(settings),
+                config,
+                {
+                    "steps": 0,
+                    "slices": 0,
+                    "lost": 0,
+                    "next_pod": 0,
+                    "wall_time": 0.0,
+                    "pod_time": 0.0,
+                    "train_time": 0.0,
+                    "eval_time": 0.0,
+                },
+            )
         return cls(board, settings, config, run_dir, resume, ray_address, on_event)
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -284,8 +337,16 @@ class Tournament:
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> TournamentResult:
         s = self.settings
-        self.emit("start", env=s.env, pods=s.pods, resume=self.resume, steps=self.progress["steps"],
-                  slice_steps=s.slice_steps, first_slice_steps=s.first_slice_steps, slice_growth=s.slice_growth)
+        self.emit(
+            "start",
+            env=s.env,
+            pods=s.pods,
+            resume=self.resume,
+            steps=self.progress["steps"],
+            slice_steps=s.slice_steps,
+            first_slice_steps=s.first_slice_steps,
+            slice_growth=s.slice_growth,
+        )
         try:
             while self.schedule():
                 ready, _ = self.ray.wait(list(self.busy), num_returns=1, timeout=POLL_SECONDS)
@@ -313,7 +374,7 @@ class Tournament:
             # (short) slices compare that many different settings before exploiting any.
             next_pod = self.progress["next_pod"]
             task = propose(self.board, self.hyper, pod=next_pod, rng=self.rng, fresh=next_pod < s.pods)
-            if s.halving and len(self.busy) >= max(1, math.ceil(s.pods / s.slice_growth ** task.generation)):
+            if s.halving and len(self.busy) >= max(1, math.ceil(s.pods / s.slice_growth**task.generation)):
                 break  # successive halving: deeper generations train fewer branches at once
             task.steps = slice_length(task.generation, s.first_slice_steps, s.slice_steps, s.slice_growth)
             self.progress["next_pod"] += 1
@@ -326,15 +387,23 @@ class Tournament:
         slot = next(s for s in range(len(self.busy) + len(self.slots) + 1) if s not in taken)
         if slot not in self.slots:
             self.actor_names[slot] = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
-            self.slots[slot] = self.PodActor.options(num_cpus=self.settings.cpus_per_pod,
-                                                     name=self.actor_names[slot]).remote(
-                self.settings.env, self.config, str(self.run_dir), slot)
+            self.slots[slot] = self.PodActor.options(
+                num_cpus=self.settings.cpus_per_pod, name=self.actor_names[slot]
+            ).remote(self.settings.env, self.config, str(self.run_dir), slot)
             self.slot_since[slot] = time.perf_counter()
         ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
         self.busy[ref] = (slot, task, time.perf_counter())
-        self.emit("slice_started", pod=task.pod, slot=slot, actor=self.actor_names[slot], parent=task.parent,
-                  generation=task.generation, steps=task.steps, hyperparams=task.hyperparams,
-                  perturbed=task.meta.get("perturbed", {}))
+        self.emit(
+            "slice_started",
+            pod=task.pod,
+            slot=slot,
+            actor=self.actor_names[slot],
+            parent=task.parent,
+            generation=task.generation,
+            steps=task.steps,
+            hyperparams=task.hyperparams,
+            perturbed=task.meta.get("perturbed", {}),
+        )
 
     def poll_progress(self, refs: list, timeout: float) -> None:
         """Refresh ``live`` for the slices ``refs``, waiting at most ``timeout`` s for the answers
@@ -367,11 +436,20 @@ class Tournament:
         for ref in [ref for ref in self.busy if ref not in self.truncating]:
             report = self.live.get(ref)
             slot, task, _ = self.busy[ref]
-            if report and lagging(report, best.score, below, self.min_episodes,
-                                  trained=task.parent_steps + report["steps"], best_trained=best.steps):
+            if report and lagging(
+                report,
+                best.score,
+                below,
+                self.min_episodes,
+                trained=task.parent_steps + report["steps"],
+                best_trained=best.steps,
+            ):
                 self.truncating.add(ref)
-                self.slots[slot].truncate.remote(task.pod, f"training return {report['mean_return']:.4g} after "
-                                                           f"{report['steps']} steps; board best {best.score:.4g}")
+                self.slots[slot].truncate.remote(
+                    task.pod,
+                    f"training return {report['mean_return']:.4g} after "
+                    f"{report['steps']} steps; board best {best.score:.4g}",
+                )
 
     def collect(self, ref: Any) -> None:
         """A finished slice: count its steps and commit it, or record it as truncated or lost."""
@@ -395,8 +473,14 @@ class Tournament:
         if result.truncated:
             progress["truncated"] += 1
             self.board.set_state("progress", progress)
-            self.emit("slice_truncated", pod=task.pod, slot=slot, steps=progress["steps"], slice_steps=result.steps,
-                      reason=result.truncated)
+            self.emit(
+                "slice_truncated",
+                pod=task.pod,
+                slot=slot,
+                steps=progress["steps"],
+                slice_steps=result.steps,
+                reason=result.truncated,
+            )
             return
         self.commit(slot, task, result)
 
@@ -417,38 +501,82 @@ class Tournament:
         self.count_pod_time()
         progress = self.progress
         rank = self.board.insert(
-            Entry(pod=task.pod, score=result.score, score_std=result.score_std, episodes=result.episodes,
-                  steps=result.lineage_steps, hyperparams=task.hyperparams, parent=task.parent,
-                  generation=task.generation, checkpoint=result.checkpoint),
-            total_steps=progress["steps"] + self.in_flight_steps(), wall_time=progress["wall_time"],
-            eval_steps=progress["eval_steps"], state={"progress": progress})
-        self.emit("slice_done", pod=task.pod, slot=slot, score=round(result.score, 3), rank=rank,
-                  steps=progress["steps"], slice_steps=result.steps, train_time=round(result.train_time, 3),
-                  eval_time=round(result.eval_time, 3), setup_time=round(result.setup_time + result.load_time, 3),
-                  node=result.node, backend=result.backend)
+            Entry(
+                pod=task.pod,
+                score=result.score,
+                score_std=result.score_std,
+                episodes=result.episodes,
+                steps=result.lineage_steps,
+                hyperparams=task.hyperparams,
+                parent=task.parent,
+                generation=task.generation,
+                checkpoint=result.checkpoint,
+            ),
+            total_steps=progress["steps"] + self.in_flight_steps(),
+            wall_time=progress["wall_time"],
+            eval_steps=progress["eval_steps"],
+            state={"progress": progress},
+        )
+        self.emit(
+            "slice_done",
+            pod=task.pod,
+            slot=slot,
+            score=round(result.score, 3),
+            rank=rank,
+            steps=progress["steps"],
+            slice_steps=result.steps,
+            train_time=round(result.train_time, 3),
+            eval_time=round(result.eval_time, 3),
+            setup_time=round(result.setup_time + result.load_time, 3),
+            node=result.node,
+            backend=result.backend,
+        )
 
     def result(self) -> TournamentResult:
         progress, best = self.progress, self.board.best()
         pod_time = progress["pod_time"]
         result = TournamentResult(
-            run_dir=str(self.run_dir), total_steps=progress["steps"], slices=progress["slices"],
-            lost_slices=progress["lost"], wall_time=progress["wall_time"], best_score=best.score if best else None,
-            best_entry=best.id if best else None, pod_time=round(pod_time, 3),
-            train_time=round(progress["train_time"], 3), eval_time=round(progress["eval_time"], 3),
+            run_dir=str(self.run_dir),
+            total_steps=progress["steps"],
+            slices=progress["slices"],
+            lost_slices=progress["lost"],
+            wall_time=progress["wall_time"],
+            best_score=best.score if best else None,
+            best_entry=best.id if best else None,
+            pod_time=round(pod_time, 3),
+            train_time=round(progress["train_time"], 3),
+            eval_time=round(progress["eval_time"], 3),
             overhead=round(1.0 - progress["train_time"] / pod_time, 4) if pod_time > 0 else 0.0,
-            truncated_slices=progress["truncated"], eval_steps=progress["eval_steps"], events=self.events)
+            truncated_slices=progress["truncated"],
+            eval_steps=progress["eval_steps"],
+            events=self.events,
+        )
         self.emit("done", **result.summary())
         self.board.close()
         return result
 
 
-def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps: int | None = None,
-                   hours: float | None = None, slice_steps: int | None = None, first_slice_steps: int | None = None,
-                   slice_growth: float = 2.0, truncate_below: float = 0.5, halving: bool = False,
-                   eval_episodes: int = 10,
-                   capacity: int = 8, cpus_per_pod: float | None = None, seed: int = 0,
-                   ray_address: str | None = None, overrides: list[str] | None = None, resume: bool = False,
-                   on_event: Callable[[dict], None] | None = None) -> TournamentResult:
+def run_tournament(
+    env: str,
+    pods: int = 4,
+    *,
+    run_dir: str | Path,
+    total_steps: int | None = None,
+    hours: float | None = None,
+    slice_steps: int | None = None,
+    first_slice_steps: int | None = None,
+    slice_growth: float = 2.0,
+    truncate_below: float = 0.5,
+    halving: bool = False,
+    eval_episodes: int = 10,
+    capacity: int = 8,
+    cpus_per_pod: float | None = None,
+    seed: int = 0,
+    ray_address: str | None = None,
+    overrides: list[str] | None = None,
+    resume: bool = False,
+    on_event: Callable[[dict], None] | None = None,
+) -> TournamentResult:
     """Run (or, with ``resume``, continue) a tournament; returns when the step or time budget is spent.
 
     ``slice_steps`` is the longest slice; generation ``g`` trains
@@ -458,8 +586,23 @@ def run_tournament(env: str, pods: int = 4, *, run_dir: str | Path, total_steps:
     generation-``g`` slice only while fewer than ``ceil(pods / slice_growth**g)`` slices run
     (slots left idle: fewer env steps per result, less throughput).
     """
-    return Tournament.open(env, pods, run_dir, resume, overrides, ray_address, on_event, total_steps=total_steps,
-                           hours=hours, slice_steps=slice_steps, first_slice_steps=first_slice_steps,
-                           slice_growth=slice_growth, truncate_below=truncate_below, halving=halving,
-                           eval_episodes=eval_episodes, capacity=capacity, cpus_per_pod=cpus_per_pod,
-                           seed=seed).run()
+    return Tournament.open(
+        env,
+        pods,
+        run_dir,
+        resume,
+        overrides,
+        ray_address,
+        on_event,
+        total_steps=total_steps,
+        hours=hours,
+        slice_steps=slice_steps,
+        first_slice_steps=first_slice_steps,
+        slice_growth=slice_growth,
+        truncate_below=truncate_below,
+        halving=halving,
+        eval_episodes=eval_episodes,
+        capacity=capacity,
+        cpus_per_pod=cpus_per_pod,
+        seed=seed,
+    ).run()

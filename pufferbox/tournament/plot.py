@@ -41,6 +41,8 @@ def plot_runs(run_dirs: list[str | Path], output: str | Path) -> str:
     """One PNG with two panels (return vs steps, return vs wall time), one line per run or tournament."""
     if not run_dirs:
         raise ConfigError("plot: name at least one run directory")
-    curves = [(Path(d).name + (" (tournament best)" if is_tournament(d) else ""), read_curve(d), is_tournament(d))
-              for d in run_dirs]
+    curves = [
+        (Path(d).name + (" (tournament best)" if is_tournament(d) else ""), read_curve(d), is_tournament(d))
+        for d in run_dirs
+    ]
     return train_plot.plot_curves(curves, output)

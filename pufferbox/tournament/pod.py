@@ -138,18 +138,37 @@ class Pod:
             if metrics["episodes"]:
                 episodes += metrics["episodes"]
                 return_sum += metrics["episode_return"] * metrics["episodes"]
-            self.live = {"pod": task.pod, "steps": trainer.global_step - before, "episodes": episodes,
-                         "mean_return": return_sum / episodes if episodes else None}
+            self.live = {
+                "pod": task.pod,
+                "steps": trainer.global_step - before,
+                "episodes": episodes,
+                "mean_return": return_sum / episodes if episodes else None,
+            }
         trained = trainer.global_step - before
         train_return = return_sum / episodes if episodes else None
         task.parent_checkpoint = None  # do not send the parent's weights back
-        common = dict(task=task, steps=trained, lineage_steps=task.parent_steps + trained,
-                      setup_time=t1 - t0, load_time=t2 - t1, node=os.uname().nodename, backend=trainer.venv.backend,
-                      metrics=metrics, train_return=train_return)
+        common = dict(
+            task=task,
+            steps=trained,
+            lineage_steps=task.parent_steps + trained,
+            setup_time=t1 - t0,
+            load_time=t2 - t1,
+            node=os.uname().nodename,
+            backend=trainer.venv.backend,
+            metrics=metrics,
+            train_return=train_return,
+        )
         if self.stop_reason:  # a loser: no checkpoint, no evaluation, only its steps are reported
-            result = SliceResult(checkpoint=b"", score=float("nan"), score_std=float("nan"), episodes=0,
-                                 train_time=time.perf_counter() - t2, eval_time=0.0, truncated=self.stop_reason,
-                                 **common)
+            result = SliceResult(
+                checkpoint=b"",
+                score=float("nan"),
+                score_std=float("nan"),
+                episodes=0,
+                train_time=time.perf_counter() - t2,
+                eval_time=0.0,
+                truncated=self.stop_reason,
+                **common,
+            )
             self.current = None
             return result
         checkpoint = trainer.save_checkpoint(str(self.dir / f"task-{task.pod}"))
@@ -159,9 +178,16 @@ class Pod:
         shutil.rmtree(self.dir / f"task-{task.pod}", ignore_errors=True)  # scratch: the board keeps its own copy
         t4 = time.perf_counter()
         self.current = None
-        return SliceResult(checkpoint=weights, score=evaluation["mean_return"], score_std=evaluation["std_return"],
-                           episodes=evaluation["episodes"], train_time=t3 - t2, eval_time=t4 - t3,
-                           eval_steps=round(evaluation["episodes"] * evaluation["mean_length"]), **common)
+        return SliceResult(
+            checkpoint=weights,
+            score=evaluation["mean_return"],
+            score_std=evaluation["std_return"],
+            episodes=evaluation["episodes"],
+            train_time=t3 - t2,
+            eval_time=t4 - t3,
+            eval_steps=round(evaluation["episodes"] * evaluation["mean_length"]),
+            **common,
+        )
 
     def close(self) -> None:
         for trainer in self.trainers.values():

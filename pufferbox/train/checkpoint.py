@@ -27,8 +27,16 @@ import torch
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "latest_finite_checkpoint", "list_checkpoints",
-           "weights_finite", "CheckpointError", "check_encoder_is_trusted"]
+__all__ = [
+    "save_checkpoint",
+    "load_checkpoint",
+    "latest_checkpoint",
+    "latest_finite_checkpoint",
+    "list_checkpoints",
+    "weights_finite",
+    "CheckpointError",
+    "check_encoder_is_trusted",
+]
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 
@@ -56,8 +64,9 @@ def weights_finite(state: dict[str, Any]) -> bool:
     model = state.get("model")
     if not isinstance(model, dict):
         return True
-    return all(bool(torch.isfinite(t).all()) for t in model.values()
-               if isinstance(t, torch.Tensor) and t.is_floating_point())
+    return all(
+        bool(torch.isfinite(t).all()) for t in model.values() if isinstance(t, torch.Tensor) and t.is_floating_point()
+    )
 
 
 def latest_finite_checkpoint(directory: str | Path) -> Path | None:
@@ -93,8 +102,9 @@ def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, k
     directory = Path(directory)
     final = directory / f"ckpt-{update:08d}.pt"
     if not weights_finite(state):
-        raise CheckpointError(f"{final}: not written: the model's weights are not finite (NaN/inf); "
-                              "earlier checkpoints are kept")
+        raise CheckpointError(
+            f"{final}: not written: the model's weights are not finite (NaN/inf); earlier checkpoints are kept"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
@@ -149,10 +159,14 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
         # Never quote torch's message: it advises ``weights_only=False``, i.e. running the file's code.
-        why = ("it holds pickled Python objects, which pufferbox never loads (only tensors, numbers, strings)"
-               if "Unsupported global" in str(exc) else "not written by torch.save, or truncated or corrupt")
-        raise CheckpointError(f"{path}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a "
-                              f"ckpt-*.pt that pufferbox wrote") from None
+        why = (
+            "it holds pickled Python objects, which pufferbox never loads (only tensors, numbers, strings)"
+            if "Unsupported global" in str(exc)
+            else "not written by torch.save, or truncated or corrupt"
+        )
+        raise CheckpointError(
+            f"{path}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a ckpt-*.pt that pufferbox wrote"
+        ) from None
 
 
 BUILTIN_ENCODERS = ("auto", "mlp", "cnn")
@@ -187,6 +201,8 @@ def check_encoder_is_trusted(policy: dict, source: str, explicit: str | None = N
     choice = policy.get("encoder", "auto")
     if choice in BUILTIN_ENCODERS or choice == explicit or choice in registered_encoders():
         return
-    raise CheckpointError(f"{source} names policy.encoder {choice!r}, which no installed plugin registers; "
-                          f"a checkpoint cannot make pufferbox import code: if you trust it, pass it yourself "
-                          f"(eval: --encoder {choice}; train --resume: --set policy.encoder={choice})")
+    raise CheckpointError(
+        f"{source} names policy.encoder {choice!r}, which no installed plugin registers; "
+        f"a checkpoint cannot make pufferbox import code: if you trust it, pass it yourself "
+        f"(eval: --encoder {choice}; train --resume: --set policy.encoder={choice})"
+    )

@@ -44,8 +44,16 @@ from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
 from pufferbox.train.transfer import Transfer
 
-__all__ = ["Collected", "Collector", "HostCollector", "DeviceCollector", "Rollout", "make_collector",
-           "make_vec_env", "pick_device"]
+__all__ = [
+    "Collected",
+    "Collector",
+    "HostCollector",
+    "DeviceCollector",
+    "Rollout",
+    "make_collector",
+    "make_vec_env",
+    "pick_device",
+]
 
 
 @dataclass
@@ -97,14 +105,24 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
 
         kwargs.update(device=vec.device, seed=seed * 1_000_003, episode_slots=max(DEFAULT_SLOTS, horizon // 4))
     elif vec.device != "gpu":
-        raise ConfigError(f"vec.device={vec.device!r} only applies to --backend cuda (where the kernels run); "
-                          f"drop it or add --backend cuda")
-    return pufferbox.vector.make(spec, backend=vec.backend, num_envs=vec.num_envs, env_kwargs=dict(env_kwargs),
-                                 native=vec.native, check_obs=vec.check_obs, **kwargs)
+        raise ConfigError(
+            f"vec.device={vec.device!r} only applies to --backend cuda (where the kernels run); "
+            f"drop it or add --backend cuda"
+        )
+    return pufferbox.vector.make(
+        spec,
+        backend=vec.backend,
+        num_envs=vec.num_envs,
+        env_kwargs=dict(env_kwargs),
+        native=vec.native,
+        check_obs=vec.check_obs,
+        **kwargs,
+    )
 
 
-def make_collector(spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str,
-                   compile: bool = False) -> HostCollector | DeviceCollector:
+def make_collector(
+    spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str, compile: bool = False
+) -> HostCollector | DeviceCollector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
     if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
         from pufferbox.train.ray_collector import RayCollector
@@ -123,8 +141,17 @@ class Rollout:
     several segments while slow ones fill part of one, hence the spare segments.
     """
 
-    def __init__(self, rows: int, segments: int, horizon: int, obs_shape: tuple, obs_dtype: np.dtype,
-                 act_shape: tuple, act_dtype: np.dtype, lstm_size: int = 0):
+    def __init__(
+        self,
+        rows: int,
+        segments: int,
+        horizon: int,
+        obs_shape: tuple,
+        obs_dtype: np.dtype,
+        act_shape: tuple,
+        act_dtype: np.dtype,
+        lstm_size: int = 0,
+    ):
         def tensor(shape: tuple, dtype: Any) -> tuple[torch.Tensor, np.ndarray]:
             t = torch.from_numpy(np.zeros((segments, horizon + 1, *shape), dtype=dtype))
             return t, t.numpy()
@@ -152,15 +179,29 @@ class Rollout:
         self.waiting = np.zeros(0, dtype=np.int64)  # rows with a full segment and no fresh one yet
 
     def arrays(self) -> list[np.ndarray]:
-        out = [self.np_obs, self.np_actions, self.np_logprobs, self.np_values, self.np_rewards,
-               self.np_starts, self.np_masks]
+        out = [
+            self.np_obs,
+            self.np_actions,
+            self.np_logprobs,
+            self.np_values,
+            self.np_rewards,
+            self.np_starts,
+            self.np_masks,
+        ]
         return out + ([self.np_h, self.np_c] if self.lstm else [])
 
     def take(self, segs: np.ndarray) -> dict[str, torch.Tensor]:
         """Copies of segments ``segs`` of every stored array, ``(len(segs), horizon + 1, ...)``."""
         idx = torch.from_numpy(segs)
-        out = {"obs": self.obs, "actions": self.actions, "logprobs": self.logprobs, "values": self.values,
-               "rewards": self.rewards, "starts": self.starts, "masks": self.masks}
+        out = {
+            "obs": self.obs,
+            "actions": self.actions,
+            "logprobs": self.logprobs,
+            "values": self.values,
+            "rewards": self.rewards,
+            "starts": self.starts,
+            "masks": self.masks,
+        }
         out |= {"h": self.h, "c": self.c} if self.lstm else {}
         return {name: x[idx] for name, x in out.items()}
 
@@ -192,23 +233,30 @@ class Rollout:
         self.free.extend(int(s) for s in segs)
         if len(self.waiting):
             waiting, self.waiting = self.waiting, np.zeros(0, dtype=np.int64)
-            take, self.free = self.free[:len(waiting)], self.free[len(waiting):]
+            take, self.free = self.free[: len(waiting)], self.free[len(waiting) :]
             self.carry(waiting, np.asarray(take))
 
 
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
-    def __init__(self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu",
-                 compile: bool = False):
+    def __init__(self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu", compile: bool = False):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.act = torch.compile(agent.act) if compile else agent.act
         self.transfer = Transfer(self.device)  # pinned staging on a GPU, plain on the CPU
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
         pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments
         obs_spec, act_spec = venv.obs_spec, venv.act_spec
-        self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), horizon, (obs_spec.flat_size,),
-                               obs_spec.flat_dtype, act_spec.shape, act_spec.dtype, agent.lstm_size)
+        self.rollout = Rollout(
+            self.num_rows,
+            self.num_rows * (2 if pool else 1),
+            horizon,
+            (obs_spec.flat_size,),
+            obs_spec.flat_dtype,
+            act_spec.shape,
+            act_spec.dtype,
+            agent.lstm_size,
+        )
         space = act_spec.flat_space
         self.action_bounds = (space.low, space.high) if not act_spec.discrete else None
         self.all_env_ids, self.all_rows = np.arange(venv.num_envs), np.arange(self.num_rows)
@@ -239,7 +287,7 @@ class HostCollector:
                 self.rollout.finish(done_rows)
                 if self.rollout.ready():
                     segs = np.nonzero(self.rollout.full)[0]
-                    batch = {k: v[:, :steps + 1].to(self.device) for k, v in self.rollout.take(segs).items()}
+                    batch = {k: v[:, : steps + 1].to(self.device) for k, v in self.rollout.take(segs).items()}
                     rows_of_segs = self.rollout.seg_row[segs].copy()
                     self.rollout.release(segs)  # ``take`` copied them
                     return Collected(batch, len(segs) * steps, Episodes.concat(episodes), rows=rows_of_segs)
@@ -357,11 +405,13 @@ class DeviceCollector:
         # Discrete actions come from the backend's sampler kernel (one launch, written where the env reads them).
         self.use_sampler = isinstance(act_spec.flat_space, spaces.Discrete) and hasattr(venv, "sample")
         space = act_spec.flat_space
-        self.bounds = None if act_spec.discrete else (
-            torch.as_tensor(space.low, device=self.device), torch.as_tensor(space.high, device=self.device))
+        self.bounds = (
+            None
+            if act_spec.discrete
+            else (torch.as_tensor(space.low, device=self.device), torch.as_tensor(space.high, device=self.device))
+        )
         flags = (lambda name: venv.state_tensor(name)) if hasattr(venv, "state_tensor") else (lambda name: None)
-        self.events = {metric: tensor for name, metric in (events or {}).items()
-                       if (tensor := flags(name)) is not None}
+        self.events = {metric: tensor for name, metric in (events or {}).items() if (tensor := flags(name)) is not None}
         self.phase_time = {"env": 0.0, "inference": 0.0}
         self.restart()
 
@@ -386,8 +436,15 @@ class DeviceCollector:
 
     def batch(self) -> dict[str, torch.Tensor]:
         """Every row's segment, in row order, no copies (the next :meth:`collect` overwrites them)."""
-        out = {"obs": self.obs, "actions": self.actions, "logprobs": self.logprobs, "values": self.values,
-               "rewards": self.rewards, "starts": self.starts, "masks": self.masks}
+        out = {
+            "obs": self.obs,
+            "actions": self.actions,
+            "logprobs": self.logprobs,
+            "values": self.values,
+            "rewards": self.rewards,
+            "starts": self.starts,
+            "masks": self.masks,
+        }
         return out | ({"h": self.h, "c": self.c} if self.lstm else {})
 
     def policy_step(self, obs: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -424,7 +481,7 @@ class DeviceCollector:
         if hasattr(self.venv, "episodes_dropped"):
             metrics["episodes_dropped"] = float(self.venv.episodes_dropped)
         self.phase_time["env"] += time.perf_counter() - t0
-        batch = {name: x[:, :steps + 1] for name, x in self.batch().items()}
+        batch = {name: x[:, : steps + 1] for name, x in self.batch().items()}
         return Collected(batch, self.rows * steps, episodes, metrics)
 
     def step(self, t: int) -> None:

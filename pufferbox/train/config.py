@@ -30,8 +30,21 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-__all__ = ["ConfigError", "DEFAULTS", "TrainConfig", "VecConfig", "PolicyConfig", "LeagueConfig", "typed", "updated",
-           "resolve_config", "merge", "parse_override", "load_toml", "dump_toml"]
+__all__ = [
+    "ConfigError",
+    "DEFAULTS",
+    "TrainConfig",
+    "VecConfig",
+    "PolicyConfig",
+    "LeagueConfig",
+    "typed",
+    "updated",
+    "resolve_config",
+    "merge",
+    "parse_override",
+    "load_toml",
+    "dump_toml",
+]
 
 
 class ConfigError(ValueError):
@@ -117,8 +130,7 @@ class LeagueConfig:
     refresh_interval: int = 10  # updates between refills of the frozen groups from the pool
 
 
-SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig,
-                             "league": LeagueConfig}
+SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig, "league": LeagueConfig}
 # Every key's default, whose type is the key's type; ``env`` holds the binding's free-form kwargs.
 DEFAULTS: dict[str, dict[str, Any]] = {name: asdict(cls()) for name, cls in SECTIONS.items()} | {"env": {}, "groups": {}}
 Section = TypeVar("Section", TrainConfig, VecConfig, PolicyConfig, LeagueConfig)
@@ -140,8 +152,15 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
 
 
 FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked by train.groups
-AT_LEAST_ONE = {"train.total_steps", "train.num_steps", "train.num_minibatches", "train.update_epochs",
-                "train.solve_window", "vec.num_envs", "policy.hidden_size"}
+AT_LEAST_ONE = {
+    "train.total_steps",
+    "train.num_steps",
+    "train.num_minibatches",
+    "train.update_epochs",
+    "train.solve_window",
+    "vec.num_envs",
+    "policy.hidden_size",
+}
 CHOICES = {"train.lag_correction": ("vtrace", "none")}
 POSITIVE = {"train.clip_obs", "train.clip_reward"}
 
@@ -152,8 +171,10 @@ def merge(base: dict, update: dict, source: str) -> dict:
     for section, values in update.items():
         if section not in DEFAULTS:
             hint = difflib.get_close_matches(section, list(DEFAULTS), n=1)
-            raise ConfigError(f"{section}: unknown section in {source}"
-                              + (f"; did you mean {hint[0]}?" if hint else f"; sections are {', '.join(DEFAULTS)}"))
+            raise ConfigError(
+                f"{section}: unknown section in {source}"
+                + (f"; did you mean {hint[0]}?" if hint else f"; sections are {', '.join(DEFAULTS)}")
+            )
         if not isinstance(values, dict):
             raise ConfigError(f"{section}: expected a table of settings in {source}, got {values!r}")
         for key, value in values.items():
@@ -167,14 +188,15 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
     known = DEFAULTS[section]
     if key not in known:
         hint = difflib.get_close_matches(key, list(known), n=1)
-        raise ConfigError(f"{section}.{key}: unknown key"
-                          + (f"; did you mean {hint[0]}?" if hint else f" ({source}); keys are {', '.join(known)}"))
+        raise ConfigError(
+            f"{section}.{key}: unknown key"
+            + (f"; did you mean {hint[0]}?" if hint else f" ({source}); keys are {', '.join(known)}")
+        )
     expected = type(known[key])
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)  # and checked below: `train.learning_rate=-1` is no more valid than -1.0
     if type(value) is not expected:
-        raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} "
-                          f"{value!r} ({source})")
+        raise ConfigError(f"{section}.{key}: expected {expected.__name__}, got {type(value).__name__} {value!r} ({source})")
     if expected is float and not math.isfinite(value):
         raise ConfigError(f"{section}.{key}: must be a finite number, got {value!r} ({source})")
     if f"{section}.{key}" in POSITIVE and value <= 0:
@@ -217,8 +239,12 @@ def dump_toml(config: dict, path: str | Path) -> None:
     Path(path).write_text(tomli_w.dumps(config))
 
 
-def resolve_config(plugin_defaults: dict | None = None, config_file: str | Path | None = None,
-                   overrides: list[str] | None = None, flags: dict | None = None) -> dict:
+def resolve_config(
+    plugin_defaults: dict | None = None,
+    config_file: str | Path | None = None,
+    overrides: list[str] | None = None,
+    flags: dict | None = None,
+) -> dict:
     """The layered config: built-ins < plugin defaults < ``config_file`` < ``overrides`` < ``flags``.
 
     ``flags`` is ``{"vec.num_envs": 8, ...}`` from first-class CLI options (``None`` values skipped).

@@ -89,8 +89,10 @@ class PlainLog:
         if now - self.last < self.every:
             return
         self.last = now
-        line = (f"step={metrics['global_step']} sps={fmt(metrics.get('sps'), '.0f')} "
-                f"return={fmt(metrics.get('return_recent'))} t={fmt(metrics.get('wall_time'), '.1f')}s")
+        line = (
+            f"step={metrics['global_step']} sps={fmt(metrics.get('sps'), '.0f')} "
+            f"return={fmt(metrics.get('return_recent'))} t={fmt(metrics.get('wall_time'), '.1f')}s"
+        )
         if "policy_loss" in metrics:
             line += f" pg={fmt(metrics['policy_loss'], '.3f')} v={fmt(metrics['value_loss'], '.3f')}"
         print(line, file=self.stream or sys.stdout, flush=True)
@@ -114,8 +116,10 @@ class SystemStats:
         if now - self.last >= 1.0:
             self.last = now
             mem = self.psutil.virtual_memory()
-            self.values = {"cpu %": f"{self.psutil.cpu_percent(None):.0f}",
-                           "ram": f"{mem.percent:.0f}% of {mem.total / 2**30:.0f} GiB"}
+            self.values = {
+                "cpu %": f"{self.psutil.cpu_percent(None):.0f}",
+                "ram": f"{mem.percent:.0f}% of {mem.total / 2**30:.0f} GiB",
+            }
             try:
                 import torch
 
@@ -177,8 +181,9 @@ class Dashboard:
         self.live.stop()
 
 
-def terminal_writer(env: str, run_dir: str | None, total_steps: int, stream: TextIO | None = None,
-                    hardware: str = "") -> Any:
+def terminal_writer(
+    env: str, run_dir: str | None, total_steps: int, stream: TextIO | None = None, hardware: str = ""
+) -> Any:
     """A :class:`Dashboard` when stdout is a terminal, else a :class:`PlainLog`; both show ``hardware``
     (what :meth:`~pufferbox.train.hardware.Hardware.describe` says)."""
     if (stream or sys.stdout).isatty():

@@ -26,9 +26,18 @@ from pufferbox.train.policies import build_agent
 __all__ = ["evaluate"]
 
 
-def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render: bool = False,
-             video: str | Path | None = None, deterministic: bool = False, seed: int = 12345,
-             num_envs: int = 8, stream: TextIO | None = None, encoder: str | None = None) -> dict[str, Any]:
+def evaluate(
+    env: str | None,
+    checkpoint: str | Path,
+    episodes: int = 10,
+    render: bool = False,
+    video: str | Path | None = None,
+    deterministic: bool = False,
+    seed: int = 12345,
+    num_envs: int = 8,
+    stream: TextIO | None = None,
+    encoder: str | None = None,
+) -> dict[str, Any]:
     """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict.
 
     ``render`` prints ANSI frames (text envs such as NetHack) to ``stream``; ``video``
@@ -53,16 +62,22 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
         render_mode = "ansi" if render and "ansi" in modes else "rgb_array" if "rgb_array" in modes else None
         if render and video is None and render_mode != "ansi":
-            raise ConfigError(f"{spec.name}: no ANSI rendering (render modes: {modes or 'none'}); "
-                              "use --video out.gif for rgb_array envs")
+            raise ConfigError(
+                f"{spec.name}: no ANSI rendering (render modes: {modes or 'none'}); use --video out.gif for rgb_array envs"
+            )
         if video is not None and "rgb_array" not in modes:
             raise ConfigError(f"{spec.name}: --video needs rgb_array rendering (render modes: {modes or 'none'})")
         if video is not None:
             render_mode = "rgb_array"
         env_kwargs["render_mode"] = render_mode
         num_envs = 1
-    venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs,
-                                 native=config["vec"]["native"] and not visual)
+    venv = pufferbox.vector.make(
+        spec,
+        backend="serial",
+        num_envs=min(num_envs, episodes),
+        env_kwargs=env_kwargs,
+        native=config["vec"]["native"] and not visual,
+    )
     torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or auto_threads(usable_cores(), "serial", 0))
     if "groups" in state:  # one policy per agent group, each on its own slots
         from pufferbox.groups import checkpoint_layout
@@ -94,9 +109,15 @@ def evaluate(env: str | None, checkpoint: str | Path, episodes: int = 10, render
         venv.close()
     returns, lengths = ended.returns.tolist(), ended.lengths.astype(np.float64).tolist()
     returns, lengths = returns[:episodes], lengths[:episodes]
-    result = {"env": spec.name, "checkpoint": str(checkpoint), "episodes": len(returns),
-              "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-              "mean_length": float(np.mean(lengths)), "returns": returns}
+    result = {
+        "env": spec.name,
+        "checkpoint": str(checkpoint),
+        "episodes": len(returns),
+        "mean_return": float(np.mean(returns)),
+        "std_return": float(np.std(returns)),
+        "mean_length": float(np.mean(lengths)),
+        "returns": returns,
+    }
     if video is not None:
         result["video"] = save_video(frames, Path(video))
     return result

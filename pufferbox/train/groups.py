@@ -107,8 +107,9 @@ class GroupedAgent(nn.Module):
         if key not in self.index_cache:
             # numpy, once per batch size: no device read inside a rollout (the cuda backend's loop)
             group = self.layout.slot_group[np.arange(n) % self.agents_per_env]
-            self.index_cache[key] = [torch.as_tensor(np.nonzero(group == g)[0], device=device)
-                                     for g in range(len(self.groups))]
+            self.index_cache[key] = [
+                torch.as_tensor(np.nonzero(group == g)[0], device=device) for g in range(len(self.groups))
+            ]
         return self.index_cache[key]
 
     def initial_state(self, rows: int, device: torch.device | str = "cpu"):
@@ -160,8 +161,11 @@ class GroupedAgent(nn.Module):
 
     def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         n = hidden.shape[0]
-        parts = [(idx, agent.heads(hidden[idx])) for idx, agent in zip(self.rows(n, hidden.device),
-                                                                      self.groups.values()) if idx.shape[0]]
+        parts = [
+            (idx, agent.heads(hidden[idx]))
+            for idx, agent in zip(self.rows(n, hidden.device), self.groups.values())
+            if idx.shape[0]
+        ]
         return self.scatter(n, [(i, p[0]) for i, p in parts]), self.scatter(n, [(i, p[1]) for i, p in parts])
 
 
@@ -172,18 +176,23 @@ class GroupLearner:
     ``nonfinite``, ``generator``, ``hp``); ``update`` takes ``rows``, the agent row of each segment.
     """
 
-    def __init__(self, grouped: GroupedAgent, hp: TrainConfig, seed: int = 1, compile: bool = False,
-                 frozen: list[str] | tuple = ()):
+    def __init__(
+        self, grouped: GroupedAgent, hp: TrainConfig, seed: int = 1, compile: bool = False, frozen: list[str] | tuple = ()
+    ):
         self.grouped = grouped
         unknown = [g for g in frozen if g not in grouped.groups]
         if unknown:
             raise GroupError(f"league.frozen: unknown group {unknown[0]!r}; groups are {list(grouped.groups)}")
         self.frozen = list(frozen)
         if len(self.frozen) == len(grouped.groups):
-            raise GroupError(f"league.frozen: every group ({', '.join(self.frozen)}) is frozen, so nothing "
-                             "learns; leave at least one group out of league.frozen")
-        self.learners = {name: Learner(agent, hp, seed=seed + i, compile=compile)
-                         for i, (name, agent) in enumerate(grouped.groups.items())}
+            raise GroupError(
+                f"league.frozen: every group ({', '.join(self.frozen)}) is frozen, so nothing "
+                "learns; leave at least one group out of league.frozen"
+            )
+        self.learners = {
+            name: Learner(agent, hp, seed=seed + i, compile=compile)
+            for i, (name, agent) in enumerate(grouped.groups.items())
+        }
         for name in self.frozen:
             grouped.groups[name].requires_grad_(False)
         self._hp = hp
@@ -215,8 +224,9 @@ class GroupLearner:
         group = self.grouped.layout.slot_group[rows % self.grouped.agents_per_env]
         return {name: torch.from_numpy(np.nonzero(group == g)[0]) for g, name in enumerate(self.grouped.layout.names)}
 
-    def update(self, batch: dict[str, torch.Tensor], progress: float = 0.0,
-               rows: np.ndarray | None = None) -> dict[str, float]:
+    def update(
+        self, batch: dict[str, torch.Tensor], progress: float = 0.0, rows: np.ndarray | None = None
+    ) -> dict[str, float]:
         """Each learning group's PPO update on its own segments; metrics ``<group>/<name>`` and their means."""
         out: dict[str, float] = {}
         segments = self.segments_of(rows, len(batch["obs"]))
@@ -239,18 +249,29 @@ class GroupLearner:
     def state_dict(self) -> dict[str, Any]:
         """``model`` (every group's weights) and per-group optimizer and shuffle RNG, with the slot layout."""
         layout = self.grouped.layout
-        return {"model": self.grouped.state_dict(), "optimizer": {},
-                "groups": {name: {"optimizer": lr.optimizer.state_dict(), "shuffle_rng": lr.generator.get_state(),
-                                  "slots": torch.tensor(layout.slots(name))}
-                           for name, lr in self.learners.items()}}
+        return {
+            "model": self.grouped.state_dict(),
+            "optimizer": {},
+            "groups": {
+                name: {
+                    "optimizer": lr.optimizer.state_dict(),
+                    "shuffle_rng": lr.generator.get_state(),
+                    "slots": torch.tensor(layout.slots(name)),
+                }
+                for name, lr in self.learners.items()
+            },
+        }
 
     def load_weights(self, state: Mapping[str, Any]) -> None:
         if "groups" not in state:
-            raise GroupError("this checkpoint holds one shared policy, not agent groups; resume it without "
-                             "[groups] (or start a new run)")
+            raise GroupError(
+                "this checkpoint holds one shared policy, not agent groups; resume it without [groups] (or start a new run)"
+            )
         if sorted(state["groups"]) != sorted(self.learners):
-            raise GroupError(f"checkpoint groups {sorted(state['groups'])} differ from this run's "
-                             f"{sorted(self.learners)}; use the run's own [groups]")
+            raise GroupError(
+                f"checkpoint groups {sorted(state['groups'])} differ from this run's "
+                f"{sorted(self.learners)}; use the run's own [groups]"
+            )
         self.grouped.load_state_dict(state["model"])
         for name, learner in self.learners.items():
             learner.optimizer.load_state_dict(state["groups"][name]["optimizer"])
@@ -353,8 +374,7 @@ class Pool:
         # prioritized (AlphaStar's PFSP "hard" weighting): favour snapshots the learners beat least,
         # f(p) = (1 - p)^2 with p the learners' win rate (Laplace-smoothed: unseen snapshots count as p = 0.5)
         results = self.results()
-        p = np.array([(results.get(s.name, [0.0, 0])[0] + 1.0) / (results.get(s.name, [0.0, 0])[1] + 2.0)
-                      for s in snaps])
+        p = np.array([(results.get(s.name, [0.0, 0])[0] + 1.0) / (results.get(s.name, [0.0, 0])[1] + 2.0) for s in snaps])
         w = (1.0 - p) ** 2 + 1e-6
         return w / w.sum()
 
@@ -371,15 +391,15 @@ class Pool:
 class League:
     """Snapshots of the learning groups and refills of the frozen ones, every few updates (the trainer's hook)."""
 
-    def __init__(self, grouped: GroupedAgent, learner: GroupLearner, cfg: LeagueConfig, run_dir: str | None,
-                 seed: int, num_rows: int):
+    def __init__(
+        self, grouped: GroupedAgent, learner: GroupLearner, cfg: LeagueConfig, run_dir: str | None, seed: int, num_rows: int
+    ):
         self.grouped, self.learner, self.cfg = grouped, learner, cfg
         self.score = GroupScore(grouped.layout, num_rows)
         if cfg.pool not in POOL_MODES:
             raise GroupError(f"league.pool: unknown mode {cfg.pool!r}; use one of {', '.join(POOL_MODES)}")
         if cfg.pool_source and cfg.pool_source not in grouped.groups:
-            raise GroupError(f"league.pool_source: unknown group {cfg.pool_source!r}; groups are "
-                             f"{list(grouped.groups)}")
+            raise GroupError(f"league.pool_source: unknown group {cfg.pool_source!r}; groups are {list(grouped.groups)}")
         self.root = None if run_dir is None else Path(run_dir) / "pool"
         self.rng = np.random.default_rng(seed)
         self.active: dict[str, Path | None] = {name: None for name in learner.frozen}
@@ -387,8 +407,7 @@ class League:
     def record(self, update: int, rollout: Any) -> dict[str, Any]:
         """Per-group episode returns of ``rollout`` (metrics ``<group>/episode_return``) and the pool's turn."""
         returns = self.score.add(rollout.batch, rollout.rows)
-        out: dict[str, Any] = {f"{name}/episode_return": float(np.mean(r)) if r else None
-                               for name, r in returns.items()}
+        out: dict[str, Any] = {f"{name}/episode_return": float(np.mean(r)) if r else None for name, r in returns.items()}
         return out | self.after_update(update, returns)
 
     def pool(self, frozen: str) -> Pool:
@@ -397,8 +416,7 @@ class League:
     def after_update(self, update: int, episode_returns: Mapping[str, list[float]]) -> dict[str, Any]:
         """Record results, snapshot learners, refill frozen groups; returns metrics for the update."""
         games = len(next(iter(episode_returns.values()), []))
-        scores = [outcome({g: r[i] for g, r in episode_returns.items()}, self.learner.learning)
-                  for i in range(games)]
+        scores = [outcome({g: r[i] for g, r in episode_returns.items()}, self.learner.learning) for i in range(games)]
         out = {"win_rate": float(np.mean(scores)) if scores else None}
         if self.root is None:
             return out
@@ -425,9 +443,12 @@ def build_groups(trainer: Any, config: Mapping[str, Any]) -> tuple[GroupedAgent,
 
     layout, tc = trainer.layout, trainer.tc
     limits = layout.action_limits or {}
-    agents = {name: limit_actions(build_agent(trainer.obs_spec, trainer.act_spec, trainer.pc,
-                                              trainer.spec.load_policy()), limits.get(name))
-              for name in layout.names}
+    agents = {
+        name: limit_actions(
+            build_agent(trainer.obs_spec, trainer.act_spec, trainer.pc, trainer.spec.load_policy()), limits.get(name)
+        )
+        for name in layout.names
+    }
     grouped = GroupedAgent(agents, layout).to(trainer.device)
     cfg = typed(LeagueConfig, config.get("league", {}), "league")
     learner = GroupLearner(grouped, tc, seed=tc.seed, compile=tc.compile, frozen=cfg.frozen)

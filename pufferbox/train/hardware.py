@@ -62,8 +62,7 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu "
-                          "or auto")
+        raise ConfigError(f"train.device: {name!r} requested but torch sees no CUDA device; use --device cpu or auto")
     try:
         return torch.device(name)
     except RuntimeError:
@@ -89,10 +88,12 @@ class Hardware:
         return {"device": self.device, "torch_threads": self.torch_threads}
 
 
-def resolve_hardware(device: torch.device, requested_device: str, torch_threads: int, venv: Any,
-                     cores: int | None = None) -> Hardware:
+def resolve_hardware(
+    device: torch.device, requested_device: str, torch_threads: int, venv: Any, cores: int | None = None
+) -> Hardware:
     """The run's :class:`Hardware`: ``torch_threads`` 0 resolved by :func:`auto_threads` for ``venv``."""
-    threads = torch_threads or auto_threads(usable_cores() if cores is None else cores, getattr(venv, "backend", ""),
-                                            int(getattr(venv, "num_workers", 0) or 0))
+    threads = torch_threads or auto_threads(
+        usable_cores() if cores is None else cores, getattr(venv, "backend", ""), int(getattr(venv, "num_workers", 0) or 0)
+    )
     name = str(device) if device.type != "cuda" or device.index is not None else f"cuda:{torch.cuda.current_device()}"
     return Hardware(name, threads, requested_device, torch_threads)

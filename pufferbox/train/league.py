@@ -69,9 +69,17 @@ class MatchResult:
 
     def summary(self) -> dict[str, Any]:
         low, high = wilson(self.wins, self.games)
-        return {"a": self.a, "b": self.b, "side": self.side, "games": self.games, "wins": self.wins,
-                "draws": self.draws, "losses": self.losses, "win_rate": self.wins / max(1, self.games),
-                "win_rate_ci95": [round(low, 4), round(high, 4)]}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "side": self.side,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "win_rate": self.wins / max(1, self.games),
+            "win_rate_ci95": [round(low, 4), round(high, 4)],
+        }
 
 
 def checkpoint_file(path: str | Path) -> str:
@@ -90,21 +98,26 @@ def grouped_state(path: str | Path) -> dict[str, Any]:
 
     state = load_checkpoint(path)
     if "groups" not in state:
-        raise ConfigError(f"{path}: holds one shared policy, not agent groups; matches need a checkpoint of a "
-                          "run with [groups] (or an env that declares groups, e.g. tag)")
+        raise ConfigError(
+            f"{path}: holds one shared policy, not agent groups; matches need a checkpoint of a "
+            "run with [groups] (or an env that declares groups, e.g. tag)"
+        )
     return state
 
 
-def build_match_agent(spec: Any, venv: Any, config: dict, layout: Any, side: str, state_a: dict,
-                      state_b: dict | None) -> Any:
+def build_match_agent(
+    spec: Any, venv: Any, config: dict, layout: Any, side: str, state_a: dict, state_b: dict | None
+) -> Any:
     """A :class:`GroupedAgent` with A's weights on ``side`` and B's (or uniform actions) on the rest."""
     from pufferbox.train.groups import GroupedAgent, limit_actions
     from pufferbox.train.policies import build_agent
 
     pc = typed(PolicyConfig, config["policy"])
     limits = layout.action_limits or {}
-    agents = {name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
-              for name in layout.names}
+    agents = {
+        name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
+        for name in layout.names
+    }
     for name, agent in agents.items():
         source = state_a if name == side else state_b
         if source is None:  # uniform (legal) actions: zero logits (Box: mean 0, std 1)
@@ -113,14 +126,21 @@ def build_match_agent(spec: Any, venv: Any, config: dict, layout: Any, side: str
             torch.nn.init.zeros_(linear.bias)
             continue
         prefix = f"groups.{name}."
-        agent.load_state_dict({k[len(prefix):]: v for k, v in source["model"].items() if k.startswith(prefix)})
+        agent.load_state_dict({k[len(prefix) :]: v for k, v in source["model"].items() if k.startswith(prefix)})
     grouped = GroupedAgent(agents, layout)
     grouped.eval()
     return grouped
 
 
-def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20, side: str | None = None,
-               seed: int = 12345, num_envs: int = 8, deterministic: bool = False) -> MatchResult:
+def play_match(
+    checkpoint: str | Path,
+    opponent: str | Path,
+    episodes: int = 20,
+    side: str | None = None,
+    seed: int = 12345,
+    num_envs: int = 8,
+    deterministic: bool = False,
+) -> MatchResult:
     """Play ``episodes`` episodes: ``checkpoint`` on group ``side``, ``opponent`` (a checkpoint or
     ``"random"``) on the others."""
     import pufferbox.vector
@@ -148,8 +168,9 @@ def play_match(checkpoint: str | Path, opponent: str | Path, episodes: int = 20,
         venv.close()
     outcomes = [score(r, side) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
-    return MatchResult(checkpoint_file(checkpoint), b, side, outcomes.count(1.0), outcomes.count(0.5),
-                       outcomes.count(0.0), outcomes)
+    return MatchResult(
+        checkpoint_file(checkpoint), b, side, outcomes.count(1.0), outcomes.count(0.5), outcomes.count(0.0), outcomes
+    )
 
 
 def score(returns: dict[str, float], side: str) -> float:
@@ -176,8 +197,7 @@ def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy:
         acc[rows] += rewards
         for e in np.nonzero(starts.reshape(-1, apr).all(1) & ~fresh)[0]:
             env_rows = rows.reshape(-1, apr)[e]
-            out.append({name: float(acc[env_rows][layout.slot_group == g].mean())
-                        for g, name in enumerate(layout.names)})
+            out.append({name: float(acc[env_rows][layout.slot_group == g].mean()) for g, name in enumerate(layout.names)})
             acc[env_rows] = 0.0
         collector.pending = collector.choose(obs, starts, rows, greedy)[0]
     return out[:episodes]
@@ -201,10 +221,14 @@ class Ratings:
         self.model = PlackettLuce()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS ratings (name TEXT PRIMARY KEY, mu REAL, sigma REAL, "
-                       "games INTEGER, wins INTEGER, draws INTEGER, losses INTEGER)")
-            db.execute("CREATE TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT, b TEXT, "
-                       "side TEXT, wins INTEGER, draws INTEGER, losses INTEGER, time REAL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS ratings (name TEXT PRIMARY KEY, mu REAL, sigma REAL, "
+                "games INTEGER, wins INTEGER, draws INTEGER, losses INTEGER)"
+            )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT, b TEXT, "
+                "side TEXT, wins INTEGER, draws INTEGER, losses INTEGER, time REAL)"
+            )
 
     def connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -227,10 +251,14 @@ class Ratings:
             wins, draws, losses = match.wins, match.draws, match.losses
             sides = ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins)))
             for name, r, old, (w, d, lost) in sides:
-                db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, r.mu, r.sigma, old[2] + w + d + lost, old[3] + w, old[4] + d, old[5] + lost))
-            db.execute("INSERT INTO matches (a, b, side, wins, draws, losses, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (match.a, match.b, match.side, wins, draws, losses, time.time()))
+                db.execute(
+                    "INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (name, r.mu, r.sigma, old[2] + w + d + lost, old[3] + w, old[4] + d, old[5] + lost),
+                )
+            db.execute(
+                "INSERT INTO matches (a, b, side, wins, draws, losses, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (match.a, match.b, match.side, wins, draws, losses, time.time()),
+            )
 
     def table(self) -> list[dict[str, Any]]:
         """Every rated checkpoint, best conservative estimate (``mu - 3 sigma``) first."""
@@ -254,7 +282,7 @@ def round_robin(run_dir: str | Path, episodes: int = 20, seed: int = 12345) -> l
     names = list(grouped_state(players[0])["groups"])
     ratings, results = Ratings(run_dir / "league.sqlite"), []
     for i, a in enumerate(players):
-        for b in players[i + 1:] + [RANDOM]:
+        for b in players[i + 1 :] + [RANDOM]:
             for side in names:
                 match = play_match(a, b, episodes=episodes, side=side, seed=seed)
                 ratings.record(match)

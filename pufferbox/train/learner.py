@@ -32,8 +32,9 @@ from pufferbox.train.policies import Agent
 __all__ = ["Learner", "gae"]
 
 
-def gae(rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float,
-        lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE along dim 1 of ``(segments, horizon + 1)`` tensors; ``(advantages, returns)``, ``horizon`` wide.
 
     ``starts[:, t + 1]`` (an episode starts at the next obs) cuts the bootstrap. Runs on the tensors' device.
@@ -90,8 +91,9 @@ class Learner:
             return self.skipped(lr)
         steps = adv.shape[1]
         # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
-        obs, actions, logprobs, values, masks, starts = (batch[k][:, :steps].contiguous() for k in
-                                                         ("obs", "actions", "logprobs", "values", "masks", "starts"))
+        obs, actions, logprobs, values, masks, starts = (
+            batch[k][:, :steps].contiguous() for k in ("obs", "actions", "logprobs", "values", "masks", "starts")
+        )
         recurrent = "h" in batch
         if recurrent:  # minibatches of whole segments, time-major for the unroll
             units = torch.arange(len(obs))
@@ -109,7 +111,7 @@ class Learner:
         for _epoch in range(hp.update_epochs):
             order = units[torch.randperm(len(units), generator=self.generator)].to(obs.device)  # one copy per epoch
             for start in range(0, len(units) - mb_size + 1, mb_size):
-                idx = order[start:start + mb_size]
+                idx = order[start : start + mb_size]
                 if recurrent:
                     sl = lambda x, idx=idx: x[idx].transpose(0, 1)
                     new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
@@ -121,10 +123,11 @@ class Learner:
                     old = [flat(x) for x in (logprobs, values, adv, returns)]
                     weight = torch.ones_like(old[0])
                 (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = new, old
-                if not self.minibatch_step(new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret,
-                                           weight, stats):
+                if not self.minibatch_step(
+                    new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats
+                ):
                     return self.skipped(lr)
-            recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches):]
+            recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches) :]
             if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
                 break
         finite, disabled = torch.stack([self.all_finite.long(), self.disabled_steps]).tolist()  # the one read
@@ -145,9 +148,18 @@ class Learner:
         self.nonfinite += 1
         return {"learning_rate": lr, "nonfinite_updates": self.nonfinite}
 
-    def minibatch_step(self, new_logprob: torch.Tensor, entropy: torch.Tensor, new_value: torch.Tensor,
-                       old_logprob: torch.Tensor, old_value: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
-                       weight: torch.Tensor, stats: dict[str, list[torch.Tensor]]) -> bool:
+    def minibatch_step(
+        self,
+        new_logprob: torch.Tensor,
+        entropy: torch.Tensor,
+        new_value: torch.Tensor,
+        old_logprob: torch.Tensor,
+        old_value: torch.Tensor,
+        adv: torch.Tensor,
+        ret: torch.Tensor,
+        weight: torch.Tensor,
+        stats: dict[str, list[torch.Tensor]],
+    ) -> bool:
         """One gradient step of the clipped PPO objective on a minibatch (weighted means). A loss or gradient
         that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
         is cleared and from then on the steps change nothing, without a host read here."""

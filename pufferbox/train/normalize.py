@@ -46,13 +46,15 @@ class RunningMeanStd:
             return
         batch_mean, batch_var, n = x.mean(axis=0), x.var(axis=0), x.shape[0]
         delta, total = batch_mean - self.mean, self.count + n
-        m2 = self.var * self.count + batch_var * n + delta ** 2 * self.count * n / total
+        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
         self.mean, self.var, self.count = self.mean + delta * n / total, m2 / total, total
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"mean": torch.from_numpy(np.array(self.mean, np.float64)),
-                "var": torch.from_numpy(np.array(self.var, np.float64)),
-                "count": torch.tensor(self.count, dtype=torch.float64)}
+        return {
+            "mean": torch.from_numpy(np.array(self.mean, np.float64)),
+            "var": torch.from_numpy(np.array(self.var, np.float64)),
+            "count": torch.tensor(self.count, dtype=torch.float64),
+        }
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         mean = state["mean"].cpu().numpy().astype(np.float64)
@@ -120,8 +122,16 @@ class RewardScaler:
 class Normalizer:
     """What the collector applies: ``observe`` (obs) and ``scale`` (rewards); ``frozen`` stops the updates (eval)."""
 
-    def __init__(self, obs_spec: Any, num_rows: int, obs: bool, reward: bool, gamma: float = 0.99,
-                 clip_obs: float = 10.0, clip_reward: float = 10.0):
+    def __init__(
+        self,
+        obs_spec: Any,
+        num_rows: int,
+        obs: bool,
+        reward: bool,
+        gamma: float = 0.99,
+        clip_obs: float = 10.0,
+        clip_reward: float = 10.0,
+    ):
         self.obs = ObsNormalizer(obs_spec, clip_obs) if obs else None
         self.reward = RewardScaler(num_rows, gamma, clip_reward) if reward else None
         self.frozen = False
@@ -148,7 +158,7 @@ class Normalizer:
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore statistics saved by :meth:`state_dict`; a part this normalizer does not use is ignored."""
         for name, part in (("obs", self.obs), ("reward", self.reward)):
-            keys = {k[len(name) + 1:]: v for k, v in state.items() if k.startswith(name + ".")}
+            keys = {k[len(name) + 1 :]: v for k, v in state.items() if k.startswith(name + ".")}
             if part is not None and keys:
                 part.load_state_dict(keys)
 
@@ -157,5 +167,4 @@ def make_normalizer(obs_spec: Any, num_rows: int, train: Any) -> Normalizer | No
     """The normalizer ``train`` (a :class:`~pufferbox.train.config.TrainConfig`) asks for, or None."""
     if not (train.norm_obs or train.norm_reward):
         return None
-    return Normalizer(obs_spec, num_rows, train.norm_obs, train.norm_reward, train.gamma,
-                      train.clip_obs, train.clip_reward)
+    return Normalizer(obs_spec, num_rows, train.norm_obs, train.norm_reward, train.gamma, train.clip_obs, train.clip_reward)

@@ -26,8 +26,13 @@ __all__ = ["Adam"]
 class Adam:
     """``torch.optim.Adam`` semantics (no weight decay, no amsgrad); ``param_groups[0]["lr"]`` is settable."""
 
-    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8):
+    def __init__(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
         self.params = [p for p in params if p.requires_grad]
         self.param_groups = [{"lr": lr, "betas": betas, "eps": eps}]
         self.step_count = 0
@@ -55,8 +60,8 @@ class Adam:
         torch._foreach_lerp_(m, grads, 1 - beta1)
         torch._foreach_mul_(v, beta2)
         torch._foreach_addcmul_(v, grads, grads, 1 - beta2)
-        bias1 = 1 - beta1 ** self.step_count
-        bias2_sqrt = (1 - beta2 ** self.step_count) ** 0.5
+        bias1 = 1 - beta1**self.step_count
+        bias2_sqrt = (1 - beta2**self.step_count) ** 0.5
         denom = torch._foreach_sqrt(v)
         torch._foreach_div_(denom, bias2_sqrt)
         torch._foreach_add_(denom, eps)
@@ -77,17 +82,21 @@ class Adam:
         new_v = torch._foreach_mul(v, beta2)
         torch._foreach_addcmul_(new_v, grads, grads, 1 - beta2)
         denom = torch._foreach_sqrt(new_v)
-        torch._foreach_div_(denom, (1 - beta2 ** self.step_count) ** 0.5)
+        torch._foreach_div_(denom, (1 - beta2**self.step_count) ** 0.5)
         torch._foreach_add_(denom, eps)
         update = torch._foreach_div(new_m, denom)
-        torch._foreach_mul_(update, weight * (-lr / (1 - beta1 ** self.step_count)))
+        torch._foreach_mul_(update, weight * (-lr / (1 - beta1**self.step_count)))
         torch._foreach_add_(params, update)
         torch._foreach_lerp_(m, new_m, weight)
         torch._foreach_lerp_(v, new_v, weight)
 
     def state_dict(self) -> dict:
-        return {"step": self.step_count, "param_groups": [dict(g) for g in self.param_groups],
-                "exp_avg": [t.clone() for t in self.exp_avg], "exp_avg_sq": [t.clone() for t in self.exp_avg_sq]}
+        return {
+            "step": self.step_count,
+            "param_groups": [dict(g) for g in self.param_groups],
+            "exp_avg": [t.clone() for t in self.exp_avg],
+            "exp_avg_sq": [t.clone() for t in self.exp_avg_sq],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if len(state["exp_avg"]) != len(self.params):

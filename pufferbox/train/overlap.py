@@ -45,9 +45,17 @@ __all__ = ["LAG_CORRECTIONS", "OverlapCollector", "vtrace", "vtrace_targets"]
 LAG_CORRECTIONS = ("vtrace", "none")
 
 
-def vtrace(behaviour_logprobs: torch.Tensor, target_logprobs: torch.Tensor, rewards: torch.Tensor,
-           values: torch.Tensor, starts: torch.Tensor, gamma: float, lam: float = 1.0, rho_bar: float = 1.0,
-           c_bar: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def vtrace(
+    behaviour_logprobs: torch.Tensor,
+    target_logprobs: torch.Tensor,
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    starts: torch.Tensor,
+    gamma: float,
+    lam: float = 1.0,
+    rho_bar: float = 1.0,
+    c_bar: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """V-trace along dim 1 of ``(segments, horizon + 1)`` tensors; ``(pg_advantages, vs)``, ``horizon`` wide.
 
     ``values`` are the target policy's; ``starts[:, t + 1]`` cuts the bootstrap as in
@@ -86,7 +94,7 @@ def rescore(agent: Any, batch: dict[str, torch.Tensor], chunk: int = 16384) -> t
         logprob, _, value = agent.evaluate(sl(obs), sl(actions), (batch["h"][:, 0], batch["c"][:, 0]), sl(batch["starts"]))
         return logprob.reshape(width, segments).T, value.reshape(width, segments).T
     flat_obs, flat_act = obs.reshape(segments * width, *obs.shape[2:]), actions.reshape(segments * width, *actions.shape[2:])
-    parts = [agent.evaluate(flat_obs[i:i + chunk], flat_act[i:i + chunk]) for i in range(0, len(flat_obs), chunk)]
+    parts = [agent.evaluate(flat_obs[i : i + chunk], flat_act[i : i + chunk]) for i in range(0, len(flat_obs), chunk)]
     logprob, value = torch.cat([p[0] for p in parts]), torch.cat([p[2] for p in parts])
     return logprob.reshape(segments, width), value.reshape(segments, width)
 
@@ -109,8 +117,14 @@ class OverlapCollector:
     handed out (None: a whole rollout, 0: none, the step budget is spent).
     """
 
-    def __init__(self, inner: Any, actor: torch.nn.Module, learner_agent: torch.nn.Module,
-                 version: Callable[[], int] = lambda: 0, plan: Callable[[int], int | None] = lambda pending: None):
+    def __init__(
+        self,
+        inner: Any,
+        actor: torch.nn.Module,
+        learner_agent: torch.nn.Module,
+        version: Callable[[], int] = lambda: 0,
+        plan: Callable[[int], int | None] = lambda pending: None,
+    ):
         if actor is learner_agent:
             raise ValueError("OverlapCollector needs its own copy of the policy (copy.deepcopy(agent))")
         self.inner, self.actor, self.learner_agent = inner, actor, learner_agent

@@ -64,12 +64,17 @@ class MLPEncoder(nn.Module):
         self.hidden_size = hidden_size
         in_size = sum(leaf_width(leaf.space) for leaf in obs_spec.leaves)
         # (n, start) per leaf to one-hot, None to cast: plain tuples, so compile sees constants
-        self.one_hot = tuple((int(leaf.space.n), int(leaf.space.start))
-                             if isinstance(leaf.space, spaces.Discrete) and leaf.space.n <= MAX_ONE_HOT else None
-                             for leaf in obs_spec.leaves)
+        self.one_hot = tuple(
+            (int(leaf.space.n), int(leaf.space.start))
+            if isinstance(leaf.space, spaces.Discrete) and leaf.space.n <= MAX_ONE_HOT
+            else None
+            for leaf in obs_spec.leaves
+        )
         self.net = nn.Sequential(
-            layer_init(nn.Linear(in_size, hidden_size)), nn.Tanh(),
-            layer_init(nn.Linear(hidden_size, hidden_size)), nn.Tanh(),
+            layer_init(nn.Linear(in_size, hidden_size)),
+            nn.Tanh(),
+            layer_init(nn.Linear(hidden_size, hidden_size)),
+            nn.Tanh(),
         )
 
     def forward(self, flat_obs: torch.Tensor) -> torch.Tensor:
@@ -115,9 +120,12 @@ class CNNEncoder(nn.Module):
         c, h, w = (shape[2], shape[0], shape[1]) if self.channels_last else shape
         small = min(h, w) < 36  # NatureCNN's 8x8/4 stem needs at least 36 pixels
         self.conv = nn.Sequential(
-            layer_init(nn.Conv2d(c, 32, 3 if small else 8, stride=1 if small else 4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 3 if small else 4, stride=1 if small else 2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            layer_init(nn.Conv2d(c, 32, 3 if small else 8, stride=1 if small else 4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 3 if small else 4, stride=1 if small else 2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
             nn.Flatten(),
         )
         with torch.no_grad():
@@ -225,8 +233,9 @@ class Agent(nn.Module):
         action, logprob, entropy = self.actor.sample(hidden)
         return action, logprob, entropy, self.critic(hidden).squeeze(-1), state
 
-    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor, state: LSTMState | None = None,
-                 starts: torch.Tensor | None = None):
+    def evaluate(
+        self, obs: torch.Tensor, actions: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None
+    ):
         """Score stored actions: ``(logprob, entropy, value)``.
 
         Feed-forward: ``obs`` is ``(N, flat)``. Recurrent: ``obs`` is ``(T, R, flat)``, one
@@ -253,8 +262,9 @@ class Agent(nn.Module):
         return self.actor.mode(hidden), state
 
 
-def build_agent(obs_spec: ObservationSpec, act_spec: ActionSpec, policy: PolicyConfig | Mapping[str, Any],
-                plugin_policy: Any = None) -> Agent:
+def build_agent(
+    obs_spec: ObservationSpec, act_spec: ActionSpec, policy: PolicyConfig | Mapping[str, Any], plugin_policy: Any = None
+) -> Agent:
     """The agent for a ``[policy]`` section (a :class:`PolicyConfig` or its dict); ``plugin_policy`` is the
     env's default encoder."""
     from pufferbox.registry import resolve

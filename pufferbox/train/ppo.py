@@ -80,7 +80,6 @@ class TrainResult:
         return {k: v for k, v in self.__dict__.items() if k != "history"}
 
 
-
 def setup_torch(tc: TrainConfig) -> torch.device:
     """Seed torch and set its determinism; returns the device ``train.device`` names (threads: see
     :func:`~pufferbox.train.hardware.resolve_hardware`, once the vector env is known)."""
@@ -97,8 +96,10 @@ def training_device(tc: TrainConfig, venv: Any, device: torch.device) -> torch.d
     if venv.backend != "cuda":
         return device
     if tc.device not in ("cpu", "auto") and torch.device(tc.device) != venv.device:
-        raise ConfigError(f"train.device={tc.device!r}: with --backend cuda the policy trains where the kernels "
-                          f"run ({venv.device}); drop --device")
+        raise ConfigError(
+            f"train.device={tc.device!r}: with --backend cuda the policy trains where the kernels "
+            f"run ({venv.device}); drop --device"
+        )
     return torch.device(venv.device)
 
 
@@ -120,12 +121,21 @@ class Scoreboard:
         self.returns.extend(episodes.returns.tolist())
         self.lengths.extend(episodes.lengths.astype(np.float64).tolist())
         recent, n = self.recent(), len(episodes)
-        if (self.solved_at_step is None and self.solved_return is not None and recent is not None
-                and len(self.returns) == self.returns.maxlen and recent >= self.solved_return):
+        if (
+            self.solved_at_step is None
+            and self.solved_return is not None
+            and recent is not None
+            and len(self.returns) == self.returns.maxlen
+            and recent >= self.solved_return
+        ):
             self.solved_at_step, self.solved_at_time = step, wall
-        out = {"episode_return": float(np.mean(episodes.returns)) if n else None,
-               "episode_length": float(np.mean(episodes.lengths)) if n else None,
-               "episodes": n, "return_recent": recent, "solved": self.solved_at_step is not None}
+        out = {
+            "episode_return": float(np.mean(episodes.returns)) if n else None,
+            "episode_length": float(np.mean(episodes.lengths)) if n else None,
+            "episodes": n,
+            "return_recent": recent,
+            "solved": self.solved_at_step is not None,
+        }
         for name, values in episodes.metrics.items():  # the plugin's own episode metrics, e.g. achievements
             finite = values[np.isfinite(values)]
             if len(finite) and f"episode_{name}" not in out:
@@ -133,10 +143,12 @@ class Scoreboard:
         return out
 
     def state_dict(self) -> dict:
-        return {"recent_returns": torch.tensor(list(self.returns), dtype=torch.float64),
-                "recent_lengths": torch.tensor(list(self.lengths), dtype=torch.float64),
-                "solved_at_step": -1 if self.solved_at_step is None else self.solved_at_step,
-                "solved_at_time": -1.0 if self.solved_at_time is None else self.solved_at_time}
+        return {
+            "recent_returns": torch.tensor(list(self.returns), dtype=torch.float64),
+            "recent_lengths": torch.tensor(list(self.lengths), dtype=torch.float64),
+            "solved_at_step": -1 if self.solved_at_step is None else self.solved_at_step,
+            "solved_at_time": -1.0 if self.solved_at_time is None else self.solved_at_time,
+        }
 
     def load_state_dict(self, state: Mapping) -> None:
         self.returns.clear()
@@ -154,8 +166,13 @@ class Trainer:
     ``callbacks`` receive each update's metrics dict (the dashboard and metric writers).
     """
 
-    def __init__(self, env: str | EnvSpec, config: dict, run_dir: str | os.PathLike | None = None,
-                 callbacks: list[Callable[[dict], None]] | None = None):
+    def __init__(
+        self,
+        env: str | EnvSpec,
+        config: dict,
+        run_dir: str | os.PathLike | None = None,
+        callbacks: list[Callable[[dict], None]] | None = None,
+    ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
         self.tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
@@ -164,15 +181,19 @@ class Trainer:
         self.callbacks = list(callbacks or [])
         tc = self.tc
         if tc.overlap and vc.backend == "cuda":
-            raise ConfigError("train.overlap=true: --backend cuda already steps the envs on the policy's device "
-                              "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)")
+            raise ConfigError(
+                "train.overlap=true: --backend cuda already steps the envs on the policy's device "
+                "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)"
+            )
         device = setup_torch(tc)
         # the group map is checked before any env worker starts (a bad map is a one-line error)
         self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
         grouped = self.layout is not None and not self.layout.single
         if tc.overlap and grouped:
-            raise ConfigError(f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
-                              f"{', '.join(self.layout.names)} as separate policies); drop train.overlap")
+            raise ConfigError(
+                f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
+                f"{', '.join(self.layout.names)} as separate policies); drop train.overlap"
+            )
         if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
             from pufferbox.train.ray_collector import make_ray_rollouts
 
@@ -195,8 +216,10 @@ class Trainer:
         if self.normalizer is not None:
             host = getattr(self.collector, "inner", self.collector)  # an OverlapCollector wraps the host one
             if not isinstance(host, HostCollector):
-                raise ConfigError("train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
-                                  "backends); drop them for --backend cuda or ray")
+                raise ConfigError(
+                    "train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
+                    "backends); drop them for --backend cuda or ray"
+                )
             host.norm = self.normalizer
         self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
         self.global_step = self.update = 0
@@ -248,9 +271,11 @@ class Trainer:
             losses = self.learner.update(batch, progress=self.update / self.total_updates)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
-            raise NonFiniteError(f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
-                                 f"loss that is not finite (NaN/inf); the model was left unchanged by them: check "
-                                 "the env's rewards, or lower train.learning_rate")
+            raise NonFiniteError(
+                f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
+                f"loss that is not finite (NaN/inf); the model was left unchanged by them: check "
+                "the env's rewards, or lower train.learning_rate"
+            )
         self.update += 1
         self.global_step += rollout.steps
         if self.league is not None:
@@ -264,10 +289,16 @@ class Trainer:
 
     def record(self, rollout: Collected, losses: dict) -> dict:
         wall = self.wall_time()
-        metrics = {"global_step": self.global_step, "update": self.update, "wall_time": round(wall, 4),
-                   "sps": round(self.global_step / max(wall, 1e-9), 1),
-                   **self.scores.add(rollout.episodes, self.global_step, wall), **rollout.metrics, **losses,
-                   **{f"time_{k}": round(v, 4) for k, v in self.phase_time.items()}}
+        metrics = {
+            "global_step": self.global_step,
+            "update": self.update,
+            "wall_time": round(wall, 4),
+            "sps": round(self.global_step / max(wall, 1e-9), 1),
+            **self.scores.add(rollout.episodes, self.global_step, wall),
+            **rollout.metrics,
+            **losses,
+            **{f"time_{k}": round(v, 4) for k, v in self.phase_time.items()},
+        }
         self.history.append(metrics)
         for callback in self.callbacks:
             callback(metrics)
@@ -306,20 +337,34 @@ class Trainer:
     def result(self) -> TrainResult:
         wall, s = self.wall_time(), self.scores
         return TrainResult(
-            env=self.spec.name, run_dir=self.run_dir, global_step=self.global_step, updates=self.update,
-            wall_time=wall, sps=self.global_step / max(wall, 1e-9), episode_return=s.recent(),
-            solved_return=s.solved_return, solved_at_step=s.solved_at_step, solved_at_time=s.solved_at_time,
-            checkpoint=self.last_checkpoint, interrupted=self.stop_requested, history=self.history)
+            env=self.spec.name,
+            run_dir=self.run_dir,
+            global_step=self.global_step,
+            updates=self.update,
+            wall_time=wall,
+            sps=self.global_step / max(wall, 1e-9),
+            episode_return=s.recent(),
+            solved_return=s.solved_return,
+            solved_at_step=s.solved_at_step,
+            solved_at_time=s.solved_at_time,
+            checkpoint=self.last_checkpoint,
+            interrupted=self.stop_requested,
+            history=self.history,
+        )
 
     # -- tournaments: new settings and weights between slices, envs kept running ---------------
     def set_hyperparameters(self, train: Mapping[str, Any]) -> None:
         """Apply ``[train]`` values to the next updates (``num_steps`` sizes the rollout: it needs a new Trainer)."""
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
-            raise ConfigError(f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
-                              "build a new Trainer for another rollout length")
+            raise ConfigError(
+                f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
+                "build a new Trainer for another rollout length"
+            )
         if bool(train.get("overlap", self.tc.overlap)) != self.tc.overlap:
-            raise ConfigError("train.overlap: this trainer's collector is built for "
-                              f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it")
+            raise ConfigError(
+                "train.overlap: this trainer's collector is built for "
+                f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it"
+            )
         self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
         self.config["train"].update(train)  # what checkpoints record
 
@@ -342,13 +387,20 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_state(self) -> dict:
-        return {"format": CHECKPOINT_FORMAT, "env": self.spec.name, "config": tomli_w.dumps(self.config),
-                **self.learner.state_dict(), "global_step": self.global_step, "update": self.update,
-                "wall_time": self.wall_time(), "torch_rng": torch.get_rng_state(),
-                "shuffle_rng": self.learner.generator.get_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                **self.scores.state_dict(),
-                **({"normalizer": self.normalizer.state_dict()} if self.normalizer is not None else {})}
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "env": self.spec.name,
+            "config": tomli_w.dumps(self.config),
+            **self.learner.state_dict(),
+            "global_step": self.global_step,
+            "update": self.update,
+            "wall_time": self.wall_time(),
+            "torch_rng": torch.get_rng_state(),
+            "shuffle_rng": self.learner.generator.get_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            **self.scores.state_dict(),
+            **({"normalizer": self.normalizer.state_dict()} if self.normalizer is not None else {}),
+        }
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
@@ -357,8 +409,10 @@ class Trainer:
                 raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
             directory = os.path.join(self.run_dir, "checkpoints")
         if not all(bool(torch.isfinite(p).all()) for p in self.agent.parameters()):
-            raise NonFiniteError(f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
-                                 "weights are not finite (NaN/inf); earlier checkpoints are kept")
+            raise NonFiniteError(
+                f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
+                "weights are not finite (NaN/inf); earlier checkpoints are kept"
+            )
         path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc.keep_checkpoints)
         self.last_checkpoint = str(path)
         return self.last_checkpoint
@@ -369,9 +423,11 @@ class Trainer:
         if state.get("env") != self.spec.name:
             raise ConfigError(f"checkpoint {path} is for env {state.get('env')!r}, not {self.spec.name!r}")
         if ("groups" in state) != (self.league is not None):
-            raise ConfigError(f"checkpoint {path} holds {'agent groups' if 'groups' in state else 'one shared policy'}"
-                              f", this run {'agent groups' if self.league is not None else 'one shared policy'}: "
-                              "resume with the run's own [groups]")
+            raise ConfigError(
+                f"checkpoint {path} holds {'agent groups' if 'groups' in state else 'one shared policy'}"
+                f", this run {'agent groups' if self.league is not None else 'one shared policy'}: "
+                "resume with the run's own [groups]"
+            )
         self.learner.load_weights(state)
         self.global_step, self.update = int(state["global_step"]), int(state["update"])
         self.elapsed_before, self.start_time = float(state["wall_time"]), time.perf_counter()

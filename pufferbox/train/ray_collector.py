@@ -54,8 +54,14 @@ def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], 
     if vec.main_envs:
         raise ConfigError("vec.main_envs applies to --backend multiprocessing; drop it for --backend ray")
     factory = EnvFactory(spec, dict(env_kwargs), use_native=vec.native, check_obs=vec.check_obs)
-    return RayRollouts(factory, num_envs=vec.num_envs, num_workers=vec.num_workers or None,
-                       batch_size=vec.batch_size or None, step_timeout=vec.step_timeout, seed=seed)
+    return RayRollouts(
+        factory,
+        num_envs=vec.num_envs,
+        num_workers=vec.num_workers or None,
+        batch_size=vec.batch_size or None,
+        step_timeout=vec.step_timeout,
+        seed=seed,
+    )
 
 
 class RayCollector:
@@ -87,11 +93,17 @@ class RayCollector:
         self.phase_time["env"] += time.perf_counter() - t0
         # Pool actors submitted before a cut-short rollout carry more steps: every segment to the shortest.
         steps = min(r.steps for r in results)
-        batch = {k: torch.from_numpy(np.concatenate([r.arrays[k][:, :steps + 1] for r in results])).to(self.device)
-                 for k in results[0].arrays}
+        batch = {
+            k: torch.from_numpy(np.concatenate([r.arrays[k][:, : steps + 1] for r in results])).to(self.device)
+            for k in results[0].arrays
+        }
         lost, replaced = self.venv.lost_steps, self.venv.replaced
-        metrics = {"lost_steps": float(lost - self.reported[0]), "actors_replaced": float(replaced - self.reported[1]),
-                   "policy_lag": float(np.mean([version - r.version for r in results]))}
+        metrics = {
+            "lost_steps": float(lost - self.reported[0]),
+            "actors_replaced": float(replaced - self.reported[1]),
+            "policy_lag": float(np.mean([version - r.version for r in results])),
+        }
         self.reported = (lost, replaced)
-        return Collected(batch, len(results) * self.venv.rows_per_worker * steps,
-                         Episodes.concat([r.episodes for r in results]), metrics)
+        return Collected(
+            batch, len(results) * self.venv.rows_per_worker * steps, Episodes.concat([r.episodes for r in results]), metrics
+        )

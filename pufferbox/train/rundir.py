@@ -27,8 +27,16 @@ from pathlib import Path
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["RunDirError", "RunDirLock", "claim_run_dir", "new_run_dir", "discard_empty_run_dir", "holds_run",
-           "trim_metrics", "disk_error"]
+__all__ = [
+    "RunDirError",
+    "RunDirLock",
+    "claim_run_dir",
+    "new_run_dir",
+    "discard_empty_run_dir",
+    "holds_run",
+    "trim_metrics",
+    "disk_error",
+]
 
 LOCK_NAME = ".lock"
 HELD_FDS: set[int] = set()  # lock fds of this process; forked workers close their copies
@@ -67,8 +75,10 @@ class RunDirLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise RunDirError(f"{self.path.parent}: in use by another trainer (pid {holder}); "
-                              f"wait for it to finish or pick another --run-dir") from None
+            raise RunDirError(
+                f"{self.path.parent}: in use by another trainer (pid {holder}); "
+                f"wait for it to finish or pick another --run-dir"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
@@ -89,8 +99,11 @@ def holds_run(run_dir: str | Path) -> bool:
     run_dir = Path(run_dir)
     metrics = run_dir / "metrics.jsonl"
     ckpts = run_dir / "checkpoints"
-    return ((run_dir / "config.toml").exists() or (metrics.exists() and metrics.stat().st_size > 0)
-            or (ckpts.is_dir() and any(p.name.startswith("ckpt-") for p in ckpts.iterdir())))
+    return (
+        (run_dir / "config.toml").exists()
+        or (metrics.exists() and metrics.stat().st_size > 0)
+        or (ckpts.is_dir() and any(p.name.startswith("ckpt-") for p in ckpts.iterdir()))
+    )
 
 
 def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
@@ -102,8 +115,7 @@ def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
     lock.fresh = fresh
     if not resume and holds_run(run_dir):
         lock.release()
-        raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` "
-                          f"or pick another --run-dir")
+        raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` or pick another --run-dir")
     return lock
 
 
@@ -159,7 +171,7 @@ def trim_metrics(path: str | Path, update: int) -> None:
 
 DISK_FAULTS = {
     errno.ENOSPC: "no space left on device (ENOSPC); free some space or pick another --run-dir (earlier "
-                  "checkpoints are intact: continue with --resume)",
+    "checkpoints are intact: continue with --resume)",
     errno.EDQUOT: "disk quota exceeded (EDQUOT); free some space or pick another --run-dir",
     errno.EROFS: "read-only file system (EROFS); pick a writable --run-dir",
     errno.EACCES: "permission denied (EACCES); pick a --run-dir you can write to",

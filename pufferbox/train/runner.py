@@ -38,16 +38,18 @@ def default_run_dir(env: str, root: str | Path = "runs") -> Path:
     return new_run_dir(env, root)
 
 
-def resolve_resume(env: str | None, resume: str | Path, overrides: list[str] | None,
-                   flags: dict | None) -> tuple[str, dict, Path]:
+def resolve_resume(
+    env: str | None, resume: str | Path, overrides: list[str] | None, flags: dict | None
+) -> tuple[str, dict, Path]:
     """The env, config and checkpoint of ``--resume RUN_DIR`` plus ``overrides``/``flags`` (nothing written)."""
     run_dir = Path(resume)
     if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
         raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
     checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
     if checkpoint is None:
-        raise CheckpointError(f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds "
-                              "NaN/inf); start a new run")
+        raise CheckpointError(
+            f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds NaN/inf); start a new run"
+        )
     base = load_toml(run_dir / "config.toml")
     env_name = base.pop("run", {}).get("env")
     if env is not None and env_name is not None and env != env_name:
@@ -80,10 +82,20 @@ class Writers:
                 pass
 
 
-def run(env: str | None = None, config: dict | None = None, *, config_file: str | Path | None = None,
-        overrides: list[str] | None = None, flags: dict | None = None, run_dir: str | Path | None = None,
-        resume: str | Path | None = None, stop_after: int | None = None, dashboard: bool = True,
-        tensorboard: bool = True, callbacks: list[Any] | None = None) -> TrainResult:
+def run(
+    env: str | None = None,
+    config: dict | None = None,
+    *,
+    config_file: str | Path | None = None,
+    overrides: list[str] | None = None,
+    flags: dict | None = None,
+    run_dir: str | Path | None = None,
+    resume: str | Path | None = None,
+    stop_after: int | None = None,
+    dashboard: bool = True,
+    tensorboard: bool = True,
+    callbacks: list[Any] | None = None,
+) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (resolved) or the layers.
 
     ``run_dir`` must not hold a run already (:class:`RunDirError`); it is locked while training.
@@ -101,9 +113,19 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
     try:
         if run_dir is not None:  # before reading anything: a live trainer may be writing it
             lock = claim_run_dir(run_dir, resume=resume is not None)
-        return run_locked(env, config, config_file=config_file, overrides=overrides, flags=flags, run_dir=run_dir,
-                          resume=resume, stop_after=stop_after, dashboard=dashboard, tensorboard=tensorboard,
-                          callbacks=callbacks)
+        return run_locked(
+            env,
+            config,
+            config_file=config_file,
+            overrides=overrides,
+            flags=flags,
+            run_dir=run_dir,
+            resume=resume,
+            stop_after=stop_after,
+            dashboard=dashboard,
+            tensorboard=tensorboard,
+            callbacks=callbacks,
+        )
     except BaseException as exc:
         if lock is not None and lock.fresh and run_dir is not None:
             lock.release()
@@ -118,10 +140,20 @@ def run(env: str | None = None, config: dict | None = None, *, config_file: str 
             lock.release()
 
 
-def run_locked(env: str | None, config: dict | None, *, config_file: str | Path | None,
-               overrides: list[str] | None, flags: dict | None, run_dir: str | Path | None,
-               resume: str | Path | None, stop_after: int | None,
-               dashboard: bool, tensorboard: bool, callbacks: list[Any] | None = None) -> TrainResult:
+def run_locked(
+    env: str | None,
+    config: dict | None,
+    *,
+    config_file: str | Path | None,
+    overrides: list[str] | None,
+    flags: dict | None,
+    run_dir: str | Path | None,
+    resume: str | Path | None,
+    stop_after: int | None,
+    dashboard: bool,
+    tensorboard: bool,
+    callbacks: list[Any] | None = None,
+) -> TrainResult:
     checkpoint = None
     if resume is not None:
         env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
@@ -149,17 +181,27 @@ def run_locked(env: str | None, config: dict | None, *, config_file: str | Path 
                 trim_metrics(run_dir / "metrics.jsonl", trainer.update)
             writers.items.append(JsonlWriter(run_dir / "metrics.jsonl"))
             if tensorboard:
-                writers.items.append(TensorBoardWriter(run_dir / "tb", purge_step=trainer.global_step + 1
-                                                       if checkpoint is not None else None))
+                writers.items.append(
+                    TensorBoardWriter(run_dir / "tb", purge_step=trainer.global_step + 1 if checkpoint is not None else None)
+                )
         if dashboard:
-            writers.items.append(terminal_writer(spec.name, None if run_dir is None else str(run_dir),
-                                                 config["train"]["total_steps"], hardware=trainer.hardware.describe()))
+            writers.items.append(
+                terminal_writer(
+                    spec.name,
+                    None if run_dir is None else str(run_dir),
+                    config["train"]["total_steps"],
+                    hardware=trainer.hardware.describe(),
+                )
+            )
         writers.items.extend(callbacks or [])
         total = config["train"]["total_steps"]
         if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
-            print(f"note: train.total_steps={total:,} is not a multiple of the "
-                  f"{trainer.num_rows} agent rows stepped together; the run ends at {trainer.planned_steps():,} "
-                  "steps (the last rollout is cut short to stay as close as it can)", flush=True)
+            print(
+                f"note: train.total_steps={total:,} is not a multiple of the "
+                f"{trainer.num_rows} agent rows stepped together; the run ends at {trainer.planned_steps():,} "
+                "steps (the last rollout is cut short to stay as close as it can)",
+                flush=True,
+            )
         with stop_on_signals(trainer) as stop:
             if stop_after is not None:
                 trainer.train_steps(stop_after)
@@ -181,9 +223,11 @@ def load_resumed(trainer: Trainer, checkpoint: Path) -> None:
         trainer.load_checkpoint(checkpoint)
     except (RuntimeError, KeyError, ValueError) as exc:
         first = str(exc).strip().splitlines()
-        raise CheckpointError(f"--resume: {checkpoint} does not fit this config "
-                              f"({first[-1].strip() if first else type(exc).__name__}); drop the --set that "
-                              f"changed [policy] or start a new --run-dir") from None
+        raise CheckpointError(
+            f"--resume: {checkpoint} does not fit this config "
+            f"({first[-1].strip() if first else type(exc).__name__}); drop the --set that "
+            f"changed [policy] or start a new --run-dir"
+        ) from None
 
 
 class stop_on_signals:
@@ -216,4 +260,3 @@ class stop_on_signals:
         for signum, previous in self.previous.items():
             signal.signal(signum, previous)
         self.previous.clear()
-

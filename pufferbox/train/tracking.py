@@ -53,12 +53,25 @@ class WandbTracker:
     that trains, so a sweep can hand one to a worker) and reads the config from ``RUN_DIR/config.toml``.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, project: str = "pufferbox", entity: str | None = None,
-                 group: str | None = None, tags: tuple[str, ...] | list[str] = (), artifacts: bool = False,
-                 name: str | None = None, warn: Callable[[str], None] = warn):
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        project: str = "pufferbox",
+        entity: str | None = None,
+        group: str | None = None,
+        tags: tuple[str, ...] | list[str] = (),
+        artifacts: bool = False,
+        name: str | None = None,
+        warn: Callable[[str], None] = warn,
+    ):
         self.run_dir = Path(run_dir)
-        self.options = {"project": project, "entity": entity, "group": group, "tags": list(tags) or None,
-                        "name": name or self.run_dir.name}
+        self.options = {
+            "project": project,
+            "entity": entity,
+            "group": group,
+            "tags": list(tags) or None,
+            "name": name or self.run_dir.name,
+        }
         self.artifacts, self.warn = artifacts, warn
         self.run: Any = None
         self.failed = False
@@ -101,8 +114,11 @@ class WandbTracker:
     def log(self, metrics: dict) -> None:
         if self.run is None:
             self.start()
-        row = {metric_name(k): v for k, v in metrics.items()
-               if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row = {
+            metric_name(k): v
+            for k, v in metrics.items()
+            if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         self.run.log({**row, "global_step": metrics["global_step"]})
         if self.artifacts:
             self.log_checkpoints()
@@ -114,8 +130,7 @@ class WandbTracker:
             if str(path) in self.logged_checkpoints:
                 continue
             self.logged_checkpoints.add(str(path))
-            artifact = wandb.Artifact(f"{self.options['name']}-model", type="model",
-                                      metadata={"checkpoint": path.name})
+            artifact = wandb.Artifact(f"{self.options['name']}-model", type="model", metadata={"checkpoint": path.name})
             artifact.add_file(str(path))
             self.run.log_artifact(artifact, aliases=["latest", path.stem])
 

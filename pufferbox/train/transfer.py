@@ -52,8 +52,9 @@ class Transfer:
         """The tensors as numpy arrays of their own (the staging buffers are reused next step)."""
         if not self.staged:
             return [t.detach().cpu().numpy() for t in tensors]
-        staged = [self.buffer(f"out{i}", t.shape, t.dtype).copy_(t.detach(), non_blocking=True)
-                  for i, t in enumerate(tensors)]
+        staged = [
+            self.buffer(f"out{i}", t.shape, t.dtype).copy_(t.detach(), non_blocking=True) for i, t in enumerate(tensors)
+        ]
         if self.event is not None:
             self.event.record()
             self.event.synchronize()  # the step's one wait: CPU envs need the actions

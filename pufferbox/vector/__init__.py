@@ -36,8 +36,15 @@ def backend_class(backend: str) -> type:
         raise VectorConfigError(f"backend {backend!r} is unavailable here: {exc}") from exc
 
 
-def make(env: str | EnvSpec, backend: str = "serial", num_envs: int = 1, env_kwargs: dict | None = None,
-         native: bool = True, check_obs: bool = False, **backend_kwargs: Any) -> VectorEnv:
+def make(
+    env: str | EnvSpec,
+    backend: str = "serial",
+    num_envs: int = 1,
+    env_kwargs: dict | None = None,
+    native: bool = True,
+    check_obs: bool = False,
+    **backend_kwargs: Any,
+) -> VectorEnv:
     """A vector env of ``num_envs`` copies of ``env`` (a registered name or an :class:`EnvSpec`).
 
     ``native=False`` forces one emulated env per slot even when the plugin has a native batched

@@ -65,8 +65,7 @@ class WorkerTimeoutError(WorkerError):
 def check_step_timeout(step_timeout: float | None) -> float:
     value = DEFAULT_STEP_TIMEOUT if step_timeout is None else float(step_timeout)
     if not value > 0:  # also refuses NaN
-        raise VectorConfigError(f"step_timeout must be > 0 seconds, got {step_timeout} "
-                                f"(set vec.step_timeout, e.g. 60)")
+        raise VectorConfigError(f"step_timeout must be > 0 seconds, got {step_timeout} (set vec.step_timeout, e.g. 60)")
     return value
 
 
@@ -172,15 +171,19 @@ class VectorEnv(gymnasium.vector.VectorEnv):
 
     def require_sync(self, what: str) -> None:
         if self.batch_envs != self.num_envs:
-            raise VectorConfigError(f"{what}() needs batch_size == num_envs; with a pool "
-                                    f"({self.batch_envs} of {self.num_envs} envs per batch) use send()/recv()")
+            raise VectorConfigError(
+                f"{what}() needs batch_size == num_envs; with a pool "
+                f"({self.batch_envs} of {self.num_envs} envs per batch) use send()/recv()"
+            )
 
     def check_actions(self, actions: np.ndarray) -> np.ndarray:
         actions = np.asarray(actions)
         expected = (self.batch_size, *self.act_spec.shape)
         if actions.shape != expected:
-            raise ValueError(f"{self.env_name}: actions have shape {actions.shape}, expected {expected} "
-                             f"(one row per agent slot of the last batch)")
+            raise ValueError(
+                f"{self.env_name}: actions have shape {actions.shape}, expected {expected} "
+                f"(one row per agent slot of the last batch)"
+            )
         return actions
 
     def __enter__(self) -> VectorEnv:

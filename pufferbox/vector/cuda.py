@@ -43,36 +43,57 @@ class CudaVectorEnv(VectorEnv):
 
     backend = "cuda"
 
-    def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None, seed: int = 0,
-                 episode_slots: int = DEFAULT_SLOTS, device: str = "gpu", **unused: Any):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int = 1,
+        batch_size: int | None = None,
+        seed: int = 0,
+        episode_slots: int = DEFAULT_SLOTS,
+        device: str = "gpu",
+        **unused: Any,
+    ):
         spec = factory.spec
         if unused:
             raise VectorConfigError(f"cuda backend got unsupported options: {', '.join(sorted(unused))}")
         if spec.implementation != "cuda" or spec.cuda is None:
-            raise VectorConfigError(f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}): "
-                                    "use --backend serial or multiprocessing")
+            raise VectorConfigError(
+                f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}): "
+                "use --backend serial or multiprocessing"
+            )
         if device not in ("gpu", "host"):
-            raise VectorConfigError(f"cuda backend device must be 'gpu' or 'host' (kernels simulated on the CPU), "
-                                    f"got {device!r}")
+            raise VectorConfigError(
+                f"cuda backend device must be 'gpu' or 'host' (kernels simulated on the CPU), got {device!r}"
+            )
         reason = gpu_unavailable_reason() if device == "gpu" else None
         if reason is not None:
-            raise VectorConfigError(f"{reason.replace('no CUDA GPU: ', 'no CUDA GPU found (', 1)}): run on a GPU "
-                                    f"machine, or use --backend serial/multiprocessing with the CPU reference")
+            raise VectorConfigError(
+                f"{reason.replace('no CUDA GPU: ', 'no CUDA GPU found (', 1)}): run on a GPU "
+                f"machine, or use --backend serial/multiprocessing with the CPU reference"
+            )
         if batch_size not in (None, num_envs):
             raise VectorConfigError("the cuda backend steps all envs at once: batch_size must equal num_envs")
         if episode_slots < 1:
-            raise VectorConfigError(f"episode_slots must be >= 1 (episodes kept per env between episode_stats() "
-                                    f"calls), got {episode_slots}")
+            raise VectorConfigError(
+                f"episode_slots must be >= 1 (episodes kept per env between episode_stats() calls), got {episode_slots}"
+            )
         from pufferbox.cuda.runtime import KernelEnv
 
         self.setup_layout(factory, num_envs, None)
-        self.kernel = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs={**spec.kwargs, **factory.kwargs}, seed=seed,
-                                episode_slots=episode_slots, device=device)
+        self.kernel = KernelEnv(
+            spec.cuda,
+            num_envs=num_envs,
+            env_kwargs={**spec.kwargs, **factory.kwargs},
+            seed=seed,
+            episode_slots=episode_slots,
+            device=device,
+        )
         self.actions = self.kernel.tensor("actions").view(-1)
         rows = num_envs * self.kernel.num_agents
-        self.views = {name: self.kernel.tensor(name).view(rows, -1) if name == "observations"
-                      else self.kernel.tensor(name).view(rows) for name in
-                      ("observations", "rewards", "terminals", "truncations", "masks")}
+        self.views = {
+            name: self.kernel.tensor(name).view(rows, -1) if name == "observations" else self.kernel.tensor(name).view(rows)
+            for name in ("observations", "rewards", "terminals", "truncations", "masks")
+        }
         import torch
 
         self.env_ids = torch.arange(num_envs, device=self.actions.device)
@@ -89,8 +110,15 @@ class CudaVectorEnv(VectorEnv):
 
     def recv(self) -> tuple:
         v = self.views
-        return (v["observations"], v["rewards"], v["terminals"].bool(), v["truncations"].bool(), NO_EPISODES, self.env_ids,
-                v["masks"].bool())
+        return (
+            v["observations"],
+            v["rewards"],
+            v["terminals"].bool(),
+            v["truncations"].bool(),
+            NO_EPISODES,
+            self.env_ids,
+            v["masks"].bool(),
+        )
 
     def episode_stats(self) -> Episodes:
         """The episodes finished since the last call (the once-per-rollout drain of the device log).

@@ -84,12 +84,16 @@ def plan_workers(num_envs: int, num_workers: int | None, batch_size: int | None,
     if num_envs < 1:
         raise VectorConfigError(f"num_envs must be >= 1, got {num_envs}")
     if not 0 <= main_envs < num_envs:
-        raise VectorConfigError(f"main_envs ({main_envs}) must be in 0..num_envs-1 ({num_envs - 1}): workers need "
-                                f"envs too; to step every env in this process use --backend serial")
+        raise VectorConfigError(
+            f"main_envs ({main_envs}) must be in 0..num_envs-1 ({num_envs - 1}): workers need "
+            f"envs too; to step every env in this process use --backend serial"
+        )
     if main_envs and batch_size not in (None, num_envs):
-        raise VectorConfigError(f"main_envs needs batch_size == num_envs (got {batch_size} of {num_envs}): the "
-                                f"main process steps its envs inside send(), which a pool would wait on; "
-                                f"drop --batch-size or --main-envs")
+        raise VectorConfigError(
+            f"main_envs needs batch_size == num_envs (got {batch_size} of {num_envs}): the "
+            f"main process steps its envs inside send(), which a pool would wait on; "
+            f"drop --batch-size or --main-envs"
+        )
     worker_envs = num_envs - main_envs
     if num_workers is None:
         cores = (os.cpu_count() or 1) - (1 if main_envs else 0)  # the main process steps envs on a core too
@@ -131,9 +135,19 @@ class MultiprocessingVectorEnv(VectorEnv):
 
     backend = "multiprocessing"
 
-    def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
-                 batch_size: int | None = None, zero_copy: bool = False, start_method: str | None = None,
-                 spin_s: float | None = None, main_envs: int = 0, step_timeout: float | None = None, **unused: Any):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int = 1,
+        num_workers: int | None = None,
+        batch_size: int | None = None,
+        zero_copy: bool = False,
+        start_method: str | None = None,
+        spin_s: float | None = None,
+        main_envs: int = 0,
+        step_timeout: float | None = None,
+        **unused: Any,
+    ):
         self.closed = True  # until the workers exist: close() then has nothing to free
         if unused:
             raise VectorConfigError(f"multiprocessing backend got unsupported options: {', '.join(sorted(unused))}")
@@ -154,8 +168,10 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.num_workers, self.main_envs = num_workers, main_envs
         self.envs_per_worker = (self.num_envs - main_envs) // num_workers
         if self.batch_envs % self.envs_per_worker and not main_envs:
-            raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
-                                    f"({self.envs_per_worker} = num_envs {self.num_envs} / num_workers {num_workers})")
+            raise VectorConfigError(
+                f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
+                f"({self.envs_per_worker} = num_envs {self.num_envs} / num_workers {num_workers})"
+            )
         self.workers_per_batch = num_workers if main_envs else self.batch_envs // self.envs_per_worker
         # num_envs % batch_size == 0 makes num_workers a multiple of workers_per_batch: groups always tile.
         self.zero_copy = zero_copy or self.workers_per_batch == num_workers
@@ -180,19 +196,40 @@ class MultiprocessingVectorEnv(VectorEnv):
         done = ctx.Semaphore(0)
         for w in range(self.num_workers):
             first_row = int(self.worker_rows[w][0])
-            args = WorkerArgs(w, factory, int(self.worker_envs[w][0]), self.envs_per_worker, first_row,
-                              first_row + self.rows_per_worker, shared.name, layout, self.spin_s)
+            args = WorkerArgs(
+                w,
+                factory,
+                int(self.worker_envs[w][0]),
+                self.envs_per_worker,
+                first_row,
+                first_row + self.rows_per_worker,
+                shared.name,
+                layout,
+                self.spin_s,
+            )
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=worker_main, name=f"pufferbox-worker-{w}", daemon=True,
-                               args=(args, child, wakes[w], done))
+            proc = ctx.Process(
+                target=worker_main, name=f"pufferbox-worker-{w}", daemon=True, args=(args, child, wakes[w], done)
+            )
             proc.start()
             child.close()
             self.resources.processes.append(proc)
             self.resources.conns.append(parent)
         self.processes = self.resources.processes
         self.pids = [proc.pid for proc in self.processes]
-        self.pool = WorkerPool(self.env_name, flags, shared.arrays["has_info"], wakes, done, self.resources.conns,
-                               self.processes, self.worker_envs, Waiter(self.spin_s), self.step_timeout, self.close)
+        self.pool = WorkerPool(
+            self.env_name,
+            flags,
+            shared.arrays["has_info"],
+            wakes,
+            done,
+            self.resources.conns,
+            self.processes,
+            self.worker_envs,
+            Waiter(self.spin_s),
+            self.step_timeout,
+            self.close,
+        )
         self.batch_workers: list[int] = []
         self.pool_steps = np.zeros(self.num_workers, dtype=np.int64)  # batches per worker; see step_counts()
         self.sync_steps = 0  # batches of every worker at once: one int, not an array update per step
@@ -238,7 +275,7 @@ class MultiprocessingVectorEnv(VectorEnv):
             self.sync_steps += 1
         else:  # a pool (never with main envs): batch rows go back to their workers' rows
             for i, w in enumerate(self.batch_workers):
-                self.buffers.actions[w * rows:(w + 1) * rows] = actions[i * rows:(i + 1) * rows]
+                self.buffers.actions[w * rows : (w + 1) * rows] = actions[i * rows : (i + 1) * rows]
             self.pool_steps[self.batch_workers] += 1
         self.pool.command(self.batch_workers, STEP)
         self.batch_workers = []
@@ -253,8 +290,10 @@ class MultiprocessingVectorEnv(VectorEnv):
             env = self.main_stepper.failed_env if self.main_stepper is not None else None
             tb = traceback.format_exc()
             self.close()
-            raise WorkerError(f"{self.env_name}: env {env} in the main process (pid {os.getpid()}) raised "
-                              f"{last_line(tb)}; the vector env is closed. Traceback:\n{tb}") from None
+            raise WorkerError(
+                f"{self.env_name}: env {env} in the main process (pid {os.getpid()}) raised "
+                f"{last_line(tb)}; the vector env is closed. Traceback:\n{tb}"
+            ) from None
 
     def recv(self):
         self.require_open()
@@ -278,12 +317,26 @@ class MultiprocessingVectorEnv(VectorEnv):
             first, last = self.batch_workers[0], self.batch_workers[-1]
             start, stop = first * self.rows_per_worker, (last + 1) * self.rows_per_worker
             env_ids = np.arange(first * self.envs_per_worker, (last + 1) * self.envs_per_worker)
-            return (b.observations[start:stop], b.rewards[start:stop], b.terminals[start:stop],
-                    b.truncations[start:stop], episodes, env_ids, b.masks[start:stop])
+            return (
+                b.observations[start:stop],
+                b.rewards[start:stop],
+                b.terminals[start:stop],
+                b.truncations[start:stop],
+                episodes,
+                env_ids,
+                b.masks[start:stop],
+            )
         rows = np.concatenate([self.worker_rows[w] for w in self.batch_workers])
         env_ids = np.concatenate([self.worker_envs[w] for w in self.batch_workers])
-        return (b.observations[rows], b.rewards[rows], b.terminals[rows], b.truncations[rows], episodes,
-                env_ids, b.masks[rows])
+        return (
+            b.observations[rows],
+            b.rewards[rows],
+            b.terminals[rows],
+            b.truncations[rows],
+            episodes,
+            env_ids,
+            b.masks[rows],
+        )
 
     def step_counts(self) -> list[int]:
         """Batches each worker has stepped (a pool's workers must all get work)."""

@@ -59,8 +59,9 @@ class NativeBlock:
         pass
 
 
-def episodes_ended(done: np.ndarray, returns: np.ndarray, lengths: np.ndarray,
-                   metrics: dict[str, np.ndarray] | None = None) -> Episodes:
+def episodes_ended(
+    done: np.ndarray, returns: np.ndarray, lengths: np.ndarray, metrics: dict[str, np.ndarray] | None = None
+) -> Episodes:
     """The episodes of envs where ``done`` (block-local env ids), from per-env arrays; no dicts.
 
     Example:
@@ -70,5 +71,9 @@ def episodes_ended(done: np.ndarray, returns: np.ndarray, lengths: np.ndarray,
     envs = np.flatnonzero(done)
     if not len(envs):
         return NO_EPISODES
-    return Episodes(envs, returns[envs].astype(np.float64), lengths[envs].astype(np.int64),
-                    {name: values[envs].astype(np.float64) for name, values in (metrics or {}).items()})
+    return Episodes(
+        envs,
+        returns[envs].astype(np.float64),
+        lengths[envs].astype(np.int64),
+        {name: values[envs].astype(np.float64) for name, values in (metrics or {}).items()},
+    )

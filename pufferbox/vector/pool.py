@@ -46,23 +46,40 @@ def process_state(pid: int) -> str:
             code = f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "unknown"
-    return {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped (SIGSTOP?)",
-            "t": "stopped by a debugger", "Z": "a zombie"}.get(code, code)
+    return {
+        "R": "running",
+        "S": "sleeping",
+        "D": "in uninterruptible I/O",
+        "T": "stopped (SIGSTOP?)",
+        "t": "stopped by a debugger",
+        "Z": "a zombie",
+    }.get(code, code)
 
 
 class WorkerPool:
     """Commands out, answers in, for ``len(processes)`` workers sharing ``flags``/``has_info``."""
 
-    def __init__(self, env_name: str, flags: np.ndarray, has_info: np.ndarray, wakes: list, done: Any,
-                 pipes: list, processes: list, worker_envs: list[np.ndarray], waiter: Any,
-                 step_timeout: float, on_fatal: Callable[[], None]):
+    def __init__(
+        self,
+        env_name: str,
+        flags: np.ndarray,
+        has_info: np.ndarray,
+        wakes: list,
+        done: Any,
+        pipes: list,
+        processes: list,
+        worker_envs: list[np.ndarray],
+        waiter: Any,
+        step_timeout: float,
+        on_fatal: Callable[[], None],
+    ):
         self.env_name, self.flags, self.has_info = env_name, flags, has_info
         self.wakes, self.done, self.pipes, self.processes = wakes, done, pipes, processes
         self.pids = [proc.pid for proc in processes]
         self.worker_envs, self.waiter = worker_envs, waiter
         self.step_timeout, self.on_fatal = step_timeout, on_fatal
-        self.in_flight: list[int] = []   # workers given a command, not yet collected
-        self.ready: list[Answer] = []    # finished, not yet returned, in finishing order
+        self.in_flight: list[int] = []  # workers given a command, not yet collected
+        self.ready: list[Answer] = []  # finished, not yet returned, in finishing order
         self.sent_at = [0.0] * len(processes)
         self.last_check = time.perf_counter()
 
@@ -162,24 +179,38 @@ class WorkerPool:
         for w, proc in enumerate(self.processes):
             code = proc.exitcode
             if code is not None:
-                how = (f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
-                       else f"exited with status {code}")
-                self.fail(WorkerError(f"{self.env_name}: {self.describe(w)} {how}; the vector env is closed. "
-                                      f"Check the env for crashes or memory use (dmesg shows OOM kills)"))
+                how = (
+                    f"was killed by signal {-code} ({signal.Signals(-code).name})"
+                    if code < 0
+                    else f"exited with status {code}"
+                )
+                self.fail(
+                    WorkerError(
+                        f"{self.env_name}: {self.describe(w)} {how}; the vector env is closed. "
+                        f"Check the env for crashes or memory use (dmesg shows OOM kills)"
+                    )
+                )
 
     def check_deadline(self, now: float) -> None:
         late = [w for w in self.in_flight if now - self.sent_at[w] > self.step_timeout]
         if late:
             names = "; ".join(f"{self.describe(w)}, process {process_state(self.pids[w])}" for w in late)
-            self.fail(WorkerTimeoutError(
-                f"{self.env_name}: {names}: no answer within step_timeout={self.step_timeout:g}s (a hung env or "
-                f"a stopped process); the workers are killed and the vector env is closed. Raise vec.step_timeout "
-                f"if a step can take this long"))
+            self.fail(
+                WorkerTimeoutError(
+                    f"{self.env_name}: {names}: no answer within step_timeout={self.step_timeout:g}s (a hung env or "
+                    f"a stopped process); the workers are killed and the vector env is closed. Raise vec.step_timeout "
+                    f"if a step can take this long"
+                )
+            )
 
     def raise_worker_error(self, w: int) -> None:
         _, env, tb = self.pipes[w].recv()
-        self.fail(WorkerError(f"{self.env_name}: env {env} in worker {w} (pid {self.pids[w]}) raised "
-                              f"{last_line(tb)}; the vector env is closed. Worker traceback:\n{tb}"))
+        self.fail(
+            WorkerError(
+                f"{self.env_name}: env {env} in worker {w} (pid {self.pids[w]}) raised "
+                f"{last_line(tb)}; the vector env is closed. Worker traceback:\n{tb}"
+            )
+        )
 
     def describe(self, w: int) -> str:
         envs = self.worker_envs[w]
@@ -223,4 +254,3 @@ class Resources:
         if self.shared is not None:
             self.shared.destroy()
         self.processes, self.conns, self.shared = [], [], None
-

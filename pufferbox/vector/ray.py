@@ -72,8 +72,13 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         temp_dir = private_temp_dir(os.environ.get(TEMP_ROOT_VAR) or "/tmp")
         # Ray makes its own temp dir 0777: give it a subdir, so the private 0700 parent guards it.
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, _node_ip_address="127.0.0.1",
-                 _temp_dir=os.path.join(temp_dir, "r"), log_to_driver=False)
+        ray.init(
+            num_cpus=num_cpus or os.cpu_count(),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=os.path.join(temp_dir, "r"),
+            log_to_driver=False,
+        )
         local_temp_dir = temp_dir
         # Registered after ray.init, so it runs before Ray's own exit hook: stop the local Ray,
         # then remove its session files (sockets, logs) unless asked to keep them for debugging.
@@ -92,12 +97,16 @@ def private_temp_dir(root: str) -> str:
         raise VectorConfigError(f"Ray temp root {root}: {exc.strerror}; create it or set {TEMP_ROOT_VAR}") from None
     others_write = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if info.st_uid != os.getuid() and (info.st_uid != 0 or (others_write and not info.st_mode & stat.S_ISVTX)):
-        raise VectorConfigError(f"Ray temp root {root} is owned by uid {info.st_uid}, not you (uid {os.getuid()}): "
-                                f"another user could read or replace Ray's sockets; set {TEMP_ROOT_VAR} to a "
-                                f"directory you own")
+        raise VectorConfigError(
+            f"Ray temp root {root} is owned by uid {info.st_uid}, not you (uid {os.getuid()}): "
+            f"another user could read or replace Ray's sockets; set {TEMP_ROOT_VAR} to a "
+            f"directory you own"
+        )
     if others_write and not info.st_mode & stat.S_ISVTX:
-        raise VectorConfigError(f"Ray temp root {root} is writable by other users (mode {stat.filemode(info.st_mode)}) "
-                                f"without the sticky bit; set {TEMP_ROOT_VAR} to a directory only you can write")
+        raise VectorConfigError(
+            f"Ray temp root {root} is writable by other users (mode {stat.filemode(info.st_mode)}) "
+            f"without the sticky bit; set {TEMP_ROOT_VAR} to a directory only you can write"
+        )
     path = tempfile.mkdtemp(prefix="pbray-", dir=root)  # 0700, unpredictable name: nobody can pre-create it
     return path
 
@@ -114,9 +123,11 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
     except OSError as exc:
         why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
-        raise RayConnectError(f"cannot reach the Ray cluster at {address} ({why} within {timeout:g} s); check "
-                              f"--ray-address/RAY_ADDRESS (the head's `ray start --head` prints it) or drop "
-                              f"both for a local Ray") from None
+        raise RayConnectError(
+            f"cannot reach the Ray cluster at {address} ({why} within {timeout:g} s); check "
+            f"--ray-address/RAY_ADDRESS (the head's `ray start --head` prints it) or drop "
+            f"both for a local Ray"
+        ) from None
 
 
 def shutdown_local_ray(ray: Any, temp_dir: str) -> None:
@@ -168,9 +179,17 @@ class RayVectorEnv(VectorEnv):
 
     backend = "ray"
 
-    def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
-                 batch_size: int | None = None, zero_copy: bool = False, address: str | None = None,
-                 step_timeout: float | None = None, **unused: Any):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int = 1,
+        num_workers: int | None = None,
+        batch_size: int | None = None,
+        zero_copy: bool = False,
+        address: str | None = None,
+        step_timeout: float | None = None,
+        **unused: Any,
+    ):
         self.closed = True  # until the actors exist
         if unused:
             raise VectorConfigError(f"ray backend got unsupported options: {', '.join(sorted(unused))}")
@@ -182,14 +201,15 @@ class RayVectorEnv(VectorEnv):
         self.setup_layout(factory, num_envs, batch_size)
         self.num_workers, self.envs_per_worker = num_workers, num_envs // num_workers
         if self.batch_envs % self.envs_per_worker:
-            raise VectorConfigError(f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
-                                    f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})")
+            raise VectorConfigError(
+                f"batch_size ({self.batch_envs}) must be a multiple of envs per worker "
+                f"({self.envs_per_worker} = num_envs {num_envs} / num_workers {num_workers})"
+            )
         self.workers_per_batch = self.batch_envs // self.envs_per_worker
         self.step_timeout = check_step_timeout(step_timeout)
         self.ray = ensure_ray(address)
         actor = self.ray.remote(num_cpus=0)(EnvWorker)  # envs are light; let actors share cores with the driver
-        self.actors = [actor.remote(factory, w * self.envs_per_worker, self.envs_per_worker)
-                       for w in range(num_workers)]
+        self.actors = [actor.remote(factory, w * self.envs_per_worker, self.envs_per_worker) for w in range(num_workers)]
         self.rows_per_worker = self.envs_per_worker * self.agents_per_env
         self.buffers = Buffers.allocate(self.obs_spec, self.act_spec, self.batch_size)
         self.pending: dict[Any, int] = {}  # object ref -> worker
@@ -203,12 +223,16 @@ class RayVectorEnv(VectorEnv):
         done, _ = self.ray.wait(refs, num_returns=n, timeout=self.step_timeout)
         if len(done) < n:
             late = sorted(self.pending[ref] for ref in refs if ref not in done)
-            names = ", ".join(f"worker {w} (pid {self.pids[w]}, envs {w * self.envs_per_worker}-"
-                              f"{(w + 1) * self.envs_per_worker - 1})" for w in late)
+            names = ", ".join(
+                f"worker {w} (pid {self.pids[w]}, envs {w * self.envs_per_worker}-{(w + 1) * self.envs_per_worker - 1})"
+                for w in late
+            )
             self.close(graceful=False)  # a hung actor would not answer close() either
-            raise WorkerTimeoutError(f"{self.env_name}: {names} did not answer within step_timeout="
-                                     f"{self.step_timeout:g}s (a hung env or a stopped process); the vector env is "
-                                     f"closed. Raise vec.step_timeout if steps are this slow")
+            raise WorkerTimeoutError(
+                f"{self.env_name}: {names} did not answer within step_timeout="
+                f"{self.step_timeout:g}s (a hung env or a stopped process); the vector env is "
+                f"closed. Raise vec.step_timeout if steps are this slow"
+            )
         return done
 
     def async_reset(self, seed: int | None = 0) -> None:
@@ -221,7 +245,7 @@ class RayVectorEnv(VectorEnv):
         actions = self.check_actions(actions)
         r = self.rows_per_worker
         for i, w in enumerate(self.batch_workers):
-            self.pending[self.actors[w].step.remote(actions[i * r:(i + 1) * r])] = w
+            self.pending[self.actors[w].step.remote(actions[i * r : (i + 1) * r])] = w
         self.batch_workers = []
 
     def recv(self):
@@ -240,8 +264,9 @@ class RayVectorEnv(VectorEnv):
             b.observations[rows], b.rewards[rows], b.terminals[rows] = obs, rew, term
             b.truncations[rows], b.masks[rows] = trunc, masks
         infos = Episodes.concat([results[i][5] for i in order])
-        env_ids = np.concatenate([np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker)
-                                  for w in self.batch_workers])
+        env_ids = np.concatenate(
+            [np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker) for w in self.batch_workers]
+        )
         return b.observations, b.rewards, b.terminals, b.truncations, infos, env_ids, b.masks
 
     def step_counts(self) -> list[int]:

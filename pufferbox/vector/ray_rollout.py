@@ -131,10 +131,12 @@ class RolloutWorker:
         out = prev
         if not (prev and prev["rewards"].shape[1] == steps + 1):
             shape = (self.rows, steps + 1)
-            out = {"obs": np.zeros((*shape, self.obs_spec.flat_size), self.obs_spec.flat_dtype),
-                   "actions": np.zeros((*shape, *self.act_spec.shape), self.act_spec.dtype),
-                   **{k: np.zeros(shape, np.float32) for k in ("logprobs", "values", "rewards")},
-                   **{k: np.zeros(shape, np.bool_) for k in ("starts", "masks")}}
+            out = {
+                "obs": np.zeros((*shape, self.obs_spec.flat_size), self.obs_spec.flat_dtype),
+                "actions": np.zeros((*shape, *self.act_spec.shape), self.act_spec.dtype),
+                **{k: np.zeros(shape, np.float32) for k in ("logprobs", "values", "rewards")},
+                **{k: np.zeros(shape, np.bool_) for k in ("starts", "masks")},
+            }
             if self.state is not None:
                 out |= {k: np.zeros((*shape, self.state[0].shape[-1]), np.float32) for k in ("h", "c")}
         if prev and not self.fresh:
@@ -157,7 +159,8 @@ class RolloutWorker:
             out["h"][:, t], out["c"][:, t] = self.state[0].numpy(), self.state[1].numpy()
         with torch.no_grad():
             action, logprob, _, value, self.state = self.policy.act(
-                torch.from_numpy(b.observations), self.state, torch.from_numpy(starts))
+                torch.from_numpy(b.observations), self.state, torch.from_numpy(starts)
+            )
         action = action.numpy()
         out["actions"][:, t], out["logprobs"][:, t], out["values"][:, t] = action, logprob.numpy(), value.numpy()
         return action if self.bounds is None else np.clip(action, *self.bounds)  # sampled unclipped, stepped clipped
@@ -208,19 +211,28 @@ class RayRollouts:
     backend = "ray"
     remote_rollouts = True
 
-    def __init__(self, factory: EnvFactory, num_envs: int = 1, num_workers: int | None = None,
-                 batch_size: int | None = None, address: str | None = None, step_timeout: float | None = None,
-                 min_call_seconds: float = MIN_CALL_SECONDS, seed: int = 0):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int = 1,
+        num_workers: int | None = None,
+        batch_size: int | None = None,
+        address: str | None = None,
+        step_timeout: float | None = None,
+        min_call_seconds: float = MIN_CALL_SECONDS,
+        seed: int = 0,
+    ):
         self.closed = True
-        num_workers = num_workers or max(w for w in range(1, min(os.cpu_count() or 1, num_envs) + 1)
-                                         if num_envs % w == 0)
+        num_workers = num_workers or max(w for w in range(1, min(os.cpu_count() or 1, num_envs) + 1) if num_envs % w == 0)
         if num_envs % num_workers:
             raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of num_workers ({num_workers})")
         batch_envs = batch_size if batch_size else num_envs
         self.envs_per_worker = num_envs // num_workers
         if batch_envs <= 0 or num_envs % batch_envs or batch_envs % self.envs_per_worker:
-            raise VectorConfigError(f"batch_size ({batch_envs}) must divide num_envs ({num_envs}) and be a multiple "
-                                    f"of envs per worker ({self.envs_per_worker})")
+            raise VectorConfigError(
+                f"batch_size ({batch_envs}) must divide num_envs ({num_envs}) and be a multiple "
+                f"of envs per worker ({self.envs_per_worker})"
+            )
         if not min_call_seconds > 0:
             raise VectorConfigError(f"min_call_seconds must be > 0, got {min_call_seconds}")
         self.factory, self.env_name = factory, factory.spec.name
@@ -249,8 +261,11 @@ class RayRollouts:
 
     def alive_nodes(self) -> dict[str, float]:
         """Node id -> CPUs of the cluster's alive nodes that have CPUs."""
-        return {n["NodeID"]: n["Resources"].get("CPU", 0.0) for n in self.ray.nodes()
-                if n["Alive"] and n["Resources"].get("CPU", 0.0) > 0}
+        return {
+            n["NodeID"]: n["Resources"].get("CPU", 0.0)
+            for n in self.ray.nodes()
+            if n["Alive"] and n["Resources"].get("CPU", 0.0) > 0
+        }
 
     def spawn(self, w: int, nodes: dict[str, float] | None = None) -> Any:
         """Actor ``w`` on the alive node with the fewest actors per CPU (a cluster's CPUs fill evenly)."""
@@ -259,18 +274,22 @@ class RayRollouts:
         nodes = self.alive_nodes() if nodes is None else nodes
         # A node where an actor just died may be dying (Ray takes seconds to declare it dead): avoid it a while.
         now = time.monotonic()
-        trusted = {node: cpus for node, cpus in nodes.items() if now - self.suspect.get(node, -SUSPECT_SECONDS)
-                   >= SUSPECT_SECONDS}
+        trusted = {
+            node: cpus for node, cpus in nodes.items() if now - self.suspect.get(node, -SUSPECT_SECONDS) >= SUSPECT_SECONDS
+        }
         nodes = trusted or nodes
         options: dict[str, Any] = {}
         if nodes:
-            load = {node: sum(1 for i, a in enumerate(self.actor_nodes) if a == node and i != w) / cpus
-                    for node, cpus in nodes.items()}
+            load = {
+                node: sum(1 for i, a in enumerate(self.actor_nodes) if a == node and i != w) / cpus
+                for node, cpus in nodes.items()
+            }
             node_id = min(load, key=lambda node: (load[node], -nodes[node], node))
             self.actor_nodes[w] = node_id
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
-        return self.actor_cls.options(**options).remote(self.factory, w * self.envs_per_worker, self.envs_per_worker,
-                                                        self.base_seed * 1_000_003 + w)
+        return self.actor_cls.options(**options).remote(
+            self.factory, w * self.envs_per_worker, self.envs_per_worker, self.base_seed * 1_000_003 + w
+        )
 
     # -- setup ---------------------------------------------------------------------------------
     def set_policy(self, module: Any) -> None:
@@ -281,8 +300,7 @@ class RayRollouts:
 
     def set_weights(self, state_dict: Mapping[str, Any]) -> int:
         """Broadcast new weights (once, as numpy arrays); rollouts submitted from now on act with them."""
-        weights = {k: (v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v))
-                   for k, v in state_dict.items()}
+        weights = {k: (v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)) for k, v in state_dict.items()}
         self.weights_ref = self.ray.put(weights)
         self.version += 1
         return self.version
@@ -314,9 +332,11 @@ class RayRollouts:
             return self.ray.get(refs, timeout=STARTUP_SECONDS + self.step_timeout)
         except self.ray.exceptions.GetTimeoutError:
             self.close(graceful=False)
-            raise WorkerTimeoutError(f"{self.env_name}: rollout actors did not answer {what}() within "
-                                     f"{STARTUP_SECONDS + self.step_timeout:g}s (a cluster without room for them, "
-                                     f"or a hung env); the rollout actors are closed") from None
+            raise WorkerTimeoutError(
+                f"{self.env_name}: rollout actors did not answer {what}() within "
+                f"{STARTUP_SECONDS + self.step_timeout:g}s (a cluster without room for them, "
+                f"or a hung env); the rollout actors are closed"
+            ) from None
 
     # -- rollouts ------------------------------------------------------------------------------
     def idle(self) -> list[int]:
@@ -368,9 +388,11 @@ class RayRollouts:
                 except self.ray.exceptions.RayTaskError as exc:  # an env (or the policy) raised: not retried
                     self.close(graceful=False)
                     cause = getattr(exc, "cause", None) or exc
-                    raise WorkerError(f"{self.env_name}: rollout worker {w} (envs {w * self.envs_per_worker}-"
-                                      f"{(w + 1) * self.envs_per_worker - 1}): {cause}; the rollout actors are "
-                                      f"closed") from None
+                    raise WorkerError(
+                        f"{self.env_name}: rollout worker {w} (envs {w * self.envs_per_worker}-"
+                        f"{(w + 1) * self.envs_per_worker - 1}): {cause}; the rollout actors are "
+                        f"closed"
+                    ) from None
                 self.step_seconds[w] = env_seconds / max(1, steps)
                 results.append(RolloutResult(w, steps, version, arrays, episodes, env_seconds))
         return sorted(results, key=lambda r: r.worker)
@@ -396,11 +418,12 @@ class RayRollouts:
     def timeout(self) -> None:
         late = sorted(w for w, _ in self.pending.values())
         self.close(graceful=False)
-        names = ", ".join(f"worker {w} (envs {w * self.envs_per_worker}-{(w + 1) * self.envs_per_worker - 1})"
-                          for w in late)
-        raise WorkerTimeoutError(f"{self.env_name}: {names} did not answer within step_timeout={self.step_timeout:g}s "
-                                 f"(a hung env or a stopped process); the rollout actors are closed. Raise "
-                                 f"vec.step_timeout if rollouts are this slow")
+        names = ", ".join(f"worker {w} (envs {w * self.envs_per_worker}-{(w + 1) * self.envs_per_worker - 1})" for w in late)
+        raise WorkerTimeoutError(
+            f"{self.env_name}: {names} did not answer within step_timeout={self.step_timeout:g}s "
+            f"(a hung env or a stopped process); the rollout actors are closed. Raise "
+            f"vec.step_timeout if rollouts are this slow"
+        )
 
     def nodes(self) -> list[str]:
         """The Ray node id of each actor (where its envs run)."""

@@ -27,19 +27,28 @@ class SerialVectorEnv(VectorEnv):
 
     backend = "serial"
 
-    def __init__(self, factory: EnvFactory, num_envs: int = 1, batch_size: int | None = None,
-                 buffers: Buffers | None = None, **unused: Any):
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int = 1,
+        batch_size: int | None = None,
+        buffers: Buffers | None = None,
+        **unused: Any,
+    ):
         self.closed = True  # until the stepper exists: close() then has nothing to free
         if unused:
             raise VectorConfigError(f"serial backend got unsupported options: {', '.join(sorted(unused))}")
         self.setup_layout(factory, num_envs, batch_size)
         if self.batch_envs != num_envs:
-            raise VectorConfigError("the serial backend has no pool: batch_size must equal num_envs "
-                                    "(use --backend multiprocessing for an async pool)")
+            raise VectorConfigError(
+                "the serial backend has no pool: batch_size must equal num_envs "
+                "(use --backend multiprocessing for an async pool)"
+            )
         self.buffers = buffers if buffers is not None else Buffers.allocate(self.obs_spec, self.act_spec, self.num_agents)
         if len(self.buffers) != self.num_agents:
-            raise VectorConfigError(f"serial backend: buffers have {len(self.buffers)} rows, "
-                                    f"{num_envs} envs need {self.num_agents}")
+            raise VectorConfigError(
+                f"serial backend: buffers have {len(self.buffers)} rows, {num_envs} envs need {self.num_agents}"
+            )
         self.stepper = BlockStepper(factory, self.buffers, first_env=0, num_envs=num_envs)
         self.blocks = self.stepper.blocks
         self.closed = False

@@ -37,6 +37,8 @@ def segment_name(pid: int | None = None) -> str:
         True
     """
     return f"{SEGMENT_PREFIX}{os.getpid() if pid is None else pid}_{secrets.token_hex(6)}"
+
+
 ALIGN = 64
 Layout = dict[str, tuple[tuple[int, ...], np.dtype]]
 
@@ -50,7 +52,8 @@ def check_shm_room(nbytes: int, shm_dir: str = SHM_DIR) -> None:
         raise VectorConfigError(
             f"shared memory too small: the buffers need {nbytes / 2**20:.1f} MiB but {shm_dir} has "
             f"{free / 2**20:.1f} MiB free; raise it (`docker run --shm-size=8g`, compose `shm_size: 8gb`) "
-            f"or use fewer envs / smaller observations")
+            f"or use fewer envs / smaller observations"
+        )
 
 
 def backend_layout(obs_spec: ObservationSpec, act_spec: ActionSpec, rows: int, num_workers: int) -> Layout:
@@ -84,8 +87,8 @@ class SharedArrays:
         self.shm, self.layout, self.owner = shm, layout, owner
         pos, _ = offsets(layout)
         self.arrays: dict[str, np.ndarray] = {
-            name: np.ndarray(shape, dtype=dtype, buffer=shm.buf, offset=pos[name])
-            for name, (shape, dtype) in layout.items()}
+            name: np.ndarray(shape, dtype=dtype, buffer=shm.buf, offset=pos[name]) for name, (shape, dtype) in layout.items()
+        }
 
     @classmethod
     def create(cls, layout: Layout) -> SharedArrays:
@@ -94,8 +97,10 @@ class SharedArrays:
         try:
             shm = shared_memory.SharedMemory(name=segment_name(), create=True, size=nbytes)
         except OSError as exc:
-            raise VectorConfigError(f"cannot allocate {nbytes / 2**20:.1f} MiB of shared memory ({exc}); raise "
-                                    f"/dev/shm (`docker run --shm-size=8g`, compose `shm_size: 8gb`)") from exc
+            raise VectorConfigError(
+                f"cannot allocate {nbytes / 2**20:.1f} MiB of shared memory ({exc}); raise "
+                f"/dev/shm (`docker run --shm-size=8g`, compose `shm_size: 8gb`)"
+            ) from exc
         return cls(shm, layout, owner=True)
 
     @classmethod

@@ -45,7 +45,7 @@ class BlockStepper:
         self.steps: list[tuple[Any, Any, int]] = []
         row, env = 0, first_env
         for block in self.blocks:
-            self.steps.append((block, buffers.actions[row:row + block.num_agents], env))
+            self.steps.append((block, buffers.actions[row : row + block.num_agents], env))
             row += block.num_agents
             env += block.num_envs
         self.one_env_blocks = len(self.blocks) == num_envs  # failures can name the exact env

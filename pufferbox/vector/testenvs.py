@@ -69,8 +69,12 @@ class CountdownAgents:
         pass
 
 
-BAD_OBSERVATIONS = {"short_obs": np.zeros(1, np.float32), "none_obs": None,
-                    "nan_obs": np.array([0.0, np.nan], np.float32), "big_obs": np.array([0.0, 5.0], np.float32)}
+BAD_OBSERVATIONS = {
+    "short_obs": np.zeros(1, np.float32),
+    "none_obs": None,
+    "nan_obs": np.array([0.0, np.nan], np.float32),
+    "big_obs": np.array([0.0, 5.0], np.float32),
+}
 
 
 class FaultyEnv(gymnasium.Env):

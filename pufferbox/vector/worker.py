@@ -116,8 +116,12 @@ def pack(episodes: Episodes) -> tuple:
 
 def unpack(message: tuple) -> Episodes:
     env_ids, returns, lengths, metrics = message
-    return Episodes.trusted(np.array(env_ids, np.int64), np.array(returns, np.float64), np.array(lengths, np.int64),
-                            {name: np.array(v, np.float64) for name, v in metrics.items()} if metrics else {})
+    return Episodes.trusted(
+        np.array(env_ids, np.int64),
+        np.array(returns, np.float64),
+        np.array(lengths, np.int64),
+        {name: np.array(v, np.float64) for name, v in metrics.items()} if metrics else {},
+    )
 
 
 def die_with_parent() -> None:
@@ -152,8 +156,9 @@ def worker_main(args: WorkerArgs, conn: Any, wake: Any, done: Any) -> None:
         shared.destroy()
 
 
-def serve(args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: Any, wake: Any, done: Any,
-          parent: int) -> None:
+def serve(
+    args: WorkerArgs, stepper: BlockStepper | None, arrays: dict, conn: Any, wake: Any, done: Any, parent: int
+) -> None:
     """Answer commands until CLOSE, or until the parent is gone."""
     w = args.worker
     flags, has_info, closing = arrays["flags"], arrays["has_info"], arrays["closing"]

@@ -54,8 +54,10 @@ class Schedule:
         self.events.append(f"{time.monotonic() - self.t0:7.2f}s  {what}")
 
     def dump(self) -> str:
-        return (f"chaos seed {self.seed} (replay: PUFFERBOX_CHAOS_SEED={self.seed} python -m pytest tests/chaos)\n"
-                + "\n".join(self.events))
+        return (
+            f"chaos seed {self.seed} (replay: PUFFERBOX_CHAOS_SEED={self.seed} python -m pytest tests/chaos)\n"
+            + "\n".join(self.events)
+        )
 
     def check(self, ok: bool, what: str) -> None:
         if not ok:
@@ -92,8 +94,14 @@ class Tracked:
 
     def __init__(self, args: list[str], env: dict[str, str], schedule: Schedule):
         self.schedule = schedule
-        self.proc = subprocess.Popen([sys.executable, "-m", "pufferbox", *args], env=env, start_new_session=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pufferbox", *args],
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.seen: dict[int, psutil.Process] = {}
         self.out = self.err = ""
         schedule.log(f"start pid {self.proc.pid}: pufferbox {' '.join(args)}")
@@ -158,7 +166,7 @@ def assert_nothing_left(t: Tracked, run_dir: Path | None) -> None:
     _, alive = psutil.wait_procs(list(t.seen.values()), timeout=15)
     s.check(not alive, f"processes left after pid {t.proc.pid}: {[(p.pid, p.status()) for p in alive]}")
     deadline = time.monotonic() + 10  # multiprocessing's resource tracker unlinks a killed owner's segments
-    while (left := [g for pid in t.seen for g in glob.glob(f"/dev/shm/pufferbox_{pid}_*")]):
+    while left := [g for pid in t.seen for g in glob.glob(f"/dev/shm/pufferbox_{pid}_*")]:
         if time.monotonic() > deadline:
             s.check(False, f"shared-memory segments left: {left}")
         time.sleep(0.1)
@@ -178,8 +186,10 @@ def checkpoints(run_dir: Path) -> list[Path]:
 
 def assert_one_line_error(t: Tracked, *needles: str) -> str:
     lines = [line for line in t.err.strip().splitlines() if line.strip()]
-    t.schedule.check(t.proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("Error: "),
-                     f"expected exit 2 with one `Error:` line, got {t.proc.returncode}\n{t.tail()}")
+    t.schedule.check(
+        t.proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("Error: "),
+        f"expected exit 2 with one `Error:` line, got {t.proc.returncode}\n{t.tail()}",
+    )
     for needle in needles:
         t.schedule.check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
     return lines[0]
@@ -197,8 +207,10 @@ def assert_resumable(run_dir: Path, tmp: Path, s: Schedule, extra: list[str]) ->
     if rc == 0:
         s.check(newest_finite is not None or not before, f"resumed from a non-finite checkpoint\n{t.tail()}")
         written = [p for p in checkpoints(run_dir) if mtimes.get(p.name) != p.stat().st_mtime_ns]
-        s.check(bool(written) and all(finite(p) for p in written),
-                f"a resumed run wrote no or a non-finite checkpoint: {[p.name for p in written]}")
+        s.check(
+            bool(written) and all(finite(p) for p in written),
+            f"a resumed run wrote no or a non-finite checkpoint: {[p.name for p in written]}",
+        )
     else:
         assert_one_line_error(t)
         s.check(newest_finite is None or not before, f"refused although {newest_finite} is finite\n{t.tail()}")
@@ -208,17 +220,43 @@ def assert_resumable(run_dir: Path, tmp: Path, s: Schedule, extra: list[str]) ->
 def plan_trainer_round(rng: random.Random) -> dict:
     fault = rng.choice(FAULTS)
     backend = "multiprocessing" if fault in WORKER_FAULTS or rng.random() < 0.5 else "serial"
-    return {"fault": fault, "backend": backend, "lines": rng.randint(1, 4), "delay": rng.uniform(0, 0.4),
-            "fail_at": rng.randint(40, 400), "stop_s": rng.uniform(0.2, 1.5), "then": rng.choice(["cont", "kill"]),
-            "interval": rng.choice([1, 2, 3])}
+    return {
+        "fault": fault,
+        "backend": backend,
+        "lines": rng.randint(1, 4),
+        "delay": rng.uniform(0, 0.4),
+        "fail_at": rng.randint(40, 400),
+        "stop_s": rng.uniform(0.2, 1.5),
+        "then": rng.choice(["cont", "kill"]),
+        "interval": rng.choice([1, 2, 3]),
+    }
 
 
 def trainer_args(run_dir: Path, plan: dict) -> list[str]:
     env = "chaosfault" if plan["fault"].startswith("env_") else "cartpole"
-    args = ["train", env, "--run-dir", str(run_dir), "--total-steps", "10000000", "--num-envs", "4",
-            "--set", "train.num_steps=32", "--set", f"train.checkpoint_interval={plan['interval']}",
-            "--set", "train.stop_on_solve=false", "--set", "policy.hidden_size=16", "--no-tensorboard",
-            "--backend", plan["backend"], "--set", f"vec.step_timeout={STEP_TIMEOUT}"]
+    args = [
+        "train",
+        env,
+        "--run-dir",
+        str(run_dir),
+        "--total-steps",
+        "10000000",
+        "--num-envs",
+        "4",
+        "--set",
+        "train.num_steps=32",
+        "--set",
+        f"train.checkpoint_interval={plan['interval']}",
+        "--set",
+        "train.stop_on_solve=false",
+        "--set",
+        "policy.hidden_size=16",
+        "--no-tensorboard",
+        "--backend",
+        plan["backend"],
+        "--set",
+        f"vec.step_timeout={STEP_TIMEOUT}",
+    ]
     return args + (["--num-workers", "2"] if plan["backend"] == "multiprocessing" else [])
 
 
@@ -242,13 +280,11 @@ def break_trainer(t: Tracked, run_dir: Path, plan: dict) -> None:
     else:
         workers = t.workers()
         s.check(bool(workers), f"no worker processes under pid {t.proc.pid}")
-        sig = {"sigkill_worker": signal.SIGKILL, "sigstop_worker": signal.SIGSTOP,
-               "sigterm_worker": signal.SIGTERM}[fault]
+        sig = {"sigkill_worker": signal.SIGKILL, "sigstop_worker": signal.SIGSTOP, "sigterm_worker": signal.SIGTERM}[fault]
         t.signal(sig, t.schedule.rng.choice(workers).pid)
 
 
-EXPECTED_EXIT = {"sigkill_trainer": {-9}, "sigterm_trainer": {143}, "poison_checkpoint": {143},
-                 "sigstop_trainer": {-9, 143}}
+EXPECTED_EXIT = {"sigkill_trainer": {-9}, "sigterm_trainer": {143}, "poison_checkpoint": {143}, "sigstop_trainer": {-9, 143}}
 
 
 def check_trainer_exit(t: Tracked, run_dir: Path, plan: dict) -> None:
@@ -261,8 +297,12 @@ def check_trainer_exit(t: Tracked, run_dir: Path, plan: dict) -> None:
         if rc == 143:
             s.check(bool(checkpoints(run_dir)), f"SIGTERM left no checkpoint\n{t.tail()}")
     else:  # a broken worker or env: one line naming it, exit 2
-        needle = {"env_raise": "deliberate failure", "sigstop_worker": "step_timeout", "env_hang": "step_timeout",
-                  "env_nan_reward": "finite"}.get(fault, "")
+        needle = {
+            "env_raise": "deliberate failure",
+            "sigstop_worker": "step_timeout",
+            "env_hang": "step_timeout",
+            "env_nan_reward": "finite",
+        }.get(fault, "")
         assert_one_line_error(t, needle)
 
 

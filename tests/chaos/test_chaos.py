@@ -24,15 +24,19 @@ def run_rounds(rounds: int, tmp_path, seed: int | None = None) -> None:
         trainer_round(schedule, tmp_path, index)
 
 
-@pytest.mark.skipif(os.environ.get("PUFFERBOX_CHAOS") != "1",
-                    reason="chaos rounds are timing-dependent and failed 1 run in 3 on an idle 2-core machine "
-                           "(issue 15 note); run them with PUFFERBOX_CHAOS=1 until that is fixed")
+@pytest.mark.skipif(
+    os.environ.get("PUFFERBOX_CHAOS") != "1",
+    reason="chaos rounds are timing-dependent and failed 1 run in 3 on an idle 2-core machine "
+    "(issue 15 note); run them with PUFFERBOX_CHAOS=1 until that is fixed",
+)
 def test_random_faults_against_trainers_and_workers(tmp_path):
     run_rounds(chaos_rounds(6), tmp_path, seed=CI_SEED)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("PUFFERBOX_CHAOS_LONG") != "1",
-                    reason="the 40-round chaos soak with a fresh seed runs with PUFFERBOX_CHAOS_LONG=1")
+@pytest.mark.skipif(
+    os.environ.get("PUFFERBOX_CHAOS_LONG") != "1",
+    reason="the 40-round chaos soak with a fresh seed runs with PUFFERBOX_CHAOS_LONG=1",
+)
 def test_many_rounds_of_random_faults(tmp_path):
     run_rounds(chaos_rounds(40), tmp_path)

@@ -32,28 +32,124 @@ REQUIRES = {"ale_py": "ale-py==0.12.1", "cv2": "opencv-python-headless==4.11.0.8
 # those four ROMs are multiplayer-only and ALE cannot load them as a single-player game.
 # Listed here (and checked against ale-py by the tests) so `pufferbox envs` needs no ale-py.
 GAMES = (
-    "adventure", "air_raid", "alien", "amidar", "assault", "asterix", "asteroids", "atlantis",
-    "atlantis2", "backgammon", "bank_heist", "basic_math", "battle_zone", "beam_rider", "berzerk",
-    "blackjack", "bowling", "boxing", "breakout", "carnival", "casino", "centipede", "chopper_command",
-    "crazy_climber", "crossbow", "darkchambers", "defender", "demon_attack", "donkey_kong",
-    "double_dunk", "earthworld", "elevator_action", "enduro", "entombed", "et", "fishing_derby",
-    "flag_capture", "freeway", "frogger", "frostbite", "galaxian", "gopher", "gravitar", "hangman",
-    "haunted_house", "hero", "human_cannonball", "ice_hockey", "jamesbond", "journey_escape", "kaboom",
-    "kangaroo", "keystone_kapers", "king_kong", "klax", "koolaid", "krull", "kung_fu_master",
-    "laser_gates", "lost_luggage", "mario_bros", "miniature_golf", "montezuma_revenge", "mr_do",
-    "ms_pacman", "name_this_game", "othello", "pacman", "phoenix", "pitfall", "pitfall2", "pong",
-    "pooyan", "private_eye", "qbert", "riverraid", "road_runner", "robotank", "seaquest",
-    "sir_lancelot", "skiing", "solaris", "space_invaders", "space_war", "star_gunner", "superman",
-    "surround", "tennis", "tetris", "tic_tac_toe_3d", "time_pilot", "trondead", "turmoil", "tutankham",
-    "up_n_down", "venture", "video_checkers", "video_chess", "video_cube", "video_pinball",
-    "wizard_of_wor", "word_zapper", "yars_revenge", "zaxxon",
+    "adventure",
+    "air_raid",
+    "alien",
+    "amidar",
+    "assault",
+    "asterix",
+    "asteroids",
+    "atlantis",
+    "atlantis2",
+    "backgammon",
+    "bank_heist",
+    "basic_math",
+    "battle_zone",
+    "beam_rider",
+    "berzerk",
+    "blackjack",
+    "bowling",
+    "boxing",
+    "breakout",
+    "carnival",
+    "casino",
+    "centipede",
+    "chopper_command",
+    "crazy_climber",
+    "crossbow",
+    "darkchambers",
+    "defender",
+    "demon_attack",
+    "donkey_kong",
+    "double_dunk",
+    "earthworld",
+    "elevator_action",
+    "enduro",
+    "entombed",
+    "et",
+    "fishing_derby",
+    "flag_capture",
+    "freeway",
+    "frogger",
+    "frostbite",
+    "galaxian",
+    "gopher",
+    "gravitar",
+    "hangman",
+    "haunted_house",
+    "hero",
+    "human_cannonball",
+    "ice_hockey",
+    "jamesbond",
+    "journey_escape",
+    "kaboom",
+    "kangaroo",
+    "keystone_kapers",
+    "king_kong",
+    "klax",
+    "koolaid",
+    "krull",
+    "kung_fu_master",
+    "laser_gates",
+    "lost_luggage",
+    "mario_bros",
+    "miniature_golf",
+    "montezuma_revenge",
+    "mr_do",
+    "ms_pacman",
+    "name_this_game",
+    "othello",
+    "pacman",
+    "phoenix",
+    "pitfall",
+    "pitfall2",
+    "pong",
+    "pooyan",
+    "private_eye",
+    "qbert",
+    "riverraid",
+    "road_runner",
+    "robotank",
+    "seaquest",
+    "sir_lancelot",
+    "skiing",
+    "solaris",
+    "space_invaders",
+    "space_war",
+    "star_gunner",
+    "superman",
+    "surround",
+    "tennis",
+    "tetris",
+    "tic_tac_toe_3d",
+    "time_pilot",
+    "trondead",
+    "turmoil",
+    "tutankham",
+    "up_n_down",
+    "venture",
+    "video_checkers",
+    "video_chess",
+    "video_cube",
+    "video_pinball",
+    "wizard_of_wor",
+    "word_zapper",
+    "yars_revenge",
+    "zaxxon",
 )
 MULTIPLAYER_ONLY = ("combat", "joust", "maze_craze", "warlords")
 
 DEFAULTS = {
     "env": {"clip_rewards": True},
-    "train": {"total_steps": 10_000_000, "learning_rate": 2.5e-4, "num_steps": 128, "ent_coef": 0.01,
-              "update_epochs": 4, "num_minibatches": 4, "clip_coef": 0.1},
+    "train": {
+        "total_steps": 10_000_000,
+        "learning_rate": 2.5e-4,
+        "num_steps": 128,
+        "ent_coef": 0.01,
+        "update_epochs": 4,
+        "num_minibatches": 4,
+        "clip_coef": 0.1,
+    },
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 512},
 }
@@ -83,10 +179,19 @@ def gym_id(game: str) -> str:
     return f"ALE/{game.title().replace('_', '')}-v5"
 
 
-def make_atari(game: str, frame_skip: int = 4, noop_max: int = 30, screen_size: int = 84, stack: int = 4,
-               repeat_action_probability: float = 0.25, episodic_life: bool = False, clip_rewards: bool = False,
-               full_action_space: bool = False, max_episode_frames: int = 108_000,
-               render_mode: str | None = None) -> gymnasium.Env:
+def make_atari(
+    game: str,
+    frame_skip: int = 4,
+    noop_max: int = 30,
+    screen_size: int = 84,
+    stack: int = 4,
+    repeat_action_probability: float = 0.25,
+    episodic_life: bool = False,
+    clip_rewards: bool = False,
+    full_action_space: bool = False,
+    max_episode_frames: int = 108_000,
+    render_mode: str | None = None,
+) -> gymnasium.Env:
     """One preprocessed Atari env (``uint8[stack, screen_size, screen_size]`` observations)."""
     import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
@@ -94,11 +199,22 @@ def make_atari(game: str, frame_skip: int = 4, noop_max: int = 30, screen_size: 
     if game not in GAMES:
         raise ValueError(f"unknown Atari game {game!r}; pufferbox registers {len(GAMES)} games as atari/<game>")
     gymnasium.register_envs(ale_py)
-    env = gymnasium.make(gym_id(game), frameskip=1, repeat_action_probability=repeat_action_probability,
-                         full_action_space=full_action_space, max_num_frames_per_episode=max_episode_frames,
-                         render_mode=render_mode)
-    env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
-                             terminal_on_life_loss=episodic_life, grayscale_obs=True)
+    env = gymnasium.make(
+        gym_id(game),
+        frameskip=1,
+        repeat_action_probability=repeat_action_probability,
+        full_action_space=full_action_space,
+        max_num_frames_per_episode=max_episode_frames,
+        render_mode=render_mode,
+    )
+    env = AtariPreprocessing(
+        env,
+        noop_max=noop_max,
+        frame_skip=frame_skip,
+        screen_size=screen_size,
+        terminal_on_life_loss=episodic_life,
+        grayscale_obs=True,
+    )
     if clip_rewards:
         env = ClipReward(env)
     return FrameStackObservation(env, stack)
@@ -107,14 +223,16 @@ def make_atari(game: str, frame_skip: int = 4, noop_max: int = 30, screen_size: 
 @hookimpl
 def register_envs(register):
     for game in GAMES:
-        register(EnvSpec(
-            name=f"atari/{game}",
-            binding=make_atari,
-            kwargs={"game": game},
-            aliases=(game,),
-            requires=REQUIRES,
-            policy="pufferbox_atari.policy:NatureCNN",
-            defaults=DEFAULTS,
-            description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
-                        "84x84 grayscale, 4-frame stack",
-        ))
+        register(
+            EnvSpec(
+                name=f"atari/{game}",
+                binding=make_atari,
+                kwargs={"game": game},
+                aliases=(game,),
+                requires=REQUIRES,
+                policy="pufferbox_atari.policy:NatureCNN",
+                defaults=DEFAULTS,
+                description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
+                "84x84 grayscale, 4-frame stack",
+            )
+        )

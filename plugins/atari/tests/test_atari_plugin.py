@@ -25,6 +25,7 @@ def test_every_single_player_rom_is_registered_under_its_name_and_short_name():
         assert registry.get(game) is registry.get(f"atari/{game}")
     ale_ids = {k for k in gymnasium.registry if k.startswith("ALE/")}
     from pufferbox_atari.plugin import gym_id
+
     assert all(gym_id(game) in ale_ids for game in GAMES)
 
 

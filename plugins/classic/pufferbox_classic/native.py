@@ -52,8 +52,10 @@ from pufferbox.api import (
 try:
     from pufferbox_classic import _cartpole
 except ImportError as exc:  # no silent fallback: the numpy kernel is ~2x slower
-    raise ImportError(f"pufferbox_classic: the compiled CartPole kernel is not built ({exc}); fix: "
-                      "`pip install -e plugins/classic` on a machine with a C compiler (gcc)") from None
+    raise ImportError(
+        f"pufferbox_classic: the compiled CartPole kernel is not built ({exc}); fix: "
+        "`pip install -e plugins/classic` on a machine with a C compiler (gcc)"
+    ) from None
 
 GRAVITY = 9.8
 MASSCART = 1.0
@@ -83,8 +85,7 @@ class CartPoleNative(NativeBlock):
     ``kernel="c"`` steps them in compiled C, ``kernel="numpy"`` is the reference.
     """
 
-    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, kernel: str = "c",
-                 **unused: object):
+    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, kernel: str = "c", **unused: object):
         if unused:
             raise TypeError(f"cartpole native: unsupported options {', '.join(sorted(unused))}")
         if kernel not in KERNELS:
@@ -119,8 +120,19 @@ class CartPoleNative(NativeBlock):
         if self.kernel_name == "c":  # the kernel holds views of these rows: rebind
             b = buffers
             self.kernel = _cartpole.Kernel(
-                self.state, self.lengths, self.returns, self.rng, b.observations, b.rewards, b.terminals,
-                b.truncations, self.episode_env, self.episode_return, self.episode_length, self.max_episode_steps)
+                self.state,
+                self.lengths,
+                self.returns,
+                self.rng,
+                b.observations,
+                b.rewards,
+                b.terminals,
+                b.truncations,
+                self.episode_env,
+                self.episode_return,
+                self.episode_length,
+                self.max_episode_steps,
+            )
 
     def close(self) -> None:
         self.kernel = None  # releases its views (a shared-memory segment unmaps only without them)
@@ -156,8 +168,11 @@ class CartPoleNative(NativeBlock):
             actions = np.ascontiguousarray(actions, dtype=np.int64)
         ended = self.kernel.step(actions)
         if ended > 0:  # copies: the kernel's arrays are rewritten next step
-            return Episodes(self.episode_env[:ended].astype(np.int64), self.episode_return[:ended].astype(np.float64),
-                            self.episode_length[:ended].astype(np.int64))
+            return Episodes(
+                self.episode_env[:ended].astype(np.int64),
+                self.episode_return[:ended].astype(np.float64),
+                self.episode_length[:ended].astype(np.int64),
+            )
         if ended < 0:
             bad = actions.reshape(-1)[-ended - 1]
             raise SpaceError(f"{self.name}: action {bad} is outside the flat action space Discrete(2)")
@@ -221,7 +236,7 @@ class CartPoleNative(NativeBlock):
         thetaacc /= TOTAL_MASS
         np.subtract(4.0 / 3.0, thetaacc, out=thetaacc)
         np.multiply(LENGTH, thetaacc, out=thetaacc)
-        np.multiply(GRAVITY, sintheta, out=force)   # force is no longer needed: reuse it
+        np.multiply(GRAVITY, sintheta, out=force)  # force is no longer needed: reuse it
         np.multiply(costheta, temp, out=sintheta)
         force -= sintheta
         np.divide(force, thetaacc, out=thetaacc)
@@ -229,7 +244,7 @@ class CartPoleNative(NativeBlock):
         np.multiply(POLEMASS_LENGTH, thetaacc, out=force)
         force *= costheta
         force /= TOTAL_MASS
-        np.subtract(temp, force, out=force)     # xacc
+        np.subtract(temp, force, out=force)  # xacc
         # Euler integration, in Gymnasium's order (x uses the old x_dot, theta the old theta_dot).
         np.multiply(TAU, x_dot, out=temp)
         x += temp

@@ -16,13 +16,15 @@ BOX2D = ["lunarlander", "lunarlander_continuous", "bipedalwalker"]
 
 
 def test_every_env_wraps_its_gymnasium_id_with_its_kwargs():
-    expected = {"acrobot": ("Acrobot-v1", gymnasium.spaces.Discrete(3)),
-                "mountaincar": ("MountainCar-v0", gymnasium.spaces.Discrete(3)),
-                "mountaincar_continuous": ("MountainCarContinuous-v0", gymnasium.spaces.Box(-1, 1, (1,))),
-                "pendulum": ("Pendulum-v1", gymnasium.spaces.Box(-2, 2, (1,))),
-                "lunarlander": ("LunarLander-v3", gymnasium.spaces.Discrete(4)),
-                "lunarlander_continuous": ("LunarLander-v3", gymnasium.spaces.Box(-1, 1, (2,))),
-                "bipedalwalker": ("BipedalWalker-v3", gymnasium.spaces.Box(-1, 1, (4,)))}
+    expected = {
+        "acrobot": ("Acrobot-v1", gymnasium.spaces.Discrete(3)),
+        "mountaincar": ("MountainCar-v0", gymnasium.spaces.Discrete(3)),
+        "mountaincar_continuous": ("MountainCarContinuous-v0", gymnasium.spaces.Box(-1, 1, (1,))),
+        "pendulum": ("Pendulum-v1", gymnasium.spaces.Box(-2, 2, (1,))),
+        "lunarlander": ("LunarLander-v3", gymnasium.spaces.Discrete(4)),
+        "lunarlander_continuous": ("LunarLander-v3", gymnasium.spaces.Box(-1, 1, (2,))),
+        "bipedalwalker": ("BipedalWalker-v3", gymnasium.spaces.Box(-1, 1, (4,))),
+    }
     assert sorted(expected) == sorted(NAMES)
     for name, (gym_id, action_space) in expected.items():
         env = get_registry().get(name).make_raw()
@@ -34,8 +36,15 @@ def test_solved_returns_and_defaults_are_valid_training_configs():
     from pufferbox.api import resolve_config
 
     solved = {name: get_registry().get(name).solved_return for name in NAMES}
-    assert solved == {"acrobot": -100.0, "mountaincar": -110.0, "mountaincar_continuous": 90.0, "pendulum": -200.0,
-                      "lunarlander": 200.0, "lunarlander_continuous": 200.0, "bipedalwalker": 300.0}
+    assert solved == {
+        "acrobot": -100.0,
+        "mountaincar": -110.0,
+        "mountaincar_continuous": 90.0,
+        "pendulum": -200.0,
+        "lunarlander": 200.0,
+        "lunarlander_continuous": 200.0,
+        "bipedalwalker": 300.0,
+    }
     for name in NAMES:
         threshold = gymnasium.spec(get_registry().get(name).kwargs["gym_id"]).reward_threshold
         assert threshold is None or threshold == solved[name], name  # Gymnasium's own bar where it has one

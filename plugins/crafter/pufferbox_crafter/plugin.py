@@ -44,18 +44,44 @@ REQUIRES = {"crafter": "crafter==1.8.3"}
 # crafter.constants.achievements of crafter 1.8.3 (checked by the tests), so that the metric
 # names are known without crafter.
 ACHIEVEMENTS = (
-    "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling", "collect_stone",
-    "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow", "eat_plant", "make_iron_pickaxe",
-    "make_iron_sword", "make_stone_pickaxe", "make_stone_sword", "make_wood_pickaxe", "make_wood_sword",
-    "place_furnace", "place_plant", "place_stone", "place_table", "wake_up",
+    "collect_coal",
+    "collect_diamond",
+    "collect_drink",
+    "collect_iron",
+    "collect_sapling",
+    "collect_stone",
+    "collect_wood",
+    "defeat_skeleton",
+    "defeat_zombie",
+    "eat_cow",
+    "eat_plant",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+    "make_stone_pickaxe",
+    "make_stone_sword",
+    "make_wood_pickaxe",
+    "make_wood_sword",
+    "place_furnace",
+    "place_plant",
+    "place_stone",
+    "place_table",
+    "wake_up",
 )
 EPISODE_METRICS = tuple(f"achievement_{name}" for name in ACHIEVEMENTS) + ("achievements",)
 SEED_BOUND = 2**31 - 1  # crafter seeds numpy's RandomState (below 2**32) from hash((seed, episode))
 
 # PPO as in the Crafter paper's baseline budget (1M steps), NatureCNN-sized features.
 DEFAULTS = {
-    "train": {"total_steps": 1_000_000, "learning_rate": 3e-4, "num_steps": 128, "gamma": 0.99,
-              "gae_lambda": 0.95, "update_epochs": 4, "num_minibatches": 8, "ent_coef": 0.01},
+    "train": {
+        "total_steps": 1_000_000,
+        "learning_rate": 3e-4,
+        "num_steps": 128,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "update_epochs": 4,
+        "num_minibatches": 8,
+        "ent_coef": 0.01,
+    },
     "vec": {"num_envs": 16},
     "policy": {"hidden_size": 512},
 }
@@ -124,9 +150,24 @@ class CrafterEnv(gymnasium.Env):
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="crafter", binding=CrafterEnv, requires=REQUIRES, defaults=DEFAULTS,
-                     episode_metrics=EPISODE_METRICS,
-                     description="Crafter (open-world survival, 22 achievements); 64x64 RGB, the trainer's CNN"))
-    register(EnvSpec(name="crafter/noreward", binding=CrafterEnv, kwargs={"reward": False}, requires=REQUIRES,
-                     defaults=DEFAULTS, episode_metrics=EPISODE_METRICS,
-                     description="Crafter without reward (unsupervised agents); achievements still reported"))
+    register(
+        EnvSpec(
+            name="crafter",
+            binding=CrafterEnv,
+            requires=REQUIRES,
+            defaults=DEFAULTS,
+            episode_metrics=EPISODE_METRICS,
+            description="Crafter (open-world survival, 22 achievements); 64x64 RGB, the trainer's CNN",
+        )
+    )
+    register(
+        EnvSpec(
+            name="crafter/noreward",
+            binding=CrafterEnv,
+            kwargs={"reward": False},
+            requires=REQUIRES,
+            defaults=DEFAULTS,
+            episode_metrics=EPISODE_METRICS,
+            description="Crafter without reward (unsupervised agents); achievements still reported",
+        )
+    )

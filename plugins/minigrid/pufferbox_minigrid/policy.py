@@ -41,8 +41,10 @@ class MiniGridEncoder(nn.Module):
         space = obs_spec.space
         missing = {"image", "direction", "mission"} - set(getattr(space, "spaces", {}))
         if missing:
-            raise ValueError(f"MiniGridEncoder needs observation keys image, direction and mission; "
-                             f"{', '.join(sorted(missing))} missing from {space}")
+            raise ValueError(
+                f"MiniGridEncoder needs observation keys image, direction and mission; "
+                f"{', '.join(sorted(missing))} missing from {space}"
+            )
         self.obs_spec = obs_spec
         obs_spec.torch_layout()  # precomputed so forward() stays free of graph breaks
         self.hidden_size = hidden_size
@@ -51,8 +53,10 @@ class MiniGridEncoder(nn.Module):
         self.cell_embedding = nn.Embedding(channels * CELL_IDS, CELL_DIM)
         self.register_buffer("channel_offset", torch.arange(channels) * CELL_IDS, persistent=False)
         self.grid_cnn = nn.Sequential(
-            nn.Conv2d(CELL_DIM, GRID_CHANNELS, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(GRID_CHANNELS, GRID_CHANNELS, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(CELL_DIM, GRID_CHANNELS, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(GRID_CHANNELS, GRID_CHANNELS, 3, stride=2, padding=1),
+            nn.ReLU(),
             nn.Flatten(),
         )
         with torch.no_grad():

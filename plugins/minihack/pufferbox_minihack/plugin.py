@@ -36,24 +36,65 @@ OBSERVATION_KEYS = ("glyphs", "blstats", "message")
 # MiniHack ids (checked against minihack's registry by the tests) so that `pufferbox envs`
 # needs no minihack. solved_return: MiniHack pays 1 on success, minus small penalties.
 NAVIGATION = (
-    "Room-5x5", "Room-15x15", "Room-Random-5x5", "Room-Dark-5x5", "Room-Monster-5x5", "Room-Trap-5x5",
-    "Room-Ultimate-5x5", "Corridor-R2", "Corridor-R3", "Corridor-R5", "KeyRoom-Fixed-S5", "KeyRoom-S5",
-    "MazeWalk-9x9", "MazeWalk-15x15", "MultiRoom-N2", "MultiRoom-N4", "MultiRoom-N6", "River", "River-Narrow",
-    "HideNSeek", "LavaCrossingS9N1", "SimpleCrossingS9N1", "Memento-Short-F2", "CorridorBattle",
-    "ExploreMaze-Easy", "Labyrinth-Small",
+    "Room-5x5",
+    "Room-15x15",
+    "Room-Random-5x5",
+    "Room-Dark-5x5",
+    "Room-Monster-5x5",
+    "Room-Trap-5x5",
+    "Room-Ultimate-5x5",
+    "Corridor-R2",
+    "Corridor-R3",
+    "Corridor-R5",
+    "KeyRoom-Fixed-S5",
+    "KeyRoom-S5",
+    "MazeWalk-9x9",
+    "MazeWalk-15x15",
+    "MultiRoom-N2",
+    "MultiRoom-N4",
+    "MultiRoom-N6",
+    "River",
+    "River-Narrow",
+    "HideNSeek",
+    "LavaCrossingS9N1",
+    "SimpleCrossingS9N1",
+    "Memento-Short-F2",
+    "CorridorBattle",
+    "ExploreMaze-Easy",
+    "Labyrinth-Small",
 )
 SKILLS = (
-    "Eat", "Pray", "Sink", "Wield", "Wear", "PutOn", "Zap", "Read", "ClosedDoor", "LockedDoor",
-    "Levitate-Boots-Restricted", "Freeze-Wand-Restricted", "LavaCross-Levitate-Potion-Inv-Restricted",
-    "WoD-Easy-Restricted", "Quest-Easy",
+    "Eat",
+    "Pray",
+    "Sink",
+    "Wield",
+    "Wear",
+    "PutOn",
+    "Zap",
+    "Read",
+    "ClosedDoor",
+    "LockedDoor",
+    "Levitate-Boots-Restricted",
+    "Freeze-Wand-Restricted",
+    "LavaCross-Levitate-Potion-Inv-Restricted",
+    "WoD-Easy-Restricted",
+    "Quest-Easy",
 )
 SOLVED = {"Room-5x5": 0.9, "Room-Random-5x5": 0.9, "Corridor-R2": 0.9, "Eat": 0.9, "Wield": 0.9}
 
 # The NetHack plugin's PPO settings with MiniHack's short episodes in mind (more envs,
 # shorter training).
 DEFAULTS = {
-    "train": {"total_steps": 1_000_000, "learning_rate": 3e-4, "num_steps": 128, "ent_coef": 0.01,
-              "gamma": 0.99, "update_epochs": 2, "num_minibatches": 4, "stop_on_solve": True},
+    "train": {
+        "total_steps": 1_000_000,
+        "learning_rate": 3e-4,
+        "num_steps": 128,
+        "ent_coef": 0.01,
+        "gamma": 0.99,
+        "update_epochs": 2,
+        "num_minibatches": 4,
+        "stop_on_solve": True,
+    },
     "vec": {"num_envs": 16},
     "policy": {"hidden_size": 256},
 }
@@ -68,8 +109,9 @@ def env_name(task: str) -> str:
     return f"minihack/{task.lower()}"
 
 
-def make_minihack(gym_id: str, observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
-                  render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env:
+def make_minihack(
+    gym_id: str, observation_keys: tuple[str, ...] = OBSERVATION_KEYS, render_mode: str | None = None, **kwargs: Any
+) -> gymnasium.Env:
     """One MiniHack env showing ``observation_keys`` (``kwargs`` go to ``gymnasium.make``)."""
     import minihack  # noqa: F401 - registers the MiniHack-* ids; heavy and optional until used
     from pufferbox_nethack.plugin import TTY_KEYS, NetHackObservation
@@ -86,13 +128,15 @@ def make_minihack(gym_id: str, observation_keys: tuple[str, ...] = OBSERVATION_K
 def register_envs(register):
     for kind, tasks in (("navigation", NAVIGATION), ("skill", SKILLS)):
         for task in tasks:
-            register(EnvSpec(
-                name=env_name(task),
-                binding=make_minihack,
-                kwargs={"gym_id": gym_id(task)},
-                requires=REQUIRES,
-                policy="pufferbox_nethack.policy:NetHackEncoder",
-                defaults=DEFAULTS,
-                solved_return=SOLVED.get(task),
-                description=f"MiniHack {kind} task {gym_id(task)} (nle 1.3.0): glyphs + stats + message",
-            ))
+            register(
+                EnvSpec(
+                    name=env_name(task),
+                    binding=make_minihack,
+                    kwargs={"gym_id": gym_id(task)},
+                    requires=REQUIRES,
+                    policy="pufferbox_nethack.policy:NetHackEncoder",
+                    defaults=DEFAULTS,
+                    solved_return=SOLVED.get(task),
+                    description=f"MiniHack {kind} task {gym_id(task)} (nle 1.3.0): glyphs + stats + message",
+                )
+            )

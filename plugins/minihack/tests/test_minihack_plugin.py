@@ -78,8 +78,7 @@ def test_without_pkg_resources_the_backport_is_named():
 
 def test_info_shows_the_pins():
     data = info_json("minihack/room-5x5")
-    assert data["requires"] == {"nle==1.3.0": "1.3.0", "minihack==1.0.2": "1.0.2",
-                                "pkg-resources-backport==1.0.1": "1.0.1"}
+    assert data["requires"] == {"nle==1.3.0": "1.3.0", "minihack==1.0.2": "1.0.2", "pkg-resources-backport==1.0.1": "1.0.1"}
 
 
 @pytest.mark.slow

@@ -46,9 +46,21 @@ TASKS = {
 # minibatches, 10 epochs, no entropy bonus, lr 3e-4 annealed, 64-unit tanh MLP), spread over
 # 8 envs of 256 steps so the envs step in parallel.
 DEFAULTS = {
-    "train": {"total_steps": 1_000_000, "learning_rate": 3e-4, "num_steps": 256, "gamma": 0.99,
-              "gae_lambda": 0.95, "update_epochs": 10, "num_minibatches": 32, "ent_coef": 0.0,
-              "clip_coef": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5, "norm_obs": True, "norm_reward": True},
+    "train": {
+        "total_steps": 1_000_000,
+        "learning_rate": 3e-4,
+        "num_steps": 256,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "update_epochs": 10,
+        "num_minibatches": 32,
+        "ent_coef": 0.0,
+        "clip_coef": 0.2,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "norm_obs": True,
+        "norm_reward": True,
+    },
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 64, "encoder": "mlp"},
 }
@@ -62,13 +74,15 @@ def make_mujoco(gym_id: str, **kwargs) -> gymnasium.Env:
 @hookimpl
 def register_envs(register):
     for name, (gym_id, solved) in TASKS.items():
-        register(EnvSpec(
-            name=f"mujoco/{name}",
-            binding=make_mujoco,
-            kwargs={"gym_id": gym_id},
-            aliases=(name,),
-            requires=REQUIRES,
-            defaults=DEFAULTS,
-            solved_return=solved,
-            description=f"MuJoCo {gym_id} (Gymnasium), continuous actions",
-        ))
+        register(
+            EnvSpec(
+                name=f"mujoco/{name}",
+                binding=make_mujoco,
+                kwargs={"gym_id": gym_id},
+                aliases=(name,),
+                requires=REQUIRES,
+                defaults=DEFAULTS,
+                solved_return=solved,
+                description=f"MuJoCo {gym_id} (Gymnasium), continuous actions",
+            )
+        )

@@ -42,7 +42,7 @@ def test_vector_env_matches_gymnasium_in_lock_step():
     rng = np.random.default_rng(0)
     for _ in range(50):
         for i in range(2):
-            np.testing.assert_array_equal(venv.obs_spec.unflatten(obs[i:i + 1])[0], refs[i])
+            np.testing.assert_array_equal(venv.obs_spec.unflatten(obs[i : i + 1])[0], refs[i])
         actions = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
         obs, rewards, terminals, truncations, _ = venv.step(actions)
         for i, raw in enumerate(raws):

@@ -64,8 +64,14 @@ HUNGER = 7  # internal[7]: u.uhunger, NetHackEat's reward
 # nle's blstats indices and glyph offset (nle 1.3.0), checked against nle when a block is built.
 BL_SCORE, BL_GOLD, BL_TIME, BL_DNUM, BL_DLEVEL = 9, 13, 20, 23, 24
 GLYPH_CMAP_OFF = 2359
-NLE_CONSTANTS = {"NLE_BL_SCORE": BL_SCORE, "NLE_BL_GOLD": BL_GOLD, "NLE_BL_TIME": BL_TIME,
-                 "NLE_BL_DNUM": BL_DNUM, "NLE_BL_DLEVEL": BL_DLEVEL, "GLYPH_CMAP_OFF": GLYPH_CMAP_OFF}
+NLE_CONSTANTS = {
+    "NLE_BL_SCORE": BL_SCORE,
+    "NLE_BL_GOLD": BL_GOLD,
+    "NLE_BL_TIME": BL_TIME,
+    "NLE_BL_DNUM": BL_DNUM,
+    "NLE_BL_DLEVEL": BL_DLEVEL,
+    "GLYPH_CMAP_OFF": GLYPH_CMAP_OFF,
+}
 XWAITFORSPACE, IN_YN_FUNCTION, IN_GETLIN = 3, 1, 2  # internal[...]: the prompts _perform_known_steps answers
 
 
@@ -99,16 +105,17 @@ class NetHackGame:
         "unwrapped",
     )
 
-    def __init__(self, task: str, observation_keys: tuple[str, ...], max_episode_steps: int | None,
-                 **kwargs: Any):
+    def __init__(self, task: str, observation_keys: tuple[str, ...], max_episode_steps: int | None, **kwargs: Any):
         from nle.env import tasks
 
         self.env = make_nethack(task, observation_keys, max_episode_steps=max_episode_steps, **kwargs)
         self.unwrapped = self.env.unwrapped
         expected = getattr(tasks, TASK_CLASSES[task])
         if type(self.unwrapped) is not expected:
-            raise TypeError(f"nethack native: task {task!r} built {type(self.unwrapped).__name__}, "
-                            f"the block reproduces {expected.__name__} only")
+            raise TypeError(
+                f"nethack native: task {task!r} built {type(self.unwrapped).__name__}, "
+                f"the block reproduces {expected.__name__} only"
+            )
         self.core = self.unwrapped.nethack
         self.pynethack = self.core._pynethack
         self.task = task
@@ -210,8 +217,11 @@ class NetHackGame:
         # nle tests the count before this step (so never true in practice: it quits the game at the limit)
         truncated = self.steps >= self.nle_limit
         internal = self.internal
-        if (not done and (internal.item(XWAITFORSPACE) or internal.item(IN_YN_FUNCTION) or internal.item(IN_GETLIN))
-                and (not self.allow_all_modes or self.program_state.item(0) == 1)):
+        if (
+            not done
+            and (internal.item(XWAITFORSPACE) or internal.item(IN_YN_FUNCTION) or internal.item(IN_GETLIN))
+            and (not self.allow_all_modes or self.program_state.item(0) == 1)
+        ):
             _, done = self.unwrapped._perform_known_steps(self.core._obs, done, exceptions=True)
         self.steps += 1
         if self.steps >= self.nle_limit:
@@ -235,8 +245,10 @@ class NetHackGame:
         """nle's ``_get_information`` for the step that ended the game."""
         from nle import nethack
 
-        return {"end_status": self.unwrapped.StepStatus(status),
-                "is_ascended": self.pynethack.how_done() == nethack.ASCENDED}
+        return {
+            "end_status": self.unwrapped.StepStatus(status),
+            "is_ascended": self.pynethack.how_done() == nethack.ASCENDED,
+        }
 
 
 def time_limit_of(env: gymnasium.Env) -> int | None:
@@ -251,20 +263,30 @@ def time_limit_of(env: gymnasium.Env) -> int | None:
 class NetHackNative(NativeBlock):
     """``num_envs`` NLE task envs (one buffer row each) stepped through their C cores."""
 
-    def __init__(self, num_envs: int, task: str = "score", observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
-                 max_episode_steps: int | None = 5000, render_mode: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        num_envs: int,
+        task: str = "score",
+        observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
+        max_episode_steps: int | None = 5000,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ):
         from nle import nethack
 
         if task not in NATIVE_TASKS:
-            raise ValueError(f"nethack native: no native block for task {task!r} (native tasks: "
-                             f"{', '.join(NATIVE_TASKS)}); use native=False")
+            raise ValueError(
+                f"nethack native: no native block for task {task!r} (native tasks: "
+                f"{', '.join(NATIVE_TASKS)}); use native=False"
+            )
         if render_mode is not None:
             raise ValueError("nethack native: render_mode must be None (render with native=False)")
-        changed = {name: getattr(nethack, name) for name, value in NLE_CONSTANTS.items()
-                   if getattr(nethack, name) != value}
+        changed = {name: getattr(nethack, name) for name, value in NLE_CONSTANTS.items() if getattr(nethack, name) != value}
         if changed:
-            raise RuntimeError(f"nethack native: this nle has {changed}; the block was written for nle 1.3.0's "
-                               f"{ {name: NLE_CONSTANTS[name] for name in changed} }")
+            raise RuntimeError(
+                f"nethack native: this nle has {changed}; the block was written for nle 1.3.0's "
+                f"{ {name: NLE_CONSTANTS[name] for name in changed} }"
+            )
         self.games: list[NetHackGame] = []
         try:
             for _ in range(num_envs):
@@ -284,8 +306,9 @@ class NetHackNative(NativeBlock):
         leaf_views = self.obs_spec.leaf_views(buffers.observations)
         for i, game in enumerate(self.games):
             # The emulator's per-row views: a 1-row slice reshaped to the leaf, C-contiguous in the record.
-            game.bind_buffers({leaf.path: view[i:i + 1].reshape(leaf.shape)
-                               for leaf, view in zip(self.obs_spec.leaves, leaf_views)})
+            game.bind_buffers(
+                {leaf.path: view[i : i + 1].reshape(leaf.shape) for leaf, view in zip(self.obs_spec.leaves, leaf_views)}
+            )
 
     def vec_reset(self, seed: int | None = None) -> Episodes:
         for i, game in enumerate(self.games):
@@ -324,4 +347,3 @@ class NetHackNative(NativeBlock):
     def close(self) -> None:
         for game in self.games:
             game.env.close()
-

@@ -71,11 +71,20 @@ def restore_signal_dispositions() -> None:
         handler = signal.getsignal(sig) if sig is not None else None
         if handler is not None:
             signal.signal(sig, handler)
+
+
 TTY_KEYS = ("tty_chars", "tty_colors", "tty_cursor")
 
 DEFAULTS = {
-    "train": {"total_steps": 200_000, "learning_rate": 3e-4, "num_steps": 128, "ent_coef": 0.01,
-              "gamma": 0.99, "update_epochs": 2, "num_minibatches": 4},
+    "train": {
+        "total_steps": 200_000,
+        "learning_rate": 3e-4,
+        "num_steps": 128,
+        "ent_coef": 0.01,
+        "gamma": 0.99,
+        "update_epochs": 2,
+        "num_minibatches": 4,
+    },
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 256},
 }
@@ -133,8 +142,14 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
         buffers, bound = dict(old_buffers), []
         for key in self.keys:
             view, old = views.get((key,)), old_buffers.get(key)
-            if (view is None or old is None or view.shape != old.shape or view.dtype != old.dtype
-                    or not view.flags.c_contiguous or not view.flags.writeable):
+            if (
+                view is None
+                or old is None
+                or view.shape != old.shape
+                or view.dtype != old.dtype
+                or not view.flags.c_contiguous
+                or not view.flags.writeable
+            ):
                 continue
             buffers[key] = view
             bound.append(key)
@@ -186,8 +201,13 @@ class NetHackObservation(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArg
         return nethack.tty_render(self.last["tty_chars"], self.last["tty_colors"], self.last["tty_cursor"])
 
 
-def make_nethack(task: str = "score", observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
-                 max_episode_steps: int = 5000, render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env:
+def make_nethack(
+    task: str = "score",
+    observation_keys: tuple[str, ...] = OBSERVATION_KEYS,
+    max_episode_steps: int = 5000,
+    render_mode: str | None = None,
+    **kwargs: Any,
+) -> gymnasium.Env:
     """One NLE env of ``task`` (a key of :data:`TASKS`) showing ``observation_keys``."""
     import nle  # noqa: F401 - registers the NetHack*-v0 ids; heavy and optional until used
 
@@ -197,8 +217,9 @@ def make_nethack(task: str = "score", observation_keys: tuple[str, ...] = OBSERV
         raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
     keys = tuple(observation_keys)
     requested = keys + tuple(k for k in TTY_KEYS if k not in keys) if render_mode == "ansi" else keys
-    env = gymnasium.make(TASKS[task], observation_keys=requested, max_episode_steps=max_episode_steps,
-                         render_mode=None, **kwargs)
+    env = gymnasium.make(
+        TASKS[task], observation_keys=requested, max_episode_steps=max_episode_steps, render_mode=None, **kwargs
+    )
     # NetHackChallenge refuses seed() by design (the NeurIPS 2021 challenge rules): its episodes are not reproducible.
     return NetHackObservation(env, keys, render_mode, seedable=task != "challenge")
 
@@ -213,15 +234,17 @@ def make_native(num_envs: int, **kwargs: Any) -> Any:
 @hookimpl
 def register_envs(register):
     for task, gym_id in TASKS.items():
-        register(EnvSpec(
-            name="nethack" if task == "score" else f"nethack/{task}",
-            binding=make_nethack,
-            kwargs={"task": task},
-            native=make_native if task in NATIVE_TASKS else None,
-            episode_metrics=("end_status", "is_ascended"),
-            aliases=("nethack/score",) if task == "score" else (),
-            requires=REQUIRES,
-            policy="pufferbox_nethack.policy:NetHackEncoder",
-            defaults=DEFAULTS,
-            description=f"NetHack ({gym_id}, nle 1.3.0): glyphs + bottom-line stats + message",
-        ))
+        register(
+            EnvSpec(
+                name="nethack" if task == "score" else f"nethack/{task}",
+                binding=make_nethack,
+                kwargs={"task": task},
+                native=make_native if task in NATIVE_TASKS else None,
+                episode_metrics=("end_status", "is_ascended"),
+                aliases=("nethack/score",) if task == "score" else (),
+                requires=REQUIRES,
+                policy="pufferbox_nethack.policy:NetHackEncoder",
+                defaults=DEFAULTS,
+                description=f"NetHack ({gym_id}, nle 1.3.0): glyphs + bottom-line stats + message",
+            )
+        )

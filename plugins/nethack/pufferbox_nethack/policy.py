@@ -38,8 +38,10 @@ class NetHackEncoder(nn.Module):
         space = obs_spec.space
         missing = {"glyphs", "blstats", "message"} - set(getattr(space, "spaces", {}))
         if missing:
-            raise ValueError(f"NetHackEncoder needs observation keys glyphs, blstats and message; "
-                             f"{', '.join(sorted(missing))} missing from {space}")
+            raise ValueError(
+                f"NetHackEncoder needs observation keys glyphs, blstats and message; "
+                f"{', '.join(sorted(missing))} missing from {space}"
+            )
         self.obs_spec = obs_spec
         obs_spec.torch_layout()  # precomputed so forward() stays free of graph breaks
         self.hidden_size = hidden_size
@@ -52,14 +54,17 @@ class NetHackEncoder(nn.Module):
         # Strided from the first layer: a full-resolution 21x79 conv made this encoder, not
         # NetHack, the bottleneck of CPU training (4x the multiply-adds for little gain).
         self.map_cnn = nn.Sequential(
-            nn.Conv2d(GLYPH_DIM, MAP_CHANNELS, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(MAP_CHANNELS, MAP_CHANNELS, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(GLYPH_DIM, MAP_CHANNELS, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(MAP_CHANNELS, MAP_CHANNELS, 3, stride=2, padding=1),
+            nn.ReLU(),
             nn.Flatten(),
         )
         with torch.no_grad():
             map_out = self.map_cnn(torch.zeros(1, GLYPH_DIM, rows, cols)).shape[1]
-        self.stats_mlp = nn.Sequential(nn.Linear(stats, STATS_HIDDEN), nn.ReLU(),
-                                       nn.Linear(STATS_HIDDEN, STATS_HIDDEN), nn.ReLU())
+        self.stats_mlp = nn.Sequential(
+            nn.Linear(stats, STATS_HIDDEN), nn.ReLU(), nn.Linear(STATS_HIDDEN, STATS_HIDDEN), nn.ReLU()
+        )
         self.char_embedding = nn.Embedding(256, CHAR_DIM, padding_idx=0)
         self.message_cnn = nn.Sequential(nn.Conv1d(CHAR_DIM, MESSAGE_CHANNELS, 8, stride=4), nn.ReLU())
         self.head = nn.Sequential(nn.Linear(map_out + STATS_HIDDEN + MESSAGE_CHANNELS, hidden_size), nn.ReLU())

@@ -96,8 +96,10 @@ def test_envs_lists_nethack_as_unavailable_without_nle_and_making_one_says_how_t
     rows, error = assert_unavailable_without(["nethack", "nethack/challenge"], hide=["nle"])
     for name in ("nethack", "nethack/challenge"):
         assert "pip install -c tank/constraints.txt 'nle==1.3.0'" in rows[name]["reason"]
-    assert error == ("Error: env 'nethack' is unavailable: missing nle==1.3.0: run "
-                     "`pip install -c tank/constraints.txt 'nle==1.3.0'` (or `make setup`)")
+    assert error == (
+        "Error: env 'nethack' is unavailable: missing nle==1.3.0: run "
+        "`pip install -c tank/constraints.txt 'nle==1.3.0'` (or `make setup`)"
+    )
 
 
 def test_info_shows_spaces_and_pinned_versions():

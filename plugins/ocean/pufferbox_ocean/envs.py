@@ -21,8 +21,20 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
-__all__ = ["Squared", "Password", "Stochastic", "Memory", "Multiagent", "Spaces", "Bandit",
-           "KING_MOVES", "perimeter", "stochastic_reward", "password_bits", "good_arm"]
+__all__ = [
+    "Squared",
+    "Password",
+    "Stochastic",
+    "Memory",
+    "Multiagent",
+    "Spaces",
+    "Bandit",
+    "KING_MOVES",
+    "perimeter",
+    "stochastic_reward",
+    "password_bits",
+    "good_arm",
+]
 
 # dy, dx of the 8 king moves (Squared's actions).
 KING_MOVES = np.array([(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)], dtype=np.int64)
@@ -49,8 +61,10 @@ class Squared(gymnasium.Env):
 
     def __init__(self, distance: int = 2, num_targets: int = 4):
         if distance < 1 or not 1 <= num_targets <= 8 * distance:
-            raise ValueError(f"squared: need distance >= 1 and 1 <= num_targets <= {8 * distance}, "
-                             f"got distance={distance}, num_targets={num_targets}")
+            raise ValueError(
+                f"squared: need distance >= 1 and 1 <= num_targets <= {8 * distance}, "
+                f"got distance={distance}, num_targets={num_targets}"
+            )
         self.distance, self.num_targets = distance, num_targets
         self.size = 2 * distance + 1
         self.max_steps = 2 * num_targets * distance
@@ -271,10 +285,12 @@ class Spaces(gymnasium.Env):
 
     def __init__(self, horizon: int = 8):
         self.horizon = horizon
-        self.observation_space = spaces.Dict({
-            "image": spaces.Box(0.0, 1.0, (5, 5), dtype=np.float32),
-            "meta": spaces.Tuple((spaces.Discrete(4), spaces.Dict({"bits": spaces.MultiBinary(3)}))),
-        })
+        self.observation_space = spaces.Dict(
+            {
+                "image": spaces.Box(0.0, 1.0, (5, 5), dtype=np.float32),
+                "meta": spaces.Tuple((spaces.Discrete(4), spaces.Dict({"bits": spaces.MultiBinary(3)}))),
+            }
+        )
         self.action_space = spaces.Dict({"choice": spaces.Discrete(4), "bits": spaces.MultiDiscrete([2, 2, 2])})
 
     def draw(self) -> None:
@@ -317,8 +333,7 @@ class Bandit(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, num_arms: int = 4, horizon: int = 10, p_good: float = 0.8, p_bad: float = 0.2,
-                 arm_seed: int = 0):
+    def __init__(self, num_arms: int = 4, horizon: int = 10, p_good: float = 0.8, p_bad: float = 0.2, arm_seed: int = 0):
         self.horizon = horizon
         self.probs = np.full(num_arms, p_bad)
         self.probs[good_arm(num_arms, arm_seed)] = p_good

@@ -25,8 +25,16 @@ from gymnasium.utils import seeding
 from pufferbox.api import NO_EPISODES, ActionSpec, APIUsageError, Episodes, NativeBlock, ObservationSpec, episodes_ended
 from pufferbox_ocean import envs
 
-__all__ = ["OceanBlock", "SquaredNative", "PasswordNative", "StochasticNative", "MemoryNative",
-           "MultiagentNative", "SpacesNative", "BanditNative"]
+__all__ = [
+    "OceanBlock",
+    "SquaredNative",
+    "PasswordNative",
+    "StochasticNative",
+    "MemoryNative",
+    "MultiagentNative",
+    "SpacesNative",
+    "BanditNative",
+]
 
 
 class OceanBlock(NativeBlock):
@@ -271,8 +279,15 @@ class SpacesNative(OceanBlock):
 class BanditNative(OceanBlock):
     """Batched :class:`~pufferbox_ocean.envs.Bandit`."""
 
-    def __init__(self, num_envs: int = 1, num_arms: int = 4, horizon: int = 10, p_good: float = 0.8,
-                 p_bad: float = 0.2, arm_seed: int = 0):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        num_arms: int = 4,
+        horizon: int = 10,
+        p_good: float = 0.8,
+        p_bad: float = 0.2,
+        arm_seed: int = 0,
+    ):
         self.single = envs.Bandit(num_arms, horizon, p_good, p_bad, arm_seed)
         super().__init__(num_envs, self.single, "bandit")
         self.tick = np.zeros(num_envs, dtype=np.int64)

@@ -26,10 +26,15 @@ OCEAN = [
 # an LSTM (it recalls bits seen steps ago); spaces pays each step for that step only, so a short
 # horizon, short rollouts over many envs and a constant high learning rate suit it.
 TUNED = {
-    "memory": {"policy": {"lstm": True}, "vec": {"num_envs": 64},
-               "train": {"num_steps": 16, "learning_rate": 3e-3, "gamma": 0.9}},
-    "spaces": {"vec": {"num_envs": 128},
-               "train": {"num_steps": 8, "learning_rate": 5e-3, "gamma": 0.5, "ent_coef": 0.0, "anneal_lr": False}},
+    "memory": {
+        "policy": {"lstm": True},
+        "vec": {"num_envs": 64},
+        "train": {"num_steps": 16, "learning_rate": 3e-3, "gamma": 0.9},
+    },
+    "spaces": {
+        "vec": {"num_envs": 128},
+        "train": {"num_steps": 8, "learning_rate": 5e-3, "gamma": 0.5, "ent_coef": 0.0, "anneal_lr": False},
+    },
 }
 
 
@@ -47,12 +52,14 @@ def summary(cls: type) -> str:
 @hookimpl
 def register_envs(register):
     for name, single, batched, solved, steps in OCEAN:
-        register(EnvSpec(
-            name=name,
-            binding=single,
-            native=batched,
-            description=summary(single),
-            solved_return=solved,
-            defaults=defaults_for(name, steps),
-            aliases=(f"ocean/{name}",),
-        ))
+        register(
+            EnvSpec(
+                name=name,
+                binding=single,
+                native=batched,
+                description=summary(single),
+                solved_return=solved,
+                defaults=defaults_for(name, steps),
+                aliases=(f"ocean/{name}",),
+            )
+        )

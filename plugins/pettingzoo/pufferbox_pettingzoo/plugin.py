@@ -27,29 +27,50 @@ from typing import Any
 
 from pufferbox import EnvSpec, hookimpl
 
-BUTTERFLY_REQUIRES = {"pygame": "pygame-ce==2.5.8", "pymunk": "pymunk==7.3.1",
-                      "pettingzoo": "pettingzoo[butterfly]==1.27.0"}
+BUTTERFLY_REQUIRES = {"pygame": "pygame-ce==2.5.8", "pymunk": "pymunk==7.3.1", "pettingzoo": "pettingzoo[butterfly]==1.27.0"}
 MPE_REQUIRES = {"mpe2": "mpe2==1.1.1", "pettingzoo": "pettingzoo==1.27.0"}
 
 BUTTERFLY = {
-    "pistonball": ("pistonball_v6", {"continuous": False},
-                   "20 pistons move a ball left together (pixels 457x120x3 per piston)"),
+    "pistonball": (
+        "pistonball_v6",
+        {"continuous": False},
+        "20 pistons move a ball left together (pixels 457x120x3 per piston)",
+    ),
     "cooperative_pong": ("cooperative_pong_v6", {}, "two paddles keep a ball in play (pixels 280x480x3)"),
-    "knights_archers_zombies": ("knights_archers_zombies_v11", {},
-                                "2 archers and 2 knights fight zombies (vector observations 27x5)"),
+    "knights_archers_zombies": (
+        "knights_archers_zombies_v11",
+        {},
+        "2 archers and 2 knights fight zombies (vector observations 27x5)",
+    ),
 }
-MPE_ALIKE = {"simple": "simple_v3", "simple_spread": "simple_spread_v3", "simple_reference": "simple_reference_v3",
-             "simple_line": "simple_line_v1", "simple_formation": "simple_formation_v1"}
-MPE_PADDED = {"simple_adversary": "simple_adversary_v3", "simple_crypto": "simple_crypto_v3",
-              "simple_push": "simple_push_v3", "simple_tag": "simple_tag_v3",
-              "collect_treasure": "collect_treasure_v1",
-              # roles with different Discrete action counts too: padded, illegal actions masked per group
-              "simple_speaker_listener": "simple_speaker_listener_v4", "simple_world_comm": "simple_world_comm_v3"}
+MPE_ALIKE = {
+    "simple": "simple_v3",
+    "simple_spread": "simple_spread_v3",
+    "simple_reference": "simple_reference_v3",
+    "simple_line": "simple_line_v1",
+    "simple_formation": "simple_formation_v1",
+}
+MPE_PADDED = {
+    "simple_adversary": "simple_adversary_v3",
+    "simple_crypto": "simple_crypto_v3",
+    "simple_push": "simple_push_v3",
+    "simple_tag": "simple_tag_v3",
+    "collect_treasure": "collect_treasure_v1",
+    # roles with different Discrete action counts too: padded, illegal actions masked per group
+    "simple_speaker_listener": "simple_speaker_listener_v4",
+    "simple_world_comm": "simple_world_comm_v3",
+}
 
-MPE_DEFAULTS = {"train": {"total_steps": 2_000_000, "learning_rate": 7e-4, "num_steps": 128, "ent_coef": 0.01},
-                "vec": {"num_envs": 8}, "policy": {"hidden_size": 128}}
-BUTTERFLY_DEFAULTS = {"train": {"total_steps": 5_000_000, "learning_rate": 3e-4, "num_steps": 128},
-                      "vec": {"num_envs": 4}, "policy": {"hidden_size": 256}}
+MPE_DEFAULTS = {
+    "train": {"total_steps": 2_000_000, "learning_rate": 7e-4, "num_steps": 128, "ent_coef": 0.01},
+    "vec": {"num_envs": 8},
+    "policy": {"hidden_size": 128},
+}
+BUTTERFLY_DEFAULTS = {
+    "train": {"total_steps": 5_000_000, "learning_rate": 3e-4, "num_steps": 128},
+    "vec": {"num_envs": 4},
+    "policy": {"hidden_size": 256},
+}
 
 
 def make_butterfly(module: str, **kwargs: Any) -> Any:
@@ -69,8 +90,14 @@ def make_mpe(module: str, pad: bool = False, **kwargs: Any) -> Any:
     return env
 
 
-TEAMS = {"knights_archers_zombies", "mpe/simple_adversary", "mpe/simple_push", "mpe/simple_tag",
-         "mpe/simple_speaker_listener", "mpe/simple_world_comm"}
+TEAMS = {
+    "knights_archers_zombies",
+    "mpe/simple_adversary",
+    "mpe/simple_push",
+    "mpe/simple_tag",
+    "mpe/simple_speaker_listener",
+    "mpe/simple_world_comm",
+}
 
 
 def team_groups(env: Any) -> dict[str, list]:
@@ -84,16 +111,28 @@ def team_groups(env: Any) -> dict[str, list]:
 @hookimpl
 def register_envs(register):
     for name, (module, kwargs, what) in BUTTERFLY.items():
-        register(EnvSpec(
-            name=name, binding=make_butterfly, kwargs={"module": module, **kwargs},
-            aliases=(f"butterfly/{name}",), requires=BUTTERFLY_REQUIRES, defaults=BUTTERFLY_DEFAULTS,
-            groups=team_groups if name in TEAMS else None,
-            description=f"PettingZoo butterfly {module}: {what}",
-        ))
+        register(
+            EnvSpec(
+                name=name,
+                binding=make_butterfly,
+                kwargs={"module": module, **kwargs},
+                aliases=(f"butterfly/{name}",),
+                requires=BUTTERFLY_REQUIRES,
+                defaults=BUTTERFLY_DEFAULTS,
+                groups=team_groups if name in TEAMS else None,
+                description=f"PettingZoo butterfly {module}: {what}",
+            )
+        )
     for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
         padded = name in MPE_PADDED
-        register(EnvSpec(
-            name=f"mpe/{name}", binding=make_mpe, kwargs={"module": module, "pad": padded},
-            requires=MPE_REQUIRES, defaults=MPE_DEFAULTS, groups=team_groups if f"mpe/{name}" in TEAMS else None,
-            description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
-        ))
+        register(
+            EnvSpec(
+                name=f"mpe/{name}",
+                binding=make_mpe,
+                kwargs={"module": module, "pad": padded},
+                requires=MPE_REQUIRES,
+                defaults=MPE_DEFAULTS,
+                groups=team_groups if f"mpe/{name}" in TEAMS else None,
+                description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
+            )
+        )

@@ -40,8 +40,10 @@ class PadObservations:
         self.action_n: dict = {}
         if len({str(a) for a in actions.values()}) > 1:
             if not all(isinstance(a, spaces.Discrete) and a.start == 0 for a in actions.values()):
-                raise ValueError(f"agents have different action spaces ({', '.join(sorted(map(str, actions.values())))})"
-                                 "; only Discrete ones can be padded to share fixed agent slots")
+                raise ValueError(
+                    f"agents have different action spaces ({', '.join(sorted(map(str, actions.values())))})"
+                    "; only Discrete ones can be padded to share fixed agent slots"
+                )
             self.action_n = {agent: int(a.n) for agent, a in actions.items()}
         self.action = spaces.Discrete(max(self.action_n.values())) if self.action_n else None
         roles = []
@@ -84,7 +86,7 @@ class PadObservations:
         out = {}
         for agent, obs in observations.items():
             row = np.zeros(self.width + self.num_roles, np.float32)
-            row[:self.offsets[agent]] = obs
+            row[: self.offsets[agent]] = obs
             if self.num_roles:
                 row[self.width + self.role[agent]] = 1.0
             out[agent] = row

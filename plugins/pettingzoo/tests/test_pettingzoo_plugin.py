@@ -59,6 +59,7 @@ def test_roles_with_different_action_spaces_are_refused_with_the_reason():
     assert str(padded.action_space("speaker_0")) == str(padded.action_space("listener_0")) == "Discrete(5)"
     # Without the padding, the emulator refuses the mixed layouts; with it, they fit.
     from pufferbox.api import emulate
+
     with pytest.raises(SpaceError, match="pad them to one space"):
         emulate(make_mpe("simple_tag_v3"), name="unpadded simple_tag")
     emulate(make_mpe("simple_tag_v3", pad=True), name="simple_tag").close()
@@ -80,17 +81,21 @@ def test_butterfly_binding_sets_a_headless_video_driver(monkeypatch):
     monkeypatch.delenv("SDL_VIDEODRIVER", raising=False)
     env = get_registry().get("knights_archers_zombies").make_raw()
     import os
+
     assert os.environ["SDL_VIDEODRIVER"] == "dummy"
     env.close()
 
 
 def test_envs_lists_them_as_unavailable_without_their_packages_and_says_how_to_install():
-    rows, error = assert_unavailable_without(["pistonball", "mpe/simple_spread"], hide=["pymunk", "mpe2"],
-                                             made="mpe/simple_spread", made_hide=["mpe2"])
+    rows, error = assert_unavailable_without(
+        ["pistonball", "mpe/simple_spread"], hide=["pymunk", "mpe2"], made="mpe/simple_spread", made_hide=["mpe2"]
+    )
     assert "'pymunk==7.3.1'" in rows["pistonball"]["reason"]
     assert "pip install -c tank/constraints.txt 'mpe2==1.1.1'" in rows["mpe/simple_spread"]["reason"]
-    assert error == ("Error: env 'mpe/simple_spread' is unavailable: missing mpe2==1.1.1: run "
-                     "`pip install -c tank/constraints.txt 'mpe2==1.1.1'` (or `make setup`)")
+    assert error == (
+        "Error: env 'mpe/simple_spread' is unavailable: missing mpe2==1.1.1: run "
+        "`pip install -c tank/constraints.txt 'mpe2==1.1.1'` (or `make setup`)"
+    )
 
 
 def test_info_shows_agents_spaces_and_pinned_versions():

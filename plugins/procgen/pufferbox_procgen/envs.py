@@ -23,16 +23,33 @@ import numpy as np
 
 from pufferbox.api import NO_EPISODES, ActionSpec, Episodes, NativeBlock, ObservationSpec, episodes_ended
 
-GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot", "heist",
-         "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
+GAMES = (
+    "bigfish",
+    "bossfight",
+    "caveflyer",
+    "chaser",
+    "climber",
+    "coinrun",
+    "dodgeball",
+    "fruitbot",
+    "heist",
+    "jumper",
+    "leaper",
+    "maze",
+    "miner",
+    "ninja",
+    "plunder",
+    "starpilot",
+)
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")
 NUM_ACTIONS = 15
 OBSERVATION_SPACE = gymnasium.spaces.Box(0, 255, (64, 64, 3), np.uint8)
 ACTION_SPACE = gymnasium.spaces.Discrete(NUM_ACTIONS)
 
 
-def gym3_env(num: int, game: str, distribution_mode: str, start_level: int, num_levels: int, seed: int,
-             **options: Any) -> Any:
+def gym3_env(
+    num: int, game: str, distribution_mode: str, start_level: int, num_levels: int, seed: int, **options: Any
+) -> Any:
     """A ``procgen.ProcgenGym3Env``, checking the names first for a one-line error."""
     if game not in GAMES:
         raise ValueError(f"unknown Procgen game {game!r}; choose one of {', '.join(GAMES)}")
@@ -40,8 +57,15 @@ def gym3_env(num: int, game: str, distribution_mode: str, start_level: int, num_
         raise ValueError(f"unknown distribution_mode {distribution_mode!r}; choose one of {', '.join(DISTRIBUTION_MODES)}")
     from procgen import ProcgenGym3Env  # heavy (imports gym and loads the game library); optional until used
 
-    return ProcgenGym3Env(num=num, env_name=game, distribution_mode=distribution_mode, start_level=start_level,
-                          num_levels=num_levels, rand_seed=int(seed), **options)
+    return ProcgenGym3Env(
+        num=num,
+        env_name=game,
+        distribution_mode=distribution_mode,
+        start_level=start_level,
+        num_levels=num_levels,
+        rand_seed=int(seed),
+        **options,
+    )
 
 
 class ProcgenEnv(gymnasium.Env):
@@ -49,12 +73,20 @@ class ProcgenEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, game: str, distribution_mode: str = "easy", start_level: int = 0, num_levels: int = 0,
-                 render_mode: str | None = None, **options: Any):
+    def __init__(
+        self,
+        game: str,
+        distribution_mode: str = "easy",
+        start_level: int = 0,
+        num_levels: int = 0,
+        render_mode: str | None = None,
+        **options: Any,
+    ):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.config = dict(game=game, distribution_mode=distribution_mode, start_level=start_level,
-                           num_levels=num_levels, **options)
+        self.config = dict(
+            game=game, distribution_mode=distribution_mode, start_level=start_level, num_levels=num_levels, **options
+        )
         self.render_mode = render_mode
         self.observation_space = OBSERVATION_SPACE
         self.action_space = ACTION_SPACE
@@ -94,11 +126,19 @@ class ProcgenBlock(NativeBlock):
     obs_spec = ObservationSpec(OBSERVATION_SPACE)
     act_spec = ActionSpec(ACTION_SPACE)
 
-    def __init__(self, num_envs: int, game: str, distribution_mode: str = "easy", start_level: int = 0,
-                 num_levels: int = 0, **options: Any):
+    def __init__(
+        self,
+        num_envs: int,
+        game: str,
+        distribution_mode: str = "easy",
+        start_level: int = 0,
+        num_levels: int = 0,
+        **options: Any,
+    ):
         super().__init__(num_envs, name=f"procgen/{game}")
-        self.config = dict(game=game, distribution_mode=distribution_mode, start_level=start_level,
-                           num_levels=num_levels, **options)
+        self.config = dict(
+            game=game, distribution_mode=distribution_mode, start_level=start_level, num_levels=num_levels, **options
+        )
         self.env = gym3_env(num_envs, seed=0, **self.config)
         self.returns = np.zeros(num_envs, np.float64)
         self.lengths = np.zeros(num_envs, np.int64)

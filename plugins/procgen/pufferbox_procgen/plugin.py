@@ -25,8 +25,17 @@ REQUIRES = {"procgen": "procgen-mirror==0.10.7", "gym3": "gym3==0.3.3"}
 
 DEFAULTS = {
     "env": {"distribution_mode": "easy"},
-    "train": {"total_steps": 25_000_000, "learning_rate": 5e-4, "num_steps": 256, "gamma": 0.999,
-              "gae_lambda": 0.95, "ent_coef": 0.01, "update_epochs": 3, "num_minibatches": 8, "clip_coef": 0.2},
+    "train": {
+        "total_steps": 25_000_000,
+        "learning_rate": 5e-4,
+        "num_steps": 256,
+        "gamma": 0.999,
+        "gae_lambda": 0.95,
+        "ent_coef": 0.01,
+        "update_epochs": 3,
+        "num_minibatches": 8,
+        "clip_coef": 0.2,
+    },
     "vec": {"num_envs": 64},
     "policy": {"hidden_size": 256},
 }
@@ -40,14 +49,16 @@ def make_procgen(game: str, **kwargs: Any) -> ProcgenEnv:
 @hookimpl
 def register_envs(register):
     for game in GAMES:
-        register(EnvSpec(
-            name=f"procgen/{game}",
-            binding=make_procgen,
-            native=ProcgenBlock,
-            episode_metrics=("prev_level_complete",),
-            kwargs={"game": game},
-            requires=REQUIRES,
-            policy="pufferbox_procgen.policy:ImpalaResNet",
-            defaults=DEFAULTS,
-            description=f"Procgen {game}: 64x64 RGB, 15 actions, procedurally generated levels (gym3, batched)",
-        ))
+        register(
+            EnvSpec(
+                name=f"procgen/{game}",
+                binding=make_procgen,
+                native=ProcgenBlock,
+                episode_metrics=("prev_level_complete",),
+                kwargs={"game": game},
+                requires=REQUIRES,
+                policy="pufferbox_procgen.policy:ImpalaResNet",
+                defaults=DEFAULTS,
+                description=f"Procgen {game}: 64x64 RGB, 15 actions, procedurally generated levels (gym3, batched)",
+            )
+        )

@@ -45,8 +45,14 @@ class ConvSequence(nn.Module):
 class ImpalaResNet(nn.Module):
     """Three conv sequences (16, 32, 32 channels) over ``uint8[H, W, C]`` frames scaled to [0, 1]."""
 
-    def __init__(self, obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 256,
-                 channels: tuple[int, ...] = (16, 32, 32), **kwargs: Any):
+    def __init__(
+        self,
+        obs_spec: ObservationSpec,
+        act_spec: ActionSpec,
+        hidden_size: int = 256,
+        channels: tuple[int, ...] = (16, 32, 32),
+        **kwargs: Any,
+    ):
         super().__init__()
         self.obs_spec = obs_spec
         obs_spec.torch_layout()  # precomputed so forward() stays free of graph breaks

@@ -24,9 +24,16 @@ from pufferbox.cuda.rng import cos_poly, env_keys, f32, sin_poly, uniform
 
 SOURCE = Path(__file__).parent / "kernels" / "cartpole.cu"
 PARAMS = {
-    "GRAVITY": 9.8, "MASSPOLE": 0.1, "TOTAL_MASS": 1.1, "LENGTH": 0.5, "POLEMASS_LENGTH": 0.05,
-    "FORCE_MAG": 10.0, "TAU": 0.02, "FOUR_THIRDS": 4.0 / 3.0,
-    "THETA_THRESHOLD": 12 * 2 * math.pi / 360, "X_THRESHOLD": 2.4,
+    "GRAVITY": 9.8,
+    "MASSPOLE": 0.1,
+    "TOTAL_MASS": 1.1,
+    "LENGTH": 0.5,
+    "POLEMASS_LENGTH": 0.05,
+    "FORCE_MAG": 10.0,
+    "TAU": 0.02,
+    "FOUR_THIRDS": 4.0 / 3.0,
+    "THETA_THRESHOLD": 12 * 2 * math.pi / 360,
+    "X_THRESHOLD": 2.4,
 }
 K = {name: f32(value) for name, value in PARAMS.items()}
 
@@ -45,8 +52,12 @@ class CartPoleReference(BatchedReference):
         self.allocate()
 
     def state_layout(self) -> dict:
-        return {"state": (4, np.dtype(np.float32)), "steps": (1, np.dtype(np.int32)),
-                "rng_key": (1, np.dtype(np.uint32)), "rng_counter": (1, np.dtype(np.uint32))}
+        return {
+            "state": (4, np.dtype(np.float32)),
+            "steps": (1, np.dtype(np.int32)),
+            "rng_key": (1, np.dtype(np.uint32)),
+            "rng_counter": (1, np.dtype(np.uint32)),
+        }
 
     def constants(self) -> dict:
         return {**super().constants(), **PARAMS, "MAX_STEPS": self.max_steps}
@@ -67,15 +78,22 @@ class CartPoleReference(BatchedReference):
         costheta, sintheta = cos_poly(theta), sin_poly(theta)
         temp = (force + K["POLEMASS_LENGTH"] * theta_dot * theta_dot * sintheta) / K["TOTAL_MASS"]
         thetaacc = (K["GRAVITY"] * sintheta - costheta * temp) / (
-            K["LENGTH"] * (K["FOUR_THIRDS"] - K["MASSPOLE"] * costheta * costheta / K["TOTAL_MASS"]))
+            K["LENGTH"] * (K["FOUR_THIRDS"] - K["MASSPOLE"] * costheta * costheta / K["TOTAL_MASS"])
+        )
         xacc = temp - K["POLEMASS_LENGTH"] * thetaacc * costheta / K["TOTAL_MASS"]
-        new = np.stack([x + K["TAU"] * x_dot, x_dot + K["TAU"] * xacc,
-                        theta + K["TAU"] * theta_dot, theta_dot + K["TAU"] * thetaacc], axis=1)
+        new = np.stack(
+            [x + K["TAU"] * x_dot, x_dot + K["TAU"] * xacc, theta + K["TAU"] * theta_dot, theta_dot + K["TAU"] * thetaacc],
+            axis=1,
+        )
         s[:] = new
         a["steps"][:, 0] += 1
         x, theta = new[:, 0], new[:, 2]
-        terminated = ((x < -K["X_THRESHOLD"]) | (x > K["X_THRESHOLD"])
-                      | (theta < -K["THETA_THRESHOLD"]) | (theta > K["THETA_THRESHOLD"]))
+        terminated = (
+            (x < -K["X_THRESHOLD"])
+            | (x > K["X_THRESHOLD"])
+            | (theta < -K["THETA_THRESHOLD"])
+            | (theta > K["THETA_THRESHOLD"])
+        )
         truncated = ~terminated & (a["steps"][:, 0] >= self.max_steps)
         a["rewards"][:] = 1.0
         a["terminals"][:, 0] = terminated
@@ -124,5 +142,10 @@ class CartPoleEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         self.core.step(np.array([[int(action)]], np.int32), autoreset=False)
         a = self.core.arrays
-        return (a["observations"][0].copy(), float(a["rewards"][0, 0]), bool(a["terminals"][0, 0]),
-                bool(a["truncations"][0, 0]), {})
+        return (
+            a["observations"][0].copy(),
+            float(a["rewards"][0, 0]),
+            bool(a["terminals"][0, 0]),
+            bool(a["truncations"][0, 0]),
+            {},
+        )

@@ -30,34 +30,66 @@ def make_cuda_cartpole(**kwargs):
     return cartpole.CartPoleEnv(**kwargs)
 
 
-TAG = CudaImplementation(source=tag.SOURCE, reference=tag.TagReference, step_kernels=tag.TagReference.step_kernels,
-                         observe_kernel=tag.TagReference.observe_kernel, events={"tagged": "tag_rate"})
-TAG_CONTINUOUS = CudaImplementation(source=tag_continuous.SOURCE, reference=tag_continuous.TagContinuousReference,
-                                    step_kernels=tag_continuous.TagContinuousReference.step_kernels,
-                                    observe_kernel=tag_continuous.TagContinuousReference.observe_kernel,
-                                    events={"tagged": "tag_rate"})
-CARTPOLE = CudaImplementation(source=cartpole.SOURCE, reference=cartpole.CartPoleReference,
-                              step_kernels=cartpole.CartPoleReference.step_kernels,
-                              observe_kernel=cartpole.CartPoleReference.observe_kernel, layout="env_per_thread")
+TAG = CudaImplementation(
+    source=tag.SOURCE,
+    reference=tag.TagReference,
+    step_kernels=tag.TagReference.step_kernels,
+    observe_kernel=tag.TagReference.observe_kernel,
+    events={"tagged": "tag_rate"},
+)
+TAG_CONTINUOUS = CudaImplementation(
+    source=tag_continuous.SOURCE,
+    reference=tag_continuous.TagContinuousReference,
+    step_kernels=tag_continuous.TagContinuousReference.step_kernels,
+    observe_kernel=tag_continuous.TagContinuousReference.observe_kernel,
+    events={"tagged": "tag_rate"},
+)
+CARTPOLE = CudaImplementation(
+    source=cartpole.SOURCE,
+    reference=cartpole.CartPoleReference,
+    step_kernels=cartpole.CartPoleReference.step_kernels,
+    observe_kernel=cartpole.CartPoleReference.observe_kernel,
+    layout="env_per_thread",
+)
 
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(
-        name="tag", binding=make_tag, implementation="cuda", cuda=TAG, aliases=("warp_tag",),
-        kwargs={"num_taggers": 1, "num_runners": 4}, groups=tag_groups,
-        description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
-        defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
-    ))
-    register(EnvSpec(
-        name="tag_continuous", binding=make_tag_continuous, implementation="cuda", cuda=TAG_CONTINUOUS,
-        aliases=("warp_tag_continuous",), kwargs={"num_taggers": 2, "num_runners": 10}, groups=tag_groups,
-        description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
-                    "(PyCUDA kernel + CPU reference).",
-        defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
-    ))
-    register(EnvSpec(
-        name="cuda_cartpole", binding=make_cuda_cartpole, implementation="cuda", cuda=CARTPOLE,
-        description="CartPole as a PyCUDA kernel, one thread per env (float32 CPU reference).",
-        solved_return=475.0, defaults={"train": {"total_steps": 200_000}},
-    ))
+    register(
+        EnvSpec(
+            name="tag",
+            binding=make_tag,
+            implementation="cuda",
+            cuda=TAG,
+            aliases=("warp_tag",),
+            kwargs={"num_taggers": 1, "num_runners": 4},
+            groups=tag_groups,
+            description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
+            defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
+        )
+    )
+    register(
+        EnvSpec(
+            name="tag_continuous",
+            binding=make_tag_continuous,
+            implementation="cuda",
+            cuda=TAG_CONTINUOUS,
+            aliases=("warp_tag_continuous",),
+            kwargs={"num_taggers": 2, "num_runners": 10},
+            groups=tag_groups,
+            description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
+            "(PyCUDA kernel + CPU reference).",
+            defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
+        )
+    )
+    register(
+        EnvSpec(
+            name="cuda_cartpole",
+            binding=make_cuda_cartpole,
+            implementation="cuda",
+            cuda=CARTPOLE,
+            description="CartPole as a PyCUDA kernel, one thread per env (float32 CPU reference).",
+            solved_return=475.0,
+            defaults={"train": {"total_steps": 200_000}},
+        )
+    )

@@ -38,8 +38,17 @@ class TagReference(BatchedReference):
     step_kernels = ("tag_move", "tag_tag", "tag_count")
     observe_kernel = "tag_observe"
 
-    def __init__(self, num_envs: int = 1, num_taggers: int = 1, num_runners: int = 4, grid: int = 20,
-                 episode_length: int = 100, k_nearest: int = 0, tag_reward: float = 1.0, tag_penalty: float = -1.0):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        num_taggers: int = 1,
+        num_runners: int = 4,
+        grid: int = 20,
+        episode_length: int = 100,
+        k_nearest: int = 0,
+        tag_reward: float = 1.0,
+        tag_penalty: float = -1.0,
+    ):
         if num_taggers < 1 or num_runners < 1:
             raise ValueError("tag needs at least one tagger and one runner")
         self.num_envs, self.num_taggers = num_envs, num_taggers
@@ -54,13 +63,25 @@ class TagReference(BatchedReference):
 
     def state_layout(self) -> dict:
         i32 = np.dtype(np.int32)
-        return {"pos": (2 * self.num_agents, i32), "in_game": (self.num_agents, i32), "steps": (1, i32),
-                "tagged": (self.num_agents, i32)}
+        return {
+            "pos": (2 * self.num_agents, i32),
+            "in_game": (self.num_agents, i32),
+            "steps": (1, i32),
+            "tagged": (self.num_agents, i32),
+        }
 
     def constants(self) -> dict:
-        return {**super().constants(), "NUM_TAGGERS": self.num_taggers, "GRID": self.grid, "GRID_F": float(self.grid),
-                "EPISODE_LENGTH": self.episode_length, "EPISODE_LENGTH_F": float(self.episode_length),
-                "K_NEAREST": self.k_nearest, "TAG_REWARD": float(self.tag_reward), "TAG_PENALTY": float(self.tag_penalty)}
+        return {
+            **super().constants(),
+            "NUM_TAGGERS": self.num_taggers,
+            "GRID": self.grid,
+            "GRID_F": float(self.grid),
+            "EPISODE_LENGTH": self.episode_length,
+            "EPISODE_LENGTH_F": float(self.episode_length),
+            "K_NEAREST": self.k_nearest,
+            "TAG_REWARD": float(self.tag_reward),
+            "TAG_PENALTY": float(self.tag_penalty),
+        }
 
     def init_state(self, seed: int) -> None:
         a = self.arrays
@@ -89,8 +110,7 @@ class TagReference(BatchedReference):
         is_tagger = np.arange(self.num_agents) < t
         caught, hit = catches(same, alive, is_tagger)
         a["tagged"][:] = hit
-        rewards = np.where(is_tagger, self.tag_reward * caught.astype(np.float32),
-                           np.where(hit, self.tag_penalty, f32(0.0)))
+        rewards = np.where(is_tagger, self.tag_reward * caught.astype(np.float32), np.where(hit, self.tag_penalty, f32(0.0)))
         a["rewards"][:] = np.where(alive, rewards, a["rewards"])
 
     def tag_count(self) -> None:
@@ -103,8 +123,8 @@ class TagReference(BatchedReference):
         obs = self.view("observations")
         obs[:, :, 0:2] = pos.astype(np.float32) / g
         obs[:, :, 2] = np.arange(n) < self.num_taggers
-        obs[:, :, 3] = (a["steps"].astype(np.float32) / f32(self.episode_length))
-        delta = (pos[:, None, :, :] - pos[:, :, None, :])  # [env, agent, other, 2]: other - self
+        obs[:, :, 3] = a["steps"].astype(np.float32) / f32(self.episode_length)
+        delta = pos[:, None, :, :] - pos[:, :, None, :]  # [env, agent, other, 2]: other - self
         if self.k_nearest:
             others = nearest_agents((delta * delta).sum(-1), self.k_nearest)
         else:
@@ -160,11 +180,13 @@ class TagEnv(ParallelEnv):
         arr, obs = self.core.arrays, self.core.view("observations")[0]
         acting = [i for i, agent in enumerate(self.possible_agents) if agent in self.agents]
         names = [self.possible_agents[i] for i in acting]
-        result = ({n: obs[i].copy() for n, i in zip(names, acting)},
-                  {n: float(arr["rewards"][0, i]) for n, i in zip(names, acting)},
-                  {n: bool(arr["terminals"][0, i]) for n, i in zip(names, acting)},
-                  {n: bool(arr["truncations"][0, i]) for n, i in zip(names, acting)},
-                  {n: {} for n in names})
+        result = (
+            {n: obs[i].copy() for n, i in zip(names, acting)},
+            {n: float(arr["rewards"][0, i]) for n, i in zip(names, acting)},
+            {n: bool(arr["terminals"][0, i]) for n, i in zip(names, acting)},
+            {n: bool(arr["truncations"][0, i]) for n, i in zip(names, acting)},
+            {n: {} for n in names},
+        )
         self.agents = [n for n in names if not (result[2][n] or result[3][n])]
         return result
 

@@ -44,19 +44,36 @@ class TagContinuousReference(BatchedReference):
     step_kernels = ("ctag_move", "ctag_tag", "ctag_count")
     observe_kernel = "ctag_observe"
 
-    def __init__(self, num_envs: int = 1, num_taggers: int = 2, num_runners: int = 10, world: float = 20.0,
-                 episode_length: int = 200, k_nearest: int = 0, accel_levels: int = 5, turn_levels: int = 5,
-                 max_accel: float = 0.5, max_turn: float = np.pi / 4, tagger_max_speed: float = 1.0,
-                 runner_max_speed: float = 1.0, tag_radius: float = 1.0, tag_reward: float = 1.0,
-                 tag_penalty: float = -1.0, wall_penalty: float = 0.0):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        num_taggers: int = 2,
+        num_runners: int = 10,
+        world: float = 20.0,
+        episode_length: int = 200,
+        k_nearest: int = 0,
+        accel_levels: int = 5,
+        turn_levels: int = 5,
+        max_accel: float = 0.5,
+        max_turn: float = np.pi / 4,
+        tagger_max_speed: float = 1.0,
+        runner_max_speed: float = 1.0,
+        tag_radius: float = 1.0,
+        tag_reward: float = 1.0,
+        tag_penalty: float = -1.0,
+        wall_penalty: float = 0.0,
+    ):
         if num_taggers < 1 or num_runners < 1:
             raise ValueError("tag_continuous needs at least one tagger and one runner")
         if accel_levels < 2 or turn_levels < 2:
-            raise ValueError(f"accel_levels and turn_levels must be >= 2 (both ends of the range), "
-                             f"got {accel_levels} and {turn_levels}")
+            raise ValueError(
+                f"accel_levels and turn_levels must be >= 2 (both ends of the range), got {accel_levels} and {turn_levels}"
+            )
         if not 0.0 < max_turn <= 1.0:
-            raise ValueError(f"max_turn must be in (0, 1] radians (the kernels' sin/cos polynomials are exact "
-                             f"to float precision there), got {max_turn}")
+            raise ValueError(
+                f"max_turn must be in (0, 1] radians (the kernels' sin/cos polynomials are exact "
+                f"to float precision there), got {max_turn}"
+            )
         if world <= 0 or tag_radius <= 0 or max_accel <= 0 or min(tagger_max_speed, runner_max_speed) <= 0:
             raise ValueError("world, tag_radius, max_accel and the max speeds must be positive")
         self.num_envs, self.num_taggers = num_envs, num_taggers
@@ -69,24 +86,41 @@ class TagContinuousReference(BatchedReference):
         self.accel_levels, self.turn_levels = accel_levels, turn_levels
         self.num_actions = accel_levels * turn_levels
         self.k = {
-            "WORLD": f32(world), "MAX_ACCEL": f32(max_accel), "MAX_TURN": f32(max_turn),
-            "ACCEL_STEP": f32(2.0 * max_accel / (accel_levels - 1)), "TURN_STEP": f32(2.0 * max_turn / (turn_levels - 1)),
-            "TAGGER_MAX_SPEED": f32(tagger_max_speed), "RUNNER_MAX_SPEED": f32(runner_max_speed),
-            "TAG_RADIUS2": f32(tag_radius) * f32(tag_radius), "TAG_REWARD": f32(tag_reward),
-            "TAG_PENALTY": f32(tag_penalty), "WALL_PENALTY": f32(wall_penalty),
+            "WORLD": f32(world),
+            "MAX_ACCEL": f32(max_accel),
+            "MAX_TURN": f32(max_turn),
+            "ACCEL_STEP": f32(2.0 * max_accel / (accel_levels - 1)),
+            "TURN_STEP": f32(2.0 * max_turn / (turn_levels - 1)),
+            "TAGGER_MAX_SPEED": f32(tagger_max_speed),
+            "RUNNER_MAX_SPEED": f32(runner_max_speed),
+            "TAG_RADIUS2": f32(tag_radius) * f32(tag_radius),
+            "TAG_REWARD": f32(tag_reward),
+            "TAG_PENALTY": f32(tag_penalty),
+            "WALL_PENALTY": f32(wall_penalty),
             "EPISODE_LENGTH_F": f32(episode_length),
         }
         self.allocate()
 
     def state_layout(self) -> dict:
         f4, i4, n = np.dtype(np.float32), np.dtype(np.int32), self.num_agents
-        return {"pos": (2 * n, f4), "heading": (2 * n, f4), "speed": (n, f4), "in_game": (n, i4), "steps": (1, i4),
-                "tagged": (n, i4)}
+        return {
+            "pos": (2 * n, f4),
+            "heading": (2 * n, f4),
+            "speed": (n, f4),
+            "in_game": (n, i4),
+            "steps": (1, i4),
+            "tagged": (n, i4),
+        }
 
     def constants(self) -> dict:
-        return {**super().constants(), "NUM_TAGGERS": self.num_taggers, "EPISODE_LENGTH": self.episode_length,
-                "K_NEAREST": self.k_nearest, "TURN_LEVELS": self.turn_levels,
-                **{name: float(value) for name, value in self.k.items()}}
+        return {
+            **super().constants(),
+            "NUM_TAGGERS": self.num_taggers,
+            "EPISODE_LENGTH": self.episode_length,
+            "K_NEAREST": self.k_nearest,
+            "TURN_LEVELS": self.turn_levels,
+            **{name: float(value) for name, value in self.k.items()},
+        }
 
     def init_state(self, seed: int) -> None:
         """Uniform positions and headings (numpy trig is fine: only the reference ever draws these)."""
@@ -94,7 +128,7 @@ class TagContinuousReference(BatchedReference):
         keys = env_keys(seed, self.num_envs)[:, None]
         draws = uniform(keys, np.arange(3 * n, dtype=np.uint32)[None, :])
         a["pos"][:] = draws[:, : 2 * n] * self.k["WORLD"]
-        angle = draws[:, 2 * n:].astype(np.float64) * 2.0 * np.pi
+        angle = draws[:, 2 * n :].astype(np.float64) * 2.0 * np.pi
         a["heading"][:, 0::2] = np.cos(angle).astype(np.float32)
         a["heading"][:, 1::2] = np.sin(angle).astype(np.float32)
         a["speed"][:] = 0

@@ -31,5 +31,4 @@ class CoinFlip(gymnasium.Env):
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="coinflip", binding=CoinFlip, solved_return=9.0,
-                     description="Name the coin you are shown."))
+    register(EnvSpec(name="coinflip", binding=CoinFlip, solved_return=9.0, description="Name the coin you are shown."))
