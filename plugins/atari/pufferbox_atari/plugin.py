@@ -232,6 +232,8 @@ def register_envs(register):
                 requires=REQUIRES,
                 policy="pufferbox_atari.policy:NatureCNN",
                 defaults=DEFAULTS,
+                # the whole-game raw score (clip_rewards trains on signs): the unit papers and peers report
+                episode_metrics=("raw_episode_return",),
                 description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
                 "84x84 grayscale, 4-frame stack",
             )

@@ -56,6 +56,24 @@ def test_clipped_rewards_keep_the_raw_return_in_the_final_info():
     env.close()
 
 
+def test_vector_env_reports_the_whole_game_raw_score_with_each_episode():
+    venv = pufferbox.vector.make("breakout", backend="serial", num_envs=2, env_kwargs={"clip_rewards": True})
+    venv.reset(seed=1)
+    rng, clipped, ended = np.random.default_rng(0), np.zeros(2), None
+    for _ in range(5000):
+        venv.send(rng.integers(4, size=2))
+        _, rewards, _, _, episodes, _, _ = venv.recv()
+        clipped += rewards
+        if len(episodes):
+            ended = episodes
+            break
+    venv.close()
+    assert ended is not None, "a random Breakout game (5 lives) ends within 5,000 steps"
+    raw = ended.metrics["raw_episode_return"]
+    assert np.isfinite(raw).all() and (raw >= ended.returns).all()  # bricks are worth 1 to 7 points, clipped to 1
+    assert (ended.returns == clipped[ended.env_ids]).all()
+
+
 def test_gymnasium_conformance_of_the_binding():
     # The emulator's side of conformance is the lock-step test below (its reset does not seed
     # an own np_random, which check_env insists on).
