@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Episodes", "NO_EPISODES", "episodes_from_infos"]
+__all__ = ["NO_EPISODES", "Episodes"]
 
 
 def _array(values: Any, dtype: Any) -> np.ndarray:
@@ -189,31 +189,3 @@ def _from_lists(env_ids: list, returns: list, lengths: list, metrics: dict[str, 
 
 
 NO_EPISODES = Episodes.empty()  # what most steps return: shared, since an Episodes is never mutated
-
-
-def episodes_from_infos(infos: Any, key: str = "env_id") -> Episodes:
-    """The episodes in ``infos``: identity on an :class:`Episodes` (what every backend reports),
-    else read from a list of info dicts (``key`` env id, ``episode_return``, ``episode_length``,
-    numeric extras as metrics), e.g. from code written against Gymnasium-style infos.
-    """
-    if isinstance(infos, Episodes):
-        return infos
-    rows = [info for info in infos if "episode_return" in info]
-    if not rows:
-        return Episodes.empty()
-    extra = sorted(
-        {
-            k
-            for info in rows
-            for k, v in info.items()
-            if k not in (key, "episode_return", "episode_length")
-            and np.ndim(v) == 0
-            and isinstance(v, (int, float, np.number, bool, np.bool_))
-        }
-    )
-    return Episodes.from_arrays(
-        [info.get(key, 0) for info in rows],
-        [info["episode_return"] for info in rows],
-        [info["episode_length"] for info in rows],
-        {k: [float(info.get(k, np.nan)) for info in rows] for k in extra},
-    )

@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from pufferbox.episodes import Episodes, episodes_from_infos
+from pufferbox.episodes import Episodes
 
 
 def test_arrays_are_canonical_and_aligned():
@@ -33,14 +33,6 @@ def test_pickles_and_gymnasium_info_layout():
     info = eps.info_dict(num_envs=3)
     assert info["episode_return"].tolist() == [0.0, 0.0, 3.0]
     assert info["_episode_length"].tolist() == [False, False, True]
-
-
-def test_transitional_adapter_reads_todays_infos():
-    eps = episodes_from_infos(
-        [{"env_id": 2, "episode_return": 3.0, "episode_length": 4, "won": 1.0}, {"env_id": 5, "other": "text"}]
-    )
-    assert eps.env_ids.tolist() == [2] and eps.metrics["won"].tolist() == [1.0]
-    assert len(episodes_from_infos([])) == 0
 
 
 def test_gather_relabels_and_concatenates_like_concat_of_relabels() -> None:

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from pufferbox.episodes import Episodes, episodes_from_infos
+from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
 from pufferbox.train.transfer import Transfer
@@ -303,7 +303,7 @@ class HostCollector:
         t0 = time.perf_counter()
         if self.pending is not None:
             self.venv.send(self.pending)
-        obs, rewards, terminals, truncations, infos, env_ids, masks = self.venv.recv()
+        obs, rewards, terminals, truncations, ended, env_ids, masks = self.venv.recv()
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
@@ -314,8 +314,8 @@ class HostCollector:
         ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
         starts = np.logical_or(terminals, truncations) | self.first[rows]
         self.first[rows] = False
-        if len(infos):
-            episodes.append(episodes_from_infos(infos))
+        if len(ended):
+            episodes.append(ended)
         ro.np_obs[seg, ptr] = obs
         ro.np_starts[seg, ptr] = starts
         ro.np_masks[seg, ptr] = masks
@@ -360,14 +360,14 @@ class HostCollector:
         while sum(len(e) for e in ended) < episodes:
             if self.pending is not None:
                 self.venv.send(self.pending)
-            obs, _, terminals, truncations, infos, env_ids, _ = self.venv.recv()
+            obs, _, terminals, truncations, finished, env_ids, _ = self.venv.recv()
             rows = self.rows_of(env_ids)
             starts = np.logical_or(terminals, truncations) | self.first[rows]
             self.first[rows] = False
             if on_step is not None:
                 on_step()
-            if len(infos):
-                ended.append(episodes_from_infos(infos))
+            if len(finished):
+                ended.append(finished)
             obs = obs if self.norm is None else self.norm.observe(obs)
             self.pending = self.choose(obs, starts, rows, greedy)[0]
         return Episodes.concat(ended)
@@ -475,7 +475,7 @@ class DeviceCollector:
             self.step(t)
         self.last = steps
         t0 = time.perf_counter()
-        episodes = episodes_from_infos(self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else [])
+        episodes = self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else NO_EPISODES
         per_env_step = max(1, self.num_envs * self.sent_steps)
         metrics = {metric: float(total) / per_env_step for metric, total in self.event_totals.items()}
         if hasattr(self.venv, "episodes_dropped"):
