@@ -106,7 +106,8 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any], user_groups: Mappin
         if user_groups:
             layout = GroupLayout.build(user_groups, agents, "[groups]")
         else:
-            mapping = declared(raw) if callable(declared) else declared
+            assert declared is not None  # returned above when neither the user nor the plugin groups
+            mapping: Mapping[str, Any] = declared(raw) if callable(declared) else declared
             layout = GroupLayout.build(mapping, agents, f"{spec.name} (plugin groups)")
         layout.action_limits = action_limits(raw, layout)
         for name in layout.names:

@@ -42,6 +42,11 @@ DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds; generous: some plugins import torch or
 __all__ = ["EnvSpec", "PluginInfo", "Registry", "RegistryError", "UnknownEnvError", "get_registry"]
 
 
+def returning(value: Any) -> Callable[[], Any]:
+    """A loader for a plugin object that is already imported (``Registry(extra_plugins=...)``)."""
+    return lambda: value
+
+
 class RegistryError(RuntimeError):
     """A registration breaks a registry rule (duplicate name, bad field)."""
 
@@ -222,7 +227,7 @@ class Registry:
         if self.loaded:
             return self
         self.loaded = True
-        candidates = []
+        candidates: list[tuple[PluginInfo, Callable[[], Any]]] = []
         for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
             if self.only is not None and ep.name not in self.only:
                 continue
@@ -230,7 +235,7 @@ class Registry:
             version = ep.dist.version if ep.dist else "?"
             candidates.append((PluginInfo(ep.name, dist, version, ep.value), ep.load))
         for name, obj in self.extra_plugins:
-            candidates.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), lambda o=obj: o))
+            candidates.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), returning(obj)))
         timeout = float(os.environ.get(IMPORT_TIMEOUT_VAR) or DEFAULT_IMPORT_TIMEOUT)
         for info, loader in candidates:
             self.plugins.append(info)

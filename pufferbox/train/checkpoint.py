@@ -92,7 +92,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def save_checkpoint(state: dict[str, Any], directory: str | Path, update: int, keep: int = 3) -> Path:
+def save_checkpoint(state: dict[str, Any], directory: str | os.PathLike, update: int, keep: int = 3) -> Path:
     """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``.
 
     The checkpoint just written is never deleted, whatever numbers other files in ``directory`` carry.
@@ -142,7 +142,7 @@ def remove_stale_temp_files(directory: str | Path) -> list[Path]:
     return stale
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint file, or the newest one of a run dir / checkpoint dir."""
     path = Path(path)
     if path.is_dir():

@@ -122,7 +122,7 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
 
 def make_collector(
     spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str, compile: bool = False
-) -> HostCollector | DeviceCollector:
+) -> Collector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
     if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
         from pufferbox.train.ray_collector import RayCollector
@@ -410,8 +410,12 @@ class DeviceCollector:
             if act_spec.discrete
             else (torch.as_tensor(space.low, device=self.device), torch.as_tensor(space.high, device=self.device))
         )
-        flags = (lambda name: venv.state_tensor(name)) if hasattr(venv, "state_tensor") else (lambda name: None)
-        self.events = {metric: tensor for name, metric in (events or {}).items() if (tensor := flags(name)) is not None}
+        state_tensor = getattr(venv, "state_tensor", None)  # the kernels' per-env event flags, where they keep any
+        self.events = {
+            metric: flag
+            for name, metric in (events or {}).items()
+            if state_tensor is not None and (flag := state_tensor(name)) is not None
+        }
         self.phase_time = {"env": 0.0, "inference": 0.0}
         self.restart()
 

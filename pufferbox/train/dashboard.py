@@ -108,7 +108,7 @@ class SystemStats:
         import psutil
 
         self.psutil = psutil
-        self.last, self.values = -math.inf, {}
+        self.last, self.values = -math.inf, dict[str, str]()
         psutil.cpu_percent(None)
 
     def read(self) -> dict:

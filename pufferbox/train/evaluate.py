@@ -52,7 +52,9 @@ def evaluate(
     env_name = state.get("env")
     if env is not None and env_name is not None and get_registry().get(env).name != env_name:
         raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
-    spec = get_registry().get(env or env_name)
+    if not (env or env_name):
+        raise ConfigError(f"{checkpoint}: the checkpoint names no env; pass the env: pufferbox eval ENV --checkpoint ...")
+    spec = get_registry().get(str(env or env_name))
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
     check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
     env_kwargs = dict(config.get("env", {}))
@@ -91,10 +93,10 @@ def evaluate(
         agent.eval()
     torch.manual_seed(seed)
     out = stream or sys.stdout
-    frames: list[np.ndarray] = []
+    frames: list[Any] = []  # rgb_array frames (numpy), as imageio takes them
 
     def show() -> None:
-        frame = venv.render()
+        frame: Any = venv.render()
         if render_mode == "ansi":
             print(frame, file=out, flush=True)
         elif frame is not None:
@@ -132,7 +134,7 @@ def frozen_normalizer(venv: Any, train: TrainConfig, state: dict) -> Any:
     return norm
 
 
-def save_video(frames: list[np.ndarray], path: Path, fps: int = 30) -> str:
+def save_video(frames: list[Any], path: Path, fps: int = 30) -> str:
     import imageio.v2 as imageio
 
     if not frames:

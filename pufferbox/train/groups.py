@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,9 @@ from torch import nn
 from pufferbox.groups import GroupError, GroupLayout, resolve_layout
 from pufferbox.train.config import LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner
+
+if TYPE_CHECKING:
+    from pufferbox.train.policies import Agent
 
 __all__ = [
     "GroupError",
@@ -65,7 +68,7 @@ def groups_by_prefix(env: Any) -> dict[str, list[str]]:
 class MaskedLogits(nn.Module):
     """The action head's linear layer with the logits of illegal actions (``>= legal``) at -1e9: never sampled."""
 
-    def __init__(self, linear: nn.Module, legal: int):
+    def __init__(self, linear: nn.Linear, legal: int):
         super().__init__()
         self.linear = linear
         mask = torch.zeros(linear.out_features)
@@ -77,10 +80,10 @@ class MaskedLogits(nn.Module):
         return self.linear(hidden) + self.mask
 
 
-def limit_actions(agent: nn.Module, legal: int | None) -> nn.Module:
+def limit_actions(agent: Agent, legal: int | None) -> Agent:
     """Mask ``agent``'s Discrete actions from ``legal`` on (a role padded to a larger action space)."""
     if legal is not None:
-        agent.actor.linear = MaskedLogits(agent.actor.linear, legal)
+        agent.actor.linear = MaskedLogits(cast(nn.Linear, agent.actor.linear), legal)
     return agent
 
 
@@ -97,9 +100,13 @@ class GroupedAgent(nn.Module):
         self.layout = layout
         self.slot_group = torch.as_tensor(layout.slot_group)
         self.agents_per_env = len(layout.slot_group)
-        first = next(iter(self.groups.values()))
-        self.lstm_size = first.lstm_size
+        self.lstm_size = int(next(iter(self.agents.values())).lstm_size)
         self.index_cache: dict[tuple[int, str], list[torch.Tensor]] = {}
+
+    @property
+    def agents(self) -> dict[str, Agent]:
+        """The groups' policies by name (``groups`` typed as what they are)."""
+        return {name: cast("Agent", agent) for name, agent in self.groups.items()}
 
     def rows(self, n: int, device: torch.device) -> list[torch.Tensor]:
         """Per group, the positions of its rows in a batch of ``n`` rows (whole envs)."""
@@ -163,7 +170,7 @@ class GroupedAgent(nn.Module):
         n = hidden.shape[0]
         parts = [
             (idx, agent.heads(hidden[idx]))
-            for idx, agent in zip(self.rows(n, hidden.device), self.groups.values())
+            for idx, agent in zip(self.rows(n, hidden.device), self.agents.values())
             if idx.shape[0]
         ]
         return self.scatter(n, [(i, p[0]) for i, p in parts]), self.scatter(n, [(i, p[1]) for i, p in parts])
@@ -191,7 +198,7 @@ class GroupLearner:
             )
         self.learners = {
             name: Learner(agent, hp, seed=seed + i, compile=compile)
-            for i, (name, agent) in enumerate(grouped.groups.items())
+            for i, (name, agent) in enumerate(grouped.agents.items())
         }
         for name in self.frozen:
             grouped.groups[name].requires_grad_(False)
@@ -411,6 +418,7 @@ class League:
         return out | self.after_update(update, returns)
 
     def pool(self, frozen: str) -> Pool:
+        assert self.root is not None, "pools live in the run dir (after_update returns early without one)"
         return Pool(self.root, self.cfg.pool_source or frozen)
 
     def after_update(self, update: int, episode_returns: Mapping[str, list[float]]) -> dict[str, Any]:

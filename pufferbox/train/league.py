@@ -23,7 +23,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -121,7 +121,7 @@ def build_match_agent(
     for name, agent in agents.items():
         source = state_a if name == side else state_b
         if source is None:  # uniform (legal) actions: zero logits (Box: mean 0, std 1)
-            linear = getattr(agent.actor.linear, "linear", agent.actor.linear)
+            linear = cast(torch.nn.Linear, getattr(agent.actor.linear, "linear", agent.actor.linear))  # under a mask
             torch.nn.init.zeros_(linear.weight)
             torch.nn.init.zeros_(linear.bias)
             continue
@@ -246,7 +246,7 @@ class Ratings:
             a, b = self.get(db, match.a), self.get(db, match.b)
             ra, rb = self.model.rating(mu=a[0], sigma=a[1]), self.model.rating(mu=b[0], sigma=b[1])
             for outcome in match.outcomes:
-                ranks = [1, 2] if outcome == 1.0 else [2, 1] if outcome == 0.0 else [1, 1]
+                ranks = [1.0, 2.0] if outcome == 1.0 else [2.0, 1.0] if outcome == 0.0 else [1.0, 1.0]
                 [[ra], [rb]] = self.model.rate([[ra], [rb]], ranks=ranks)
             wins, draws, losses = match.wins, match.draws, match.losses
             sides = ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins)))

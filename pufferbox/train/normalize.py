@@ -148,7 +148,7 @@ class Normalizer:
         return out
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        out = {}
+        out: dict[str, torch.Tensor] = {}
         if self.obs is not None:
             out |= {f"obs.{k}": v for k, v in self.obs.state_dict().items()}
         if self.reward is not None:

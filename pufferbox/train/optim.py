@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -33,8 +34,8 @@ class Adam:
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
     ):
-        self.params = [p for p in params if p.requires_grad]
-        self.param_groups = [{"lr": lr, "betas": betas, "eps": eps}]
+        self.params: list[torch.Tensor] = [p for p in params if p.requires_grad]
+        self.param_groups: list[dict[str, Any]] = [{"lr": lr, "betas": betas, "eps": eps}]
         self.step_count = 0
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
@@ -49,13 +50,8 @@ class Adam:
         exactly as they were, without reading it on the host (the caller corrects ``step_count`` once)."""
         if enabled is not None:
             return self.guarded_step(enabled)
-        group = self.param_groups[0]
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        params = [self.params[i] for i in live]
-        grads = [self.params[i].grad for i in live]
-        m = [self.exp_avg[i] for i in live]
-        v = [self.exp_avg_sq[i] for i in live]
+        lr, beta1, beta2, eps = self.hyperparameters()
+        params, grads, m, v = self.live()
         self.step_count += 1
         torch._foreach_lerp_(m, grads, 1 - beta1)
         torch._foreach_mul_(v, beta2)
@@ -69,13 +65,9 @@ class Adam:
 
     def guarded_step(self, enabled: torch.Tensor) -> None:
         # The step into new tensors, then lerp by 0 or 1, which torch computes exactly (a + 0*(b-a), b - 0*(b-a)).
-        group = self.param_groups[0]
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        params = [self.params[i] for i in live]
-        grads = [torch.where(enabled, self.params[i].grad, 0.0) for i in live]  # NaN grads would poison 0 * x
-        m = [self.exp_avg[i] for i in live]
-        v = [self.exp_avg_sq[i] for i in live]
+        lr, beta1, beta2, eps = self.hyperparameters()
+        params, raw_grads, m, v = self.live()
+        grads = [torch.where(enabled, g, 0.0) for g in raw_grads]  # NaN grads would poison 0 * x
         self.step_count += 1
         weight = enabled.to(params[0].dtype) if params else enabled.float()
         new_m = torch._foreach_lerp(m, grads, 1 - beta1)
@@ -86,9 +78,27 @@ class Adam:
         torch._foreach_add_(denom, eps)
         update = torch._foreach_div(new_m, denom)
         torch._foreach_mul_(update, weight * (-lr / (1 - beta1**self.step_count)))
-        torch._foreach_add_(params, update)
-        torch._foreach_lerp_(m, new_m, weight)
-        torch._foreach_lerp_(v, new_v, weight)
+        torch._foreach_add_(params, list(update))
+        # a 0-d tensor weight works at run time; torch's stubs list only number/sequence weights
+        torch._foreach_lerp_(m, new_m, weight)  # type: ignore[call-overload]
+        torch._foreach_lerp_(v, new_v, weight)  # type: ignore[call-overload]
+
+    def hyperparameters(self) -> tuple[float, float, float, float]:
+        """``(lr, beta1, beta2, eps)`` of the single parameter group (lr changes during training)."""
+        group = self.param_groups[0]
+        beta1, beta2 = group["betas"]
+        return float(group["lr"]), float(beta1), float(beta2), float(group["eps"])
+
+    def live(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+        """The parameters that have a gradient, their gradients and their two Adam moments."""
+        params, grads, m, v = [], [], [], []
+        for p, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq):
+            if p.grad is not None:
+                params.append(p)
+                grads.append(p.grad)
+                m.append(exp_avg)
+                v.append(exp_avg_sq)
+        return params, grads, m, v
 
     def state_dict(self) -> dict:
         return {

@@ -168,8 +168,8 @@ class OverlapCollector:
         with torch.no_grad():
             for mine, theirs in zip(self.actor.parameters(), self.learner_agent.parameters()):
                 mine.copy_(theirs)
-            for mine, theirs in zip(self.actor.buffers(), self.learner_agent.buffers()):
-                mine.copy_(theirs)
+            for my_buffer, their_buffer in zip(self.actor.buffers(), self.learner_agent.buffers()):
+                my_buffer.copy_(their_buffer)
         self.actor_version = self.version()
 
     def launch(self, horizon: int | None) -> None:

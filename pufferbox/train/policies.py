@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -38,10 +38,13 @@ __all__ = ["MLPEncoder", "CNNEncoder", "Agent", "is_image_space", "build_agent",
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 
 
-def layer_init(layer: nn.Module, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Module:
+LayerT = TypeVar("LayerT", bound=nn.Module)
+
+
+def layer_init(layer: LayerT, std: float = np.sqrt(2), bias: float = 0.0) -> LayerT:
     """Orthogonal init, as in CleanRL / the PPO implementation details."""
-    nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, bias)
+    nn.init.orthogonal_(cast(torch.Tensor, layer.weight), std)
+    nn.init.constant_(cast(torch.Tensor, layer.bias), bias)
     return layer
 
 
@@ -51,7 +54,7 @@ MAX_ONE_HOT = 256  # Discrete leaves up to this size are one-hot encoded, larger
 def leaf_width(space: spaces.Space) -> int:
     if isinstance(space, spaces.Discrete):
         return int(space.n) if space.n <= MAX_ONE_HOT else 1
-    return int(np.prod(space.shape, dtype=np.int64))
+    return int(np.prod(space.shape or (), dtype=np.int64))
 
 
 class MLPEncoder(nn.Module):
@@ -115,7 +118,7 @@ class CNNEncoder(nn.Module):
         self.obs_spec = obs_spec
         obs_spec.torch_layout()
         self.hidden_size = hidden_size
-        shape = tuple(obs_spec.space.shape)
+        shape = tuple(obs_spec.space.shape or ())
         self.channels_last = shape[-1] <= 4 < shape[0] or (shape[-1] <= 4 and shape[0] > shape[-1])
         c, h, w = (shape[2], shape[0], shape[1]) if self.channels_last else shape
         small = min(h, w) < 36  # NatureCNN's 8x8/4 stem needs at least 36 pixels
@@ -150,9 +153,9 @@ class ActionHead(nn.Module):
         elif isinstance(space, spaces.MultiDiscrete):
             self.kind, self.sizes = "multidiscrete", [int(n) for n in np.asarray(space.nvec).ravel()]
         else:
-            self.kind, self.sizes = "box", [int(np.prod(space.shape))]
+            self.kind, self.sizes = "box", [int(np.prod(space.shape or ()))]
             self.logstd = nn.Parameter(torch.zeros(self.sizes[0]))
-        self.linear = layer_init(nn.Linear(in_size, sum(self.sizes)), std=0.01)
+        self.linear: nn.Module = layer_init(nn.Linear(in_size, sum(self.sizes)), std=0.01)  # groups may mask it
 
     def distribution(self, hidden: torch.Tensor) -> Any:
         out = self.linear(hidden)
@@ -192,7 +195,7 @@ class Agent(nn.Module):
     def __init__(self, encoder: nn.Module, act_spec: ActionSpec, lstm_size: int = 0):
         super().__init__()
         self.encoder = encoder
-        width = int(encoder.hidden_size)
+        width = int(cast(int, encoder.hidden_size))
         self.lstm = nn.LSTMCell(width, lstm_size) if lstm_size else None
         if self.lstm is not None:
             for name, param in self.lstm.named_parameters():
@@ -216,6 +219,7 @@ class Agent(nn.Module):
         x = self.encoder(obs)
         if self.lstm is None:
             return x, None
+        assert state is not None, "a recurrent policy needs its state (initial_state)"
         h, c = state
         if starts is not None:
             keep = (~starts).float().unsqueeze(-1)
@@ -246,6 +250,7 @@ class Agent(nn.Module):
         else:
             steps, rows = obs.shape[:2]
             x = self.encoder(obs.reshape(steps * rows, -1)).reshape(steps, rows, -1)
+            assert state is not None and starts is not None, "a recurrent policy scores sequences from a state"
             h, c = state
             outs = []
             for t in range(steps):

@@ -41,12 +41,12 @@ from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, HostCollector, make_collector, make_vec_env
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
-from pufferbox.train.groups import build_groups, resolve_layout
+from pufferbox.train.groups import GroupedAgent, GroupLearner, build_groups, resolve_layout
 from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
 from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.overlap import OverlapCollector, vtrace_targets
-from pufferbox.train.policies import build_agent
+from pufferbox.train.policies import Agent, build_agent
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
 
@@ -189,7 +189,7 @@ class Trainer:
         # the group map is checked before any env worker starts (a bad map is a one-line error)
         self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
         grouped = self.layout is not None and not self.layout.single
-        if tc.overlap and grouped:
+        if tc.overlap and self.layout is not None and grouped:
             raise ConfigError(
                 f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
                 f"{', '.join(self.layout.names)} as separate policies); drop train.overlap"
@@ -206,6 +206,8 @@ class Trainer:
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
         self.league = None
+        self.agent: Agent | GroupedAgent
+        self.learner: Learner | GroupLearner
         if self.layout is None or self.layout.single:  # one shared policy: the single-group path
             self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
             self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
@@ -263,7 +265,7 @@ class Trainer:
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
         batch = rollout.batch
-        if self.league is not None:  # one learner per agent group, each on its own rows
+        if isinstance(self.learner, GroupLearner):  # one learner per agent group, each on its own rows
             losses = self.learner.update(batch, progress=self.update / self.total_updates, rows=rollout.rows)
         else:
             if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
@@ -373,6 +375,7 @@ class Trainer:
         if state is not None:
             return self.learner.load_weights(state)
         torch.manual_seed(seed)
+        fresh: Agent | GroupedAgent
         if self.league is not None:
             fresh = build_groups(self, self.config)[0]
         else:

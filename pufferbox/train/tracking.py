@@ -65,7 +65,7 @@ class WandbTracker:
         warn: Callable[[str], None] = warn,
     ):
         self.run_dir = Path(run_dir)
-        self.options = {
+        self.options: dict[str, Any] = {  # wandb.init's keyword arguments
             "project": project,
             "entity": entity,
             "group": group,
@@ -87,7 +87,7 @@ class WandbTracker:
 
         config = load_toml(self.run_dir / "config.toml") if (self.run_dir / "config.toml").is_file() else {}
         directory = os.environ.get("WANDB_DIR") or str(self.run_dir)
-        mode = os.environ.get("WANDB_MODE") or ("online" if has_api_key() else "offline")
+        mode: Any = os.environ.get("WANDB_MODE") or ("online" if has_api_key() else "offline")  # wandb checks it
         settings = wandb.Settings(silent=True, console="off")
         try:
             self.run = wandb.init(config=config, dir=directory, mode=mode, settings=settings, **self.options)
