@@ -6,6 +6,7 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -76,15 +77,8 @@ def train(
 
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
-    if ray_address and backend not in (None, "ray"):
-        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them")
     if ray_address:
-        import os
-
-        from pufferbox.vector.ray import check_reachable
-
-        check_reachable(ray_address)  # fail in seconds, before a run directory is made
-        os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
+        use_ray_address(ray_address, backend)
     flags = {
         "vec.backend": backend,
         "vec.num_envs": num_envs,
@@ -114,19 +108,7 @@ def train(
         )
     except WorkerError as exc:
         raise UserError(worker_error_line(exc, Path(resume or run_dir))) from None
-    solved = (
-        f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
-        f"after {result.solved_at_time:.1f} s"
-        if result.solved_at_step is not None
-        else "not solved"
-        if result.solved_return is not None
-        else ""
-    )
-    recent = "n/a" if result.episode_return is None else f"{result.episode_return:.2f}"
-    click.echo(
-        f"{'stopped' if result.interrupted else 'done'}: {result.env} {result.global_step:,} steps in "
-        f"{result.wall_time:.1f} s ({result.sps:,.0f} steps/s), recent return {recent}" + (f"; {solved}" if solved else "")
-    )
+    click.echo(summary_line(result))
     click.echo(f"run directory: {result.run_dir}")
     click.echo(f"checkpoint: {result.checkpoint}")
     if result.stop_signal == signal.SIGTERM:
@@ -334,3 +316,33 @@ def plot(run_dirs, output):
 
     output = output or str(Path(run_dirs[0]) / "curves.png")
     click.echo(plot_runs(list(run_dirs), output))
+
+
+def use_ray_address(ray_address: str, backend: str | None) -> None:
+    """Point the ray backend at ``ray_address`` after checking, in seconds, that it answers."""
+    import os
+
+    from pufferbox.train.config import ConfigError
+    from pufferbox.vector.ray import check_reachable
+
+    if backend not in (None, "ray"):
+        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them")
+    check_reachable(ray_address)  # fail in seconds, before a run directory is made
+    os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
+
+
+def summary_line(result: Any) -> str:
+    """``done: cartpole 129,024 steps in 2.6 s (49,000 steps/s), recent return 480.00; solved (...)``."""
+    solved = (
+        f"solved (recent mean >= {result.solved_return:g}) at step {result.solved_at_step:,} "
+        f"after {result.solved_at_time:.1f} s"
+        if result.solved_at_step is not None
+        else "not solved"
+        if result.solved_return is not None
+        else ""
+    )
+    recent = "n/a" if result.episode_return is None else f"{result.episode_return:.2f}"
+    return (
+        f"{'stopped' if result.interrupted else 'done'}: {result.env} {result.global_step:,} steps in "
+        f"{result.wall_time:.1f} s ({result.sps:,.0f} steps/s), recent return {recent}" + (f"; {solved}" if solved else "")
+    )

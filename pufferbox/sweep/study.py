@@ -151,7 +151,6 @@ def sweep(
 
     ``callbacks(trial_dir, trial_name)`` gives extra training callbacks per trial (e.g. a W&B tracker).
     """
-    import optuna
 
     check_args(trials, parallel, pruner)
     if ray_address not in (None, "local") and storage is None:
@@ -186,19 +185,7 @@ def sweep(
     lock = DirectoryLock(run_dir)
     try:
         dump_toml(meta, run_dir / "sweep.toml")
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.create_study(
-            storage=open_storage(meta["storage"]),
-            study_name=meta["study_name"],
-            directions=obj.directions,
-            pruner=make_pruner(pruner, prune_startup),
-            load_if_exists=True,
-        )
-        # seeded past the trials so far: a resumed sweep must not replay the first run's random draws;
-        # constant_liar keeps K trials sampled at once from landing on the same point
-        study.sampler = optuna.samplers.TPESampler(
-            seed=seed + len(study.trials), multivariate=True, constant_liar=parallel > 1
-        )
+        study = open_study(meta, obj, make_pruner(pruner, prune_startup), seed, parallel)
         if not study.trials:
             study.enqueue_trial({n: v for n, v in defaults_of(config, space).items()})
         requeue_interrupted(study, embedded=storage is None, log=log)
@@ -216,6 +203,24 @@ def sweep(
         return SweepResult(study, run_dir, obj)
     finally:
         lock.release()
+
+
+def open_study(meta: dict[str, Any], obj: Any, pruner: Any, seed: int, parallel: int) -> Any:
+    """The Optuna study named in ``meta`` (created or loaded) with a TPE sampler seeded for where it stands."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        storage=open_storage(meta["storage"]),
+        study_name=meta["study_name"],
+        directions=obj.directions,
+        pruner=pruner,
+        load_if_exists=True,
+    )
+    # seeded past the trials so far: a resumed sweep must not replay the first run's random draws;
+    # constant_liar keeps K trials sampled at once from landing on the same point
+    study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials), multivariate=True, constant_liar=parallel > 1)
+    return study
 
 
 def fmt_value(v: float) -> str:

@@ -130,22 +130,9 @@ class Pod:
         # pending from the last slice move the envs one step that no rollout records.
         unrecorded = trainer.restart_rollout()
         t2 = time.perf_counter()
-        before, target = trainer.global_step - unrecorded, trainer.global_step + steps
-        metrics: dict = {}
-        episodes, return_sum = 0, 0.0
-        while trainer.global_step < target and not self.stop_reason:
-            metrics = trainer.train_update()
-            if metrics["episodes"]:
-                episodes += metrics["episodes"]
-                return_sum += metrics["episode_return"] * metrics["episodes"]
-            self.live = {
-                "pod": task.pod,
-                "steps": trainer.global_step - before,
-                "episodes": episodes,
-                "mean_return": return_sum / episodes if episodes else None,
-            }
+        before = trainer.global_step - unrecorded
+        metrics, train_return = self.train_steps(trainer, task.pod, before, steps)
         trained = trainer.global_step - before
-        train_return = return_sum / episodes if episodes else None
         task.parent_checkpoint = None  # do not send the parent's weights back
         common = dict(
             task=task,
@@ -188,6 +175,25 @@ class Pod:
             eval_steps=round(evaluation["episodes"] * evaluation["mean_length"]),
             **common,
         )
+
+    def train_steps(self, trainer: Any, pod: int, before: int, steps: int) -> tuple[dict, float | None]:
+        """Train ``steps`` more env steps (or until the driver stops the pod); returns the last update's
+        metrics and the mean training return, keeping ``live`` current for the driver's progress reads."""
+        target = trainer.global_step + steps
+        metrics: dict = {}
+        episodes, return_sum = 0, 0.0
+        while trainer.global_step < target and not self.stop_reason:
+            metrics = trainer.train_update()
+            if metrics["episodes"]:
+                episodes += metrics["episodes"]
+                return_sum += metrics["episode_return"] * metrics["episodes"]
+            self.live = {
+                "pod": pod,
+                "steps": trainer.global_step - before,
+                "episodes": episodes,
+                "mean_return": return_sum / episodes if episodes else None,
+            }
+        return metrics, (return_sum / episodes if episodes else None)
 
     def close(self) -> None:
         for trainer in self.trainers.values():

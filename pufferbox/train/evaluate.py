@@ -61,17 +61,7 @@ def evaluate(
     visual = render or video is not None
     render_mode = None
     if visual:
-        modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
-        render_mode = "ansi" if render and "ansi" in modes else "rgb_array" if "rgb_array" in modes else None
-        if render and video is None and render_mode != "ansi":
-            raise ConfigError(
-                f"{spec.name}: no ANSI rendering (render modes: {modes or 'none'}); use --video out.gif for rgb_array envs"
-            )
-        if video is not None and "rgb_array" not in modes:
-            raise ConfigError(f"{spec.name}: --video needs rgb_array rendering (render modes: {modes or 'none'})")
-        if video is not None:
-            render_mode = "rgb_array"
-        env_kwargs["render_mode"] = render_mode
+        render_mode = env_kwargs["render_mode"] = choose_render_mode(spec, env_kwargs, render, video is not None)
         num_envs = 1
     venv = pufferbox.vector.make(
         spec,
@@ -81,16 +71,7 @@ def evaluate(
         native=config["vec"]["native"] and not visual,
     )
     torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or auto_threads(usable_cores(), "serial", 0))
-    if "groups" in state:  # one policy per agent group, each on its own slots
-        from pufferbox.groups import checkpoint_layout
-        from pufferbox.train.league import build_match_agent
-
-        layout = checkpoint_layout(spec, dict(config.get("env", {})), state, str(checkpoint))
-        agent = build_match_agent(spec, venv, config, layout, "", state, state)
-    else:
-        agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
-        agent.load_state_dict(state["model"])
-        agent.eval()
+    agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
     torch.manual_seed(seed)
     out = stream or sys.stdout
     frames: list[Any] = []  # rgb_array frames (numpy), as imageio takes them
@@ -123,6 +104,34 @@ def evaluate(
     if video is not None:
         result["video"] = save_video(frames, Path(video))
     return result
+
+
+def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, video: bool) -> str | None:
+    """``"ansi"`` for ``--render`` (text envs), ``"rgb_array"`` for ``--video``; a one-line error when the env has neither."""
+    modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
+    if video:
+        if "rgb_array" not in modes:
+            raise ConfigError(f"{spec.name}: --video needs rgb_array rendering (render modes: {modes or 'none'})")
+        return "rgb_array"
+    if render and "ansi" not in modes:
+        raise ConfigError(
+            f"{spec.name}: no ANSI rendering (render modes: {modes or 'none'}); use --video out.gif for rgb_array envs"
+        )
+    return "ansi"
+
+
+def checkpoint_agent(spec: Any, venv: Any, config: dict[str, Any], state: dict[str, Any], checkpoint: str) -> Any:
+    """The checkpoint's policy in eval mode: one agent, or one per agent group on its own slots."""
+    if "groups" in state:
+        from pufferbox.groups import checkpoint_layout
+        from pufferbox.train.league import build_match_agent
+
+        layout = checkpoint_layout(spec, dict(config.get("env", {})), state, checkpoint)
+        return build_match_agent(spec, venv, config, layout, "", state, state)
+    agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
+    agent.load_state_dict(state["model"])
+    agent.eval()
+    return agent
 
 
 def frozen_normalizer(venv: Any, train: TrainConfig, state: dict) -> Any:
