@@ -107,7 +107,7 @@ def evaluate(
 
 
 def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, video: bool) -> str | None:
-    """``"ansi"`` for ``--render`` (text envs), ``"rgb_array"`` for ``--video``; a one-line error when the env has neither."""
+    """``"ansi"`` for ``--render`` (text envs), ``"rgb_array"`` for ``--video``; one line of error without them."""
     modes = spec.make_raw(**env_kwargs).metadata.get("render_modes", [])
     if video:
         if "rgb_array" not in modes:
