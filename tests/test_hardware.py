@@ -10,25 +10,59 @@ import torch
 
 from pufferbox.train.config import ConfigError
 from pufferbox.train.dashboard import Dashboard, terminal_writer
-from pufferbox.train.hardware import MAX_AUTO_THREADS, auto_threads, pick_device, resolve_hardware, usable_cores
+from pufferbox.train.hardware import (
+    MAX_AUTO_THREADS,
+    SMALL_POLICY_MACS,
+    auto_threads,
+    pick_device,
+    policy_macs,
+    resolve_hardware,
+    usable_cores,
+)
 
 
 @pytest.mark.parametrize(
     "cores, backend, workers, expected",
     [
-        (2, "serial", 0, 1),  # one core kept for env stepping and the OS
-        (16, "serial", 0, MAX_AUTO_THREADS),  # capped: small matrices do not use more
+        (2, "serial", 0, 2),  # in-process envs and the update take turns: every core
+        (16, "serial", 0, MAX_AUTO_THREADS),  # capped: past that threads synchronise more than they compute
         (16, "native", 0, MAX_AUTO_THREADS),
-        (4, "cuda", 0, 3),
-        (16, "multiprocessing", 12, 3),  # each worker process keeps a core, and one spare
+        (4, "cuda", 0, 4),
+        (16, "multiprocessing", 12, 4),  # each worker process keeps a core
         (2, "multiprocessing", 2, 1),  # at least one
         (2, "multiprocessing", 8, 1),
-        (6, "ray", 2, 3),
+        (6, "ray", 2, 4),
         (1, "serial", 0, 1),
     ],
 )
 def test_auto_threads_takes_the_cores_the_envs_leave(cores, backend, workers, expected):
     assert auto_threads(cores, backend, workers) == expected
+
+
+def test_a_small_policy_gets_one_thread_a_conv_policy_the_free_cores():
+    assert auto_threads(16, "serial", 0, macs=SMALL_POLICY_MACS - 1) == 1
+    assert auto_threads(16, "serial", 0, macs=SMALL_POLICY_MACS) == MAX_AUTO_THREADS
+    assert auto_threads(2, "serial", 0, macs=9.4e6) == 2
+
+
+def test_policy_macs_counts_linear_conv_and_recurrent_layers_per_sample():
+    from gymnasium import spaces
+
+    from pufferbox.spaces import ActionSpec, ObservationSpec
+    from pufferbox.train.config import PolicyConfig
+    from pufferbox.train.policies import build_agent
+
+    vector = ObservationSpec(spaces.Box(-1, 1, (4,)))
+    mlp = build_agent(vector, ActionSpec(spaces.Discrete(2)), PolicyConfig(hidden_size=64))
+    linears = [m for m in mlp.modules() if isinstance(m, torch.nn.Linear)]
+    assert policy_macs(mlp, vector) == sum(m.in_features * m.out_features for m in linears) < SMALL_POLICY_MACS
+    image = ObservationSpec(spaces.Box(0, 255, (4, 84, 84), "uint8"))
+    cnn = build_agent(image, ActionSpec(spaces.Discrete(4)), PolicyConfig(hidden_size=512))
+    rng_before = torch.random.get_rng_state()
+    assert 9.3e6 < policy_macs(cnn, image) < 9.4e6  # NatureCNN: 18.7 MFLOPs per frame (torch's flop counter)
+    assert torch.equal(torch.random.get_rng_state(), rng_before), "counting samples no action"
+    recurrent = build_agent(vector, ActionSpec(spaces.Discrete(2)), PolicyConfig(hidden_size=64, lstm=True, lstm_size=32))
+    assert policy_macs(recurrent, vector) > policy_macs(mlp, vector)  # the LSTM cell's weights count too
 
 
 def test_usable_cores_honours_omp_num_threads(monkeypatch):
@@ -54,8 +88,8 @@ def test_auto_device_is_cuda_when_torch_sees_one(monkeypatch):
 def test_resolved_hardware_reads_the_backend_and_its_workers():
     pool = types.SimpleNamespace(backend="multiprocessing", num_workers=3)
     hw = resolve_hardware(torch.device("cpu"), "auto", 0, pool, cores=8)
-    assert hw.torch_threads == 4 and hw.as_config() == {"device": "cpu", "torch_threads": 4}  # 8 - 3 workers - 1
-    assert hw.describe() == "cpu (auto), 4 torch threads (auto)"
+    assert hw.torch_threads == 5 and hw.as_config() == {"device": "cpu", "torch_threads": 5}  # 8 - 3 workers
+    assert hw.describe() == "cpu (auto), 5 torch threads (auto)"
     fixed = resolve_hardware(torch.device("cpu"), "cpu", 1, pool, cores=8)
     assert fixed.torch_threads == 1 and fixed.describe() == "cpu, 1 torch thread"
 
@@ -69,7 +103,7 @@ def test_trainer_sets_the_resolved_threads(tmp_path):
         trainer = Trainer("cartpole", resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8"]))
         try:
             assert trainer.hardware.device == "cpu" and trainer.device == torch.device("cpu")
-            assert torch.get_num_threads() == trainer.hardware.torch_threads == auto_threads(usable_cores(), "serial", 0)
+            assert torch.get_num_threads() == trainer.hardware.torch_threads == 1  # CartPole's MLP: one thread
         finally:
             trainer.close()
     finally:

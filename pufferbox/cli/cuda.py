@@ -151,15 +151,16 @@ def check_train_device() -> Check:
     training falls back to the CPU)."""
     import torch
 
-    from pufferbox.train.hardware import auto_threads, pick_device, usable_cores
+    from pufferbox.train.hardware import SMALL_POLICY_MACS, auto_threads, pick_device, usable_cores
 
     device, cores = pick_device("auto"), usable_cores()
     name = f"cuda ({torch.cuda.get_device_name()})" if device.type == "cuda" else "cpu"
     return Check(
         "train device",
         True,
-        f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} "
-        f"of {cores} cores (serial backend; minus one per env worker process)",
+        f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} of {cores} cores "
+        f"(serial backend; minus one per env worker process; 1 for policies under "
+        f"{SMALL_POLICY_MACS:,} multiply-adds per sample)",
     )
 
 

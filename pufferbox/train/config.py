@@ -74,9 +74,9 @@ class TrainConfig:
     target_kl: float = 0.0  # 0: no early stop of the epochs
     seed: int = 1
     device: str = "auto"  # "auto" (CUDA when torch sees a GPU, else CPU), "cpu", "cuda" or "cuda:N"
-    # torch intra-op threads. 0: automatic (pufferbox.train.hardware.auto_threads): the usable cores
-    # (affinity mask, at most OMP_NUM_THREADS when set) minus one per env worker process and one spare
-    # (workers: multiprocessing/ray only), at least 1, at most 8.
+    # torch intra-op threads. 0: automatic (pufferbox.train.hardware.auto_threads): 1 for a small policy
+    # (under 100k multiply-adds per sample, e.g. an MLP), else the usable cores (affinity mask, at most
+    # OMP_NUM_THREADS when set) minus one per env worker process (multiprocessing/ray), at least 1, at most 8.
     torch_threads: int = 0
     compile: bool = False
     checkpoint_interval: int = 100  # updates between checkpoints (and env re-seeding, see ppo.py)

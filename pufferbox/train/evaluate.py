@@ -19,7 +19,7 @@ from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
-from pufferbox.train.hardware import auto_threads, usable_cores
+from pufferbox.train.hardware import auto_threads, policy_macs, usable_cores
 from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.policies import build_agent
 
@@ -70,8 +70,9 @@ def evaluate(
         env_kwargs=env_kwargs,
         native=config["vec"]["native"] and not visual,
     )
-    torch.set_num_threads(typed(TrainConfig, config["train"]).torch_threads or auto_threads(usable_cores(), "serial", 0))
     agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
+    threads = typed(TrainConfig, config["train"]).torch_threads
+    torch.set_num_threads(threads or auto_threads(usable_cores(), "serial", 0, policy_macs(agent, venv.obs_spec)))
     torch.manual_seed(seed)
     out = stream or sys.stdout
     frames: list[Any] = []  # rgb_array frames (numpy), as imageio takes them

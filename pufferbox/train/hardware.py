@@ -2,19 +2,23 @@
 
 ``device = "auto"`` is CUDA when torch sees a GPU, else the CPU. ``torch_threads = 0`` picks
 torch's intra-op threads from the cores the envs leave free (:func:`auto_threads` of
-:func:`usable_cores`, which honours ``OMP_NUM_THREADS``): envs stepped
-in this process (serial, native, cuda backends) leave every core to torch between steps; env
-worker processes (multiprocessing, ray) keep one core each, so torch gets the rest, at least one.
-At most :data:`MAX_AUTO_THREADS`: the default policies' matrices are small, and past that
-threads cost more in synchronisation than they compute.
+:func:`usable_cores`, which honours ``OMP_NUM_THREADS``) and from the policy's arithmetic
+(:func:`policy_macs`): envs stepped in this process (serial, native, cuda backends) leave every
+core to torch between steps; env worker processes (multiprocessing, ray) keep one core each, so
+torch gets the rest, at least one. A small policy (under :data:`SMALL_POLICY_MACS` multiply-adds
+per sample, e.g. an MLP on CartPole) gets one thread: its matrices are too small to split, and
+spinning threads collapse when anything else runs (RESULTS.md, "Torch threads"). At most
+:data:`MAX_AUTO_THREADS`: past that threads cost more in synchronisation than they compute.
 
 Example:
     >>> auto_threads(cores=16, backend="serial", workers=0)
     8
+    >>> auto_threads(cores=2, backend="serial", workers=0, macs=9.4e6)  # NatureCNN: both cores
+    2
+    >>> auto_threads(cores=2, backend="serial", workers=0, macs=4.6e3)  # CartPole's MLP: one
+    1
     >>> auto_threads(cores=16, backend="multiprocessing", workers=12)
     4
-    >>> auto_threads(cores=2, backend="multiprocessing", workers=2)
-    1
 """
 
 from __future__ import annotations
@@ -27,9 +31,22 @@ import torch
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["MAX_AUTO_THREADS", "Hardware", "auto_threads", "pick_device", "resolve_hardware", "usable_cores"]
+__all__ = [
+    "MAX_AUTO_THREADS",
+    "SMALL_POLICY_MACS",
+    "Hardware",
+    "auto_threads",
+    "pick_device",
+    "policy_macs",
+    "resolve_hardware",
+    "usable_cores",
+]
 
 MAX_AUTO_THREADS = 8
+# Multiply-adds per sample below which a policy trains fastest on one thread: CartPole's MLP
+# (~5k) solves as fast on 1 thread as on 2 and collapses with 2 under load; NetHack's encoder
+# (~4M) and NatureCNN (~9M) train 1.5-1.6x faster on 2 threads than on 1 (RESULTS.md).
+SMALL_POLICY_MACS = 100_000
 WORKER_BACKENDS = ("multiprocessing", "ray")  # envs in other processes, each busy on a core while stepping
 
 
@@ -44,17 +61,51 @@ def usable_cores() -> int:
     return max(1, min(cores, int(omp))) if omp.isdigit() and int(omp) > 0 else cores
 
 
-def auto_threads(cores: int, backend: str, workers: int, cap: int = MAX_AUTO_THREADS) -> int:
-    """torch's intra-op threads for ``train.torch_threads = 0``: the cores left by ``workers`` env
-    processes of a ``backend`` (none for serial/native/cuda) less one kept for the process's own
-    env stepping and the OS, at least 1, at most ``cap``.
-
-    The spare core is measured, not taste: on 2 cores, CartPole with 2 torch threads took 147 s to
-    solve next to one busy process, with 1 thread 6 s (RESULTS.md, Training); torch's threads spin
-    and collapse when they have no core of their own.
+def auto_threads(cores: int, backend: str, workers: int, macs: float = float("inf"), cap: int = MAX_AUTO_THREADS) -> int:
+    """torch's intra-op threads for ``train.torch_threads = 0``: one for a policy of fewer than
+    :data:`SMALL_POLICY_MACS` multiply-adds per sample (``macs``, see :func:`policy_macs`), else the
+    cores left by ``workers`` env processes of a ``backend`` (none for serial/native/cuda: their
+    envs and the update take turns), at least 1, at most ``cap``.
     """
+    if macs < SMALL_POLICY_MACS:
+        return 1
     busy = workers if backend in WORKER_BACKENDS else 0
-    return max(1, min(cap, cores - busy - 1))
+    return max(1, min(cap, cores - busy))
+
+
+def policy_macs(agent: Any, obs_spec: Any) -> float:
+    """Multiply-adds per sample of one inference step (linear, conv and recurrent-cell layers; the
+    rest is small next to them), counted with forward hooks on one all-zeros observation per slot."""
+    nn = torch.nn
+    counted = (nn.Linear, nn.modules.conv._ConvNd, nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+    total = 0.0
+
+    def count(module: nn.Module, inputs: Any, output: Any) -> None:
+        nonlocal total
+        out = output[0] if isinstance(output, tuple) else output
+        per_row = out.numel() / max(1, out.shape[0])
+        if isinstance(module, nn.Linear):
+            total += per_row * module.in_features
+        elif isinstance(module, nn.modules.conv._ConvNd):
+            kernel = 1
+            for k in module.kernel_size:
+                kernel *= k
+            total += per_row * module.in_channels // module.groups * kernel
+        else:  # recurrent cells: every weight once per step
+            total += sum(p.numel() for name, p in module.named_parameters() if name.startswith("weight"))
+
+    rows = int(getattr(agent, "agents_per_env", 1))
+    device = next(agent.parameters()).device
+    obs = torch.as_tensor(obs_spec.zeros(rows), device=device)
+    state = agent.initial_state(rows, device) if getattr(agent, "lstm_size", 0) else None
+    hooks = [m.register_forward_hook(count) for m in agent.modules() if isinstance(m, counted)]
+    try:
+        with torch.no_grad():  # hidden + heads: no action sampled, so torch's RNG stream is untouched
+            agent.heads(agent.hidden(obs, state, None)[0])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return total / rows
 
 
 def pick_device(name: str) -> torch.device:
@@ -89,11 +140,20 @@ class Hardware:
 
 
 def resolve_hardware(
-    device: torch.device, requested_device: str, torch_threads: int, venv: Any, cores: int | None = None
+    device: torch.device,
+    requested_device: str,
+    torch_threads: int,
+    venv: Any,
+    cores: int | None = None,
+    macs: float = float("inf"),
 ) -> Hardware:
-    """The run's :class:`Hardware`: ``torch_threads`` 0 resolved by :func:`auto_threads` for ``venv``."""
+    """The run's :class:`Hardware`: ``torch_threads`` 0 resolved by :func:`auto_threads` for ``venv``
+    and a policy of ``macs`` multiply-adds per sample."""
     threads = torch_threads or auto_threads(
-        usable_cores() if cores is None else cores, getattr(venv, "backend", ""), int(getattr(venv, "num_workers", 0) or 0)
+        usable_cores() if cores is None else cores,
+        getattr(venv, "backend", ""),
+        int(getattr(venv, "num_workers", 0) or 0),
+        macs,
     )
     name = str(device) if device.type != "cuda" or device.index is not None else f"cuda:{torch.cuda.current_device()}"
     return Hardware(name, threads, requested_device, torch_threads)

@@ -42,7 +42,7 @@ from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, HostCollector, make_collector, make_vec_env
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, build_groups, resolve_layout
-from pufferbox.train.hardware import Hardware, pick_device, resolve_hardware
+from pufferbox.train.hardware import Hardware, pick_device, policy_macs, resolve_hardware
 from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.overlap import OverlapCollector, vtrace_targets
@@ -201,8 +201,6 @@ class Trainer:
         else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
             self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
         self.device = training_device(tc, self.venv, device)
-        self.hardware: Hardware = resolve_hardware(self.device, tc.device, tc.torch_threads, self.venv)
-        torch.set_num_threads(self.hardware.torch_threads)
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
         self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
         self.league = None
@@ -213,6 +211,9 @@ class Trainer:
             self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
         else:
             self.agent, self.learner, self.league = build_groups(self, config)
+        macs = policy_macs(self.agent, self.obs_spec) if not tc.torch_threads else float("inf")
+        self.hardware: Hardware = resolve_hardware(self.device, tc.device, tc.torch_threads, self.venv, macs=macs)
+        torch.set_num_threads(self.hardware.torch_threads)
         self.collector = self.build_collector(tc)
         self.normalizer = make_normalizer(self.obs_spec, self.num_rows, tc)
         if self.normalizer is not None:

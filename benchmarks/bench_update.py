@@ -1,0 +1,80 @@
+"""A/B timing of the default policies' PPO update (no envs): torch threads, bf16 autocast, compile.
+
+Each variant builds the family's default agent with the plugin's default hyperparameters, warms
+up on one update, then the variants are timed in turns (A B C, A B C, ...) so that background load
+falls on all of them alike. Reports the median seconds per update and each variant's ratio to the
+first; the load average is printed before and after.
+
+    python benchmarks/bench_update.py breakout --variants t1,t2,t2-bf16 --rounds 3
+    python benchmarks/bench_update.py nethack procgen --variants t1,t2
+
+Variant names: ``t<N>`` (N torch threads), optionally ``-bf16`` (``torch.autocast("cpu", bfloat16)``
+around the update's forward passes) and ``-compile`` (``train.compile``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import time
+from contextlib import nullcontext
+
+import torch
+from profile_update import family, random_batch
+
+from pufferbox.train.config import PolicyConfig, TrainConfig, typed
+from pufferbox.train.learner import Learner
+from pufferbox.train.policies import build_agent
+
+
+def parse_variant(name: str) -> tuple[int, bool, bool]:
+    """``"t2-bf16"`` -> (2 threads, bf16 autocast, no compile)."""
+    parts = name.split("-")
+    if not parts[0].startswith("t") or not parts[0][1:].isdigit():
+        raise SystemExit(f"--variants: {name!r} must start with t<threads>, e.g. t2 or t2-bf16")
+    unknown = set(parts[1:]) - {"bf16", "compile"}
+    if unknown:
+        raise SystemExit(f"--variants: {name!r}: unknown option(s) {sorted(unknown)}; use bf16, compile")
+    return int(parts[0][1:]), "bf16" in parts, "compile" in parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("families", nargs="+", help="nethack, breakout, procgen")
+    parser.add_argument("--variants", default="t1,t2")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    for name in args.families:
+        obs_spec, act_spec, policy, defaults = family(name)
+        rows, horizon = defaults["vec"]["num_envs"], defaults["train"]["num_steps"]
+        batch = random_batch(obs_spec, rows, horizon, int(act_spec.flat_space.n))
+        base = build_agent(obs_spec, act_spec, typed(PolicyConfig, defaults["policy"]), policy)
+        runs = {}
+        for variant in args.variants.split(","):
+            threads, bf16, compile_ = parse_variant(variant)
+            tc = typed(TrainConfig, {**defaults["train"], "compile": compile_})
+            learner = Learner(copy.deepcopy(base), tc, compile=compile_)
+            runs[variant] = (threads, bf16, learner, [])
+        for _ in range(args.rounds + 1):  # the first round warms up (and compiles)
+            for _variant, (threads, bf16, learner, times) in runs.items():
+                torch.set_num_threads(threads)
+                context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
+                t0 = time.perf_counter()
+                with context:
+                    learner.update(batch)
+                times.append(time.perf_counter() - t0)
+        first = None
+        print(f"== {name}: batch {rows} x {horizon}, {args.rounds} timed rounds")
+        for variant, (_, _, _, times) in runs.items():
+            median = statistics.median(times[1:])
+            first = first or median
+            rate = rows * horizon / median
+            print(f"{variant:>16}: {median:7.2f} s/update  {first / median:5.2f}x  ({rate:,.0f} samples/s)")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
