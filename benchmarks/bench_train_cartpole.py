@@ -59,11 +59,12 @@ print(json.dumps({"solved_step": callback.solved_step, "steps": model.num_timest
 """
 
 
-def run_pufferbox(seed: int, workdir: Path) -> dict:
+def run_pufferbox(seed: int, workdir: Path, sets: tuple[str, ...] = ()) -> dict:
     run_dir = workdir / f"pufferbox-{seed}"
     start = time.perf_counter()
     proc = subprocess.run(
-        [PUFFERBOX, "train", "cartpole", "--seed", str(seed), "--run-dir", str(run_dir), "--no-tensorboard"],
+        [PUFFERBOX, "train", "cartpole", "--seed", str(seed), "--run-dir", str(run_dir), "--no-tensorboard"]
+        + [arg for item in sets for arg in ("--set", item)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -107,6 +108,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--skip-sb3", action="store_true")
+    parser.add_argument(
+        "--set", action="append", default=[], help="KEY=VALUE passed to pufferbox (e.g. train.torch_threads=2)"
+    )
     parser.add_argument("--sb3-budget", type=int, default=300_000)
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads for SB3 (pufferbox uses 1)")
     args = parser.parse_args()
@@ -118,7 +122,7 @@ def main() -> None:
                 if tool == "sb3" and args.skip_sb3:
                     continue
                 row = (
-                    run_pufferbox(seed, Path(tmp))
+                    run_pufferbox(seed, Path(tmp), tuple(args.set))
                     if tool == "pufferbox"
                     else run_sb3(seed, args.sb3_budget, args.sb3_threads)
                 )

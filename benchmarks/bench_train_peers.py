@@ -175,7 +175,7 @@ def run_pufferbox(
             phase: last[f"time_{key}"] - first[f"time_{key}"]
             for phase, key in (("env", "env"), ("inference", "inference"), ("update", "learn"))
         }
-    raw_key = next((k for k in ("raw_episode_return", "episode_raw_episode_return") if k in metrics[-1]), None)
+    raw_key = next((k for k in ("episode_raw_episode_return", "raw_episode_return") if any(k in m for m in metrics)), None)
     # pufferbox trains Atari on clipped rewards with a life loss ending the episode; unless its metrics
     # carry the raw game score, its breakout returns are not in the peer's unit (whole-game raw score)
     run.return_unit = "raw game score" if raw_key else ("clipped, per life" if peer.env == "breakout" else peer.return_unit)

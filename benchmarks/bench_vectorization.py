@@ -4,7 +4,7 @@ Workloads: gymnasium CartPole (per-step overhead), an env whose step time varies
 (exponential, mean 1 ms: a pool must win), and the native batched CartPole on one core
 (its C kernel, its numpy reference kernel, PufferLib's C CartPole; ``--workloads native``
 runs just that section). NetHack is ``benchmarks/bench_nethack.py``. PufferLib runs in its own venv
-(``$PUFFERLIB_VENV``, default ``/tmp/pufferlib-venv``) through ``pufferlib_peer.py``;
+(``$PUFFERLIB_VENV``, default the one ``bench_train_peers.py --setup`` builds) through ``pufferlib_peer.py``;
 without that venv its rows are skipped with a printed note. ``--write`` replaces this
 script's tables in the "Vectorization backends" section of benchmarks/RESULTS.md (with
 the load average and the exact command), leaving the section's prose alone.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import gymnasium
 import numpy as np
+import peer_venvs
 from results import timed
 
 from pufferbox.bench import bench
@@ -39,7 +40,7 @@ PEER = Path(__file__).with_name("pufferlib_peer.py")
 
 def pufferlib_peer(workload: str, seconds: float, num_envs: int) -> dict[str, float]:
     """PufferLib 3.0's rows for ``workload``, run in its own venv; {} with a note when absent."""
-    python = Path(os.environ.get("PUFFERLIB_VENV", "/tmp/pufferlib-venv")) / "bin" / "python"
+    python = Path(os.environ.get("PUFFERLIB_VENV") or peer_venvs.PUFFERLIB_VENV) / "bin" / "python"
     if not python.exists():
         print(f"note: PufferLib peer skipped: {python} not found (build its venv: see RESULTS.md)", flush=True)
         return {}

@@ -36,9 +36,11 @@ PROCGEN_PACKAGES = ["procgen-mirror==0.10.7", "gym3==0.3.3"]
 PROCGEN_DEPS = ["filelock", "cffi", "imageio<3", "glfw<2", "moderngl<6"]
 PUFFERLIB_BUILD = [TORCH, "numpy<2", "setuptools", "wheel", "Cython", "gymnasium==0.29.1", "pettingzoo==1.24.1"]
 # What its trainer imports: heavyball for its default optimizer (Muon; 1.7.2 is of PufferLib 3.0's time),
-# pyro-ppl for its sweep module (imported by pufferl), gym 0.23.0 (it declares gym<=0.23)
+# pyro-ppl for its sweep module (imported by pufferl), gym 0.23.0 (it declares gym<=0.23), ray for
+# pufferlib.vector.Ray (bench_ray.py's peer rows; the version pufferbox pins)
 PUFFERLIB_RUNTIME = [
     TORCH,
+    "ray==2.60.0",
     "gym==0.23.0",
     "heavyball==1.7.2",
     "pyro-ppl==1.9.1",

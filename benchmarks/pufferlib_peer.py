@@ -2,11 +2,11 @@
 
 PufferLib needs gymnasium<=0.29.1, so it cannot share pufferbox's venv:
 ``benchmarks/bench_vectorization.py`` and ``benchmarks/bench_nethack.py`` run this file
-with ``$PUFFERLIB_VENV/bin/python`` (default ``/tmp/pufferlib-venv``; the recipe is in
-RESULTS.md). It imports nothing from pufferbox: the uneven-step env is re-declared here
+with ``$PUFFERLIB_VENV/bin/python`` (default the venv ``bench_train_peers.py --setup`` builds under
+``/tmp/pufferbox-peers``). It imports nothing from pufferbox: the uneven-step env is re-declared here
 with the same distribution as ``pufferbox.vector.testenvs.UnevenStepEnv``.
 
-    /tmp/pufferlib-venv/bin/python benchmarks/pufferlib_peer.py cartpole --seconds 2
+    /tmp/pufferbox-peers/pufferlib/bin/python benchmarks/pufferlib_peer.py cartpole --seconds 2
 """
 
 from __future__ import annotations
@@ -52,6 +52,14 @@ class SeededNetHack(gymnasium.Wrapper):
             core, disp = np.random.SeedSequence(seed).generate_state(2, np.uint64).tolist()
             self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
         return self.env.reset()
+
+
+def make_nethack() -> gymnasium.Env:
+    """NetHackScore-v0 as bench_nethack.py steps it; imports nle where it runs (Ray's workers too)."""
+    import nle  # noqa: F401 - registers NetHackScore-v0
+
+    keys = ("glyphs", "blstats", "message")
+    return SeededNetHack(gymnasium.make("NetHackScore-v0", observation_keys=keys, max_episode_steps=5000))
 
 
 def timed_vecenv(vecenv: Any, seconds: float, table: np.ndarray | None = None) -> float:
@@ -129,10 +137,7 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
         for envs in (4096, 16384):
             out[f"PufferLib 3.0 C CartPole, {envs} envs, one process"] = native_cartpole(envs, seconds)
     elif workload == "nethack":
-        import nle
-
-        keys = ("glyphs", "blstats", "message")
-        make = lambda: SeededNetHack(gymnasium.make("NetHackScore-v0", observation_keys=keys, max_episode_steps=5000))
+        make = make_nethack
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
         out[f"PufferLib 3.0 Serial, {n} envs"] = timed_vecenv(vector(make, "Serial", n), seconds, table)
         out[f"PufferLib 3.0 Multiprocessing, {n} envs / 2 workers"] = timed_vecenv(
@@ -143,11 +148,7 @@ def run(workload: str, seconds: float, n: int) -> dict[str, float]:
             vector(UnevenStepEnv, "Ray", 4, num_workers=4, batch_size=2), seconds
         )
     elif workload == "nethack-ray":
-        import nle  # noqa: F401 - registers NetHackScore-v0
-
-        make = lambda: SeededNetHack(
-            gymnasium.make("NetHackScore-v0", observation_keys=("glyphs", "blstats", "message"), max_episode_steps=5000)
-        )
+        make = make_nethack
         table = np.random.default_rng(0).integers(0, 23, (1024, n))
         out[f"PufferLib 3.0 Ray, {n} envs / 2 workers"] = timed_vecenv(vector(make, "Ray", n, num_workers=2), seconds, table)
     else:
