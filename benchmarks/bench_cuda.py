@@ -49,7 +49,11 @@ def gym_cartpole(steps: int = 100_000) -> float:
 
 
 def main() -> int:
+    import argparse
+
     from pufferbox.cuda.device import gpu_unavailable_reason
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help works without a GPU
 
     reason = gpu_unavailable_reason()
     if reason is not None:

@@ -111,6 +111,14 @@ def test_default_run_dirs_are_distinct_even_in_the_same_second(tmp_path):
     assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
 
 
+def test_default_run_dir_of_a_family_env_nests_under_the_family(tmp_path):
+    from pufferbox.train.runner import default_run_dir
+
+    run_dir = default_run_dir("procgen/bigfish", tmp_path / "runs")  # runs/ and runs/procgen/ do not exist yet
+    assert run_dir.is_dir() and run_dir.parent == tmp_path / "runs" / "procgen"
+    assert run_dir.name.startswith("bigfish-")
+
+
 def test_rotation_never_deletes_the_checkpoint_just_written(tmp_path):
     for update in (50, 60, 70):  # a stranger's higher-numbered checkpoints
         save_checkpoint({"update": update}, tmp_path, update, keep=3)

@@ -87,6 +87,22 @@ def test_eval_saves_a_gif(trained, tmp_path):
     assert gif.stat().st_size > 1000 and gif.read_bytes()[:3] == b"GIF"
 
 
+def test_eval_video_holds_the_first_episode_only(trained, tmp_path):
+    import json
+
+    import imageio.v2 as imageio
+
+    gif = tmp_path / "cp.gif"
+    args = ["eval", "--checkpoint", str(trained), "--episodes", "3", "--video", str(gif)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["episodes"] == 3
+    frames = len(imageio.mimread(gif, memtest=False))
+    # at most one frame per step of the first game (the GIF writer merges identical frames), none of the others
+    assert 0.5 * report["lengths"][0] <= frames <= report["lengths"][0] < sum(report["lengths"]), (frames, report)
+
+
 def test_plot_overlays_runs(trained, tmp_path):
     png = tmp_path / "curves.png"
     result = CliRunner().invoke(cli, ["plot", str(trained), str(trained), "-o", str(png)])

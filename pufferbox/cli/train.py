@@ -151,7 +151,7 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
 )
 @click.option("--episodes", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--render", is_flag=True, help="Print ANSI frames (text envs).")
-@click.option("--video", type=click.Path(dir_okay=False), help="Save rgb_array frames as .gif or .mp4 (headless).")
+@click.option("--video", type=click.Path(dir_okay=False), help="Save the first episode as .gif or .mp4 (headless).")
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
 @click.option(

@@ -351,10 +351,11 @@ class HostCollector:
         sent = action if self.action_bounds is None else np.clip(action, *self.action_bounds)  # sample unclipped
         return sent, action, logprob, value
 
-    def play(self, episodes: int, greedy: bool = False, on_step: Callable[[], None] | None = None) -> Episodes:
+    def play(self, episodes: int, greedy: bool = False, on_step: Callable[[Episodes], None] | None = None) -> Episodes:
         """Act without storing anything until ``episodes`` episodes ended (evaluation); returns them.
 
-        ``on_step`` runs after every ``recv`` (e.g. to render a frame); ``greedy`` takes the policy's mode.
+        ``on_step(finished)`` runs after every ``recv`` with the episodes that step ended (e.g. to render
+        a frame); ``greedy`` takes the policy's mode.
         """
         ended: list[Episodes] = []
         while sum(len(e) for e in ended) < episodes:
@@ -365,7 +366,7 @@ class HostCollector:
             starts = np.logical_or(terminals, truncations) | self.first[rows]
             self.first[rows] = False
             if on_step is not None:
-                on_step()
+                on_step(finished)
             if len(finished):
                 ended.append(finished)
             obs = obs if self.norm is None else self.norm.observe(obs)

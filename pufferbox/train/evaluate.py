@@ -41,7 +41,7 @@ def evaluate(
     """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict.
 
     ``render`` prints ANSI frames (text envs such as NetHack) to ``stream``; ``video``
-    (``.gif`` or ``.mp4``) saves ``rgb_array`` frames of the first env. ``encoder``: the user's
+    (``.gif`` or ``.mp4``) saves the first episode's ``rgb_array`` frames. ``encoder``: the user's
     ``module:attr`` for a checkpoint whose encoder no installed plugin registers.
     """
     import pufferbox.vector
@@ -77,11 +77,15 @@ def evaluate(
     out = stream or sys.stdout
     frames: list[Any] = []  # rgb_array frames (numpy), as imageio takes them
 
-    def show() -> None:
-        frame: Any = venv.render()
+    recording = [True]  # a video holds the first episode: the rest play unrendered (GIFs of 10 games are minutes)
+
+    def show(finished: Any) -> None:
         if render_mode == "ansi":
-            print(frame, file=out, flush=True)
-        elif frame is not None:
+            print(venv.render(), file=out, flush=True)
+            return
+        recording[0] = recording[0] and not len(finished)  # after the end, the frame is the next game's start
+        frame: Any = venv.render() if recording[0] else None
+        if frame is not None:
             frames.append(np.asarray(frame))
 
     try:
@@ -101,6 +105,7 @@ def evaluate(
         "std_return": float(np.std(returns)),
         "mean_length": float(np.mean(lengths)),
         "returns": returns,
+        "lengths": [int(n) for n in lengths],
     }
     if video is not None:
         result["video"] = save_video(frames, Path(video))

@@ -135,9 +135,10 @@ def discard_empty_run_dir(run_dir: Path) -> None:
 
 
 def new_run_dir(env: str, root: str | Path = "runs") -> Path:
-    """Create a fresh ``root/ENV-TIMESTAMP[-N]`` atomically: two runs started in the same second get two dirs."""
+    """Create a fresh ``root/ENV-TIMESTAMP[-N]`` atomically: two runs started in the same second get two dirs.
+    A family's env (``procgen/bigfish``) gets ``root/procgen/bigfish-TIMESTAMP``."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    Path(root).mkdir(parents=True, exist_ok=True)
+    (Path(root) / env).parent.mkdir(parents=True, exist_ok=True)
     for n in range(1, 10_000):
         path = Path(root) / (f"{env}-{stamp}" if n == 1 else f"{env}-{stamp}-{n}")
         try:
