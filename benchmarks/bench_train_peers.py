@@ -59,6 +59,9 @@ class Peer:
     notes: str = ""
 
 
+# arms that are the defaults plus settings (pufferbox only)
+ARM_SETTINGS: dict[str, tuple[str, ...]] = {"bf16": ("train.autocast=bf16",)}
+
 PEERS = {
     "breakout": Peer(
         "breakout", "CleanRL ppo_atari_envpool.py", 8, 128, 4, 4, 2.5e-4, "raw game score", "NatureCNN, envpool Breakout-v5"
@@ -139,10 +142,13 @@ def run_pufferbox(
     threads: int | None,
     work: Path,
     pufferbox: tuple[str, ...] | list[str] = PUFFERBOX,
+    extra: tuple[str, ...] = (),
 ) -> Run:
-    """``pufferbox train`` (its defaults, or the peer's settings via ``--set``); reads RUN_DIR/metrics.jsonl."""
-    run_dir = work / f"pufferbox-{'matched' if matched else 'defaults'}-{peer.env.replace('/', '-')}-{seed}"
-    sets = []
+    """``pufferbox train`` (its defaults, or the peer's settings via ``--set``, plus ``extra`` settings);
+    reads RUN_DIR/metrics.jsonl."""
+    label = "matched" if matched else "defaults" + "".join(f"-{s.split('=')[-1]}" for s in extra)
+    run_dir = work / f"pufferbox-{label}-{peer.env.replace('/', '-')}-{seed}"
+    sets = list(extra)
     if matched:
         sets += [
             f"vec.num_envs={peer.num_envs}",
@@ -290,7 +296,8 @@ def run_arm(
         runner = run_pufferlib if peer.env == "nethack" else run_cleanrl
         run = runner(peer, seed, budget, threads, work)
     else:
-        run = run_pufferbox(peer, arm == "matched", seed, budget, threads, work, pufferbox)
+        extra = ARM_SETTINGS.get(arm, ())
+        run = run_pufferbox(peer, arm == "matched", seed, budget, threads, work, pufferbox, extra)
     mean_return, episodes = run.final_return(budget)
     sps = run.steady_sps()
     return {
@@ -418,8 +425,8 @@ def main() -> None:
         )
         return
     budgets, arms = parse_budgets(args.budget, envs), [a.strip() for a in args.arms.split(",")]
-    if bad := [a for a in arms if a not in ("peer", "defaults", "matched")]:
-        raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from peer, defaults, matched")
+    if bad := [a for a in arms if a not in ("peer", "defaults", "matched", *ARM_SETTINGS)]:
+        raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from peer, defaults, matched, bf16")
     if "peer" in arms:
         check_peers(envs)
     threads, pufferbox = args.threads or None, args.pufferbox.split()

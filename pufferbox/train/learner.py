@@ -67,6 +67,8 @@ class Learner:
     def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False):
         self.agent, self.hp = agent, hp
         self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
+        self.device_type = next(agent.parameters()).device.type
+        self.low_precision = hp.autocast == "bf16"
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
@@ -112,17 +114,18 @@ class Learner:
             order = units[torch.randperm(len(units), generator=self.generator)].to(obs.device)  # one copy per epoch
             for start in range(0, len(units) - mb_size + 1, mb_size):
                 idx = order[start : start + mb_size]
-                if recurrent:
-                    sl = lambda x, idx=idx: x[idx].transpose(0, 1)
-                    new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
-                    old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
-                    weight = sl(masks).reshape(-1).float()
-                else:
-                    flat = lambda x, idx=idx: x.reshape(-1, *x.shape[2:])[idx]
-                    new = self.evaluate(flat(obs), flat(actions))
-                    old = [flat(x) for x in (logprobs, values, adv, returns)]
-                    weight = torch.ones_like(old[0])
-                (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = new, old
+                with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.low_precision):
+                    if recurrent:
+                        sl = lambda x, idx=idx: x[idx].transpose(0, 1)
+                        new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
+                        old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
+                        weight = sl(masks).reshape(-1).float()
+                    else:
+                        flat = lambda x, idx=idx: x.reshape(-1, *x.shape[2:])[idx]
+                        new = self.evaluate(flat(obs), flat(actions))
+                        old = [flat(x) for x in (logprobs, values, adv, returns)]
+                        weight = torch.ones_like(old[0])
+                (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = (x.float() for x in new), old
                 if not self.minibatch_step(
                     new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats
                 ):
