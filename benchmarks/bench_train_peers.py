@@ -348,7 +348,7 @@ def table(results: list[dict]) -> str:
     for env in dict.fromkeys(r["env"] for r in results):
         peer = next(p for p in PEERS.values() if p.env == env)
         peer_sps = median_of([r for r in results if r["env"] == env and r["arm"] == "peer"], "steady_sps")
-        for arm in ("peer", "defaults", "matched"):
+        for arm in ("peer", "defaults", "matched", *ARM_SETTINGS):
             rows = [r for r in results if r["env"] == env and r["arm"] == arm]
             if not rows:
                 continue
