@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GroupError", "GroupLayout", "action_limits", "agent_spaces", "checkpoint_layout", "resolve_layout"]
+__all__ = [
+    "GroupError",
+    "GroupLayout",
+    "action_limits",
+    "agent_spaces",
+    "checkpoint_layout",
+    "resolve_layout",
+    "winner",
+]
 
 
 class GroupError(ValueError):
@@ -149,3 +157,23 @@ def action_limits(raw: Any, layout: GroupLayout) -> dict[str, int]:
         if isinstance(own, spaces.Discrete) and isinstance(shared, spaces.Discrete) and own.n < shared.n:
             out[name] = int(own.n)
     return out
+
+
+def winner(returns: Mapping[str, float], rule: Any = None, env_kwargs: Mapping[str, Any] | None = None) -> str | None:
+    """The group that won an episode, None for a draw: the env's ``rule(returns, env_kwargs)``
+    (``EnvSpec.outcome``) when it declares one, else the one group with the highest mean return.
+
+    Example:
+        >>> winner({"tagger": 1.0, "runner": -0.25})
+        'tagger'
+        >>> winner({"a": 0.0, "b": 0.0}) is None
+        True
+    """
+    if rule is not None:
+        won = rule(dict(returns), dict(env_kwargs or {}))
+        if won is not None and won not in returns:
+            raise GroupError(f"outcome rule named {won!r}, not a group ({', '.join(returns)})")
+        return won
+    best = max(returns.values())
+    top = [g for g, v in returns.items() if v == best]
+    return top[0] if len(top) == 1 else None

@@ -82,6 +82,10 @@ class EnvSpec:
         groups: agent groups trained as separate policies (multi-agent): ``{name: [slot or agent id]}``
             or a module-level ``groups(raw_env) -> {name: [...]}``; None: one shared policy
             (see :mod:`pufferbox.train.groups`).
+        outcome: who won a multi-agent episode: a module-level ``outcome(group_returns, env_kwargs)``
+            returning the winning group's name or None for a draw (``group_returns``: each group's
+            mean episode return); None: the group with the highest mean return wins (see
+            :func:`pufferbox.groups.winner`).
     """
 
     name: str
@@ -98,6 +102,7 @@ class EnvSpec:
     requires: dict = field(default_factory=dict)
     aliases: tuple = ()
     groups: Any = None
+    outcome: Any = None
     description: str = ""
     plugin: str = ""
     distribution: str = ""

@@ -305,6 +305,29 @@ def test_eval_opponent_reports_counts_and_interval(tag_run):
     assert table.exit_code == 0 and "random" in table.output and "ckpt-" in table.output
 
 
+def test_winner_is_the_highest_mean_return_unless_the_env_declares_its_rule():
+    from pufferbox.groups import GroupError, winner
+    from pufferbox.train.groups import outcome
+    from pufferbox.train.league import score
+
+    assert winner({"a": 1.0, "b": 0.5}) == "a" and winner({"a": 0.0, "b": 0.0}) is None
+    tag = get_registry().get("tag")
+    # Tag: a runner's return is tag_penalty once tagged, so the taggers win only when every runner was tagged
+    all_tagged, one_left = {"tagger": 4.0, "runner": -1.0}, {"tagger": 3.0, "runner": -0.75}
+    assert winner(all_tagged, tag.outcome, {}) == "tagger" and winner(one_left, tag.outcome, {}) == "runner"
+    assert winner({"tagger": 0.0, "runner": 0.0}, tag.outcome, {}) == "runner"  # under "higher return": a draw
+    assert winner({"tagger": 6.0, "runner": -2.0}, tag.outcome, {"tag_penalty": -2.0}) == "tagger"
+    assert score(one_left, "runner", tag.outcome, {}) == 1.0 and score(one_left, "runner") == 0.0
+    assert outcome(one_left, ["runner"], tag.outcome, {}) == 1.0 and outcome(all_tagged, ["runner"], tag.outcome, {}) == 0.0
+    with pytest.raises(GroupError, match="not a group"):
+        winner({"a": 1.0}, lambda returns, kwargs: "ghost", {})
+
+
+def test_tag_matches_are_scored_by_its_rule_so_runners_can_win(tag_run):
+    match = play_match(tag_run, "random", episodes=6, side="runner")
+    assert match.draws == 0 and match.wins + match.losses == 6  # the rule has no draws: someone tagged all, or not
+
+
 def test_eval_of_a_grouped_checkpoint_and_match_errors(tag_run):
     result = CliRunner().invoke(cli, ["eval", "tag", "--checkpoint", str(tag_run), "--episodes", "2"])
     assert result.exit_code == 0, result.output

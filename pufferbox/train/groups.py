@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pufferbox.groups import GroupError, GroupLayout, resolve_layout
+from pufferbox.groups import GroupError, GroupLayout, resolve_layout, winner
 from pufferbox.train.config import LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner
 
@@ -318,8 +318,15 @@ class GroupScore:
         return out
 
 
-def outcome(returns: Mapping[str, float], learners: list[str]) -> float:
-    """1 if the learning groups' mean return beats every other group's, 0.5 on a tie, else 0."""
+def outcome(
+    returns: Mapping[str, float], learners: list[str], rule: Any = None, env_kwargs: Mapping[str, Any] | None = None
+) -> float:
+    """The learners' score of one episode: with the env's outcome ``rule`` 1 if a learning group won,
+    0.5 on a draw, else 0; without one, 1 if the learning groups' mean return beats every other group's,
+    0.5 on a tie, else 0."""
+    if rule is not None:
+        won = winner(returns, rule, env_kwargs)
+        return 1.0 if won in learners else 0.5 if won is None else 0.0
     mine = float(np.mean([returns[g] for g in learners]))
     others = [returns[g] for g in returns if g not in learners]
     if not others:
@@ -399,9 +406,18 @@ class League:
     """Snapshots of the learning groups and refills of the frozen ones, every few updates (the trainer's hook)."""
 
     def __init__(
-        self, grouped: GroupedAgent, learner: GroupLearner, cfg: LeagueConfig, run_dir: str | None, seed: int, num_rows: int
+        self,
+        grouped: GroupedAgent,
+        learner: GroupLearner,
+        cfg: LeagueConfig,
+        run_dir: str | None,
+        seed: int,
+        num_rows: int,
+        rule: Any = None,
+        env_kwargs: Mapping[str, Any] | None = None,
     ):
         self.grouped, self.learner, self.cfg = grouped, learner, cfg
+        self.rule, self.env_kwargs = rule, dict(env_kwargs or {})  # the env's outcome rule (EnvSpec.outcome)
         self.score = GroupScore(grouped.layout, num_rows)
         if cfg.pool not in POOL_MODES:
             raise GroupError(f"league.pool: unknown mode {cfg.pool!r}; use one of {', '.join(POOL_MODES)}")
@@ -424,7 +440,10 @@ class League:
     def after_update(self, update: int, episode_returns: Mapping[str, list[float]]) -> dict[str, Any]:
         """Record results, snapshot learners, refill frozen groups; returns metrics for the update."""
         games = len(next(iter(episode_returns.values()), []))
-        scores = [outcome({g: r[i] for g, r in episode_returns.items()}, self.learner.learning) for i in range(games)]
+        scores = [
+            outcome({g: r[i] for g, r in episode_returns.items()}, self.learner.learning, self.rule, self.env_kwargs)
+            for i in range(games)
+        ]
         out = {"win_rate": float(np.mean(scores)) if scores else None}
         if self.root is None:
             return out
@@ -460,5 +479,6 @@ def build_groups(trainer: Any, config: Mapping[str, Any]) -> tuple[GroupedAgent,
     grouped = GroupedAgent(agents, layout).to(trainer.device)
     cfg = typed(LeagueConfig, config.get("league", {}), "league")
     learner = GroupLearner(grouped, tc, seed=tc.seed, compile=tc.compile, frozen=cfg.frozen)
-    league = League(grouped, learner, cfg, trainer.run_dir, tc.seed, trainer.num_rows)
+    rule = getattr(trainer.spec, "outcome", None)
+    league = League(grouped, learner, cfg, trainer.run_dir, tc.seed, trainer.num_rows, rule, config.get("env", {}))
     return grouped, learner, league

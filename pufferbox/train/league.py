@@ -2,9 +2,11 @@
 
 A *match* puts checkpoint A's policy on one group (``side``, default the first group) and
 checkpoint B's policies (or ``"random"``: uniform actions) on every other group, plays
-``episodes`` episodes and scores each from A's side: a **win** when A's group has a higher
-episode return (mean over its agents) than every other group, a **draw** on a tie, else a
-**loss**. The win rate gets a 95% Wilson score interval.
+``episodes`` episodes and scores each from A's side: a **win** when the env's outcome rule
+(``EnvSpec.outcome``, e.g. Tag: the taggers win by tagging every runner, the runners by one
+surviving) names A's group, or, without a rule, when A's group has a higher episode return (mean
+over its agents) than every other group; a **draw** on a tie, else a **loss**. The win rate gets
+a 95% Wilson score interval.
 
 Ratings: one OpenSkill (Plackett-Luce) rating per checkpoint, updated game by game, persisted
 in ``RUN_DIR/league.sqlite`` (tables ``ratings`` and ``matches``); ``pufferbox league RUN_DIR``
@@ -28,6 +30,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from pufferbox.groups import winner
 from pufferbox.train.config import (
     ConfigError,
     PolicyConfig,
@@ -166,14 +169,19 @@ def play_match(
         returns = play_episodes(HostCollector(venv, agent, horizon=1), layout, episodes, seed, deterministic)
     finally:
         venv.close()
-    outcomes = [score(r, side) for r in returns]
+    outcomes = [score(r, side, getattr(spec, "outcome", None), env_kwargs) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
     return MatchResult(
         checkpoint_file(checkpoint), b, side, outcomes.count(1.0), outcomes.count(0.5), outcomes.count(0.0), outcomes
     )
 
 
-def score(returns: dict[str, float], side: str) -> float:
+def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: Any = None) -> float:
+    """``side``'s result of one episode: 1 a win, 0.5 a draw, 0 a loss (the env's outcome rule, else the
+    higher mean return; see :func:`pufferbox.groups.winner`)."""
+    if rule is not None:
+        won = winner(returns, rule, env_kwargs)
+        return 1.0 if won == side else 0.5 if won is None else 0.0
     best_other = max(v for k, v in returns.items() if k != side)
     return 1.0 if returns[side] > best_other else 0.5 if returns[side] == best_other else 0.0
 

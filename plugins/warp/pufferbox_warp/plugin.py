@@ -26,6 +26,16 @@ def tag_groups(env):
     return {"tagger": env.possible_agents[:taggers], "runner": env.possible_agents[taggers:]}
 
 
+def tag_outcome(returns, env_kwargs):
+    """Tag's game: the taggers win an episode by tagging every runner before time runs out, the runners
+    by one of them surviving. A runner's return is ``tag_penalty`` once tagged, else 0, so every runner
+    was tagged exactly when the runners' mean return is ``tag_penalty`` (no winner when it is 0)."""
+    penalty = float(env_kwargs.get("tag_penalty", -1.0))
+    if penalty == 0.0:
+        return None
+    return "tagger" if abs(returns["runner"] - penalty) <= 1e-6 * abs(penalty) else "runner"
+
+
 def make_cuda_cartpole(**kwargs):
     return cartpole.CartPoleEnv(**kwargs)
 
@@ -64,6 +74,7 @@ def register_envs(register):
             aliases=("warp_tag",),
             kwargs={"num_taggers": 1, "num_runners": 4},
             groups=tag_groups,
+            outcome=tag_outcome,
             description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
             defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
         )
@@ -77,6 +88,7 @@ def register_envs(register):
             aliases=("warp_tag_continuous",),
             kwargs={"num_taggers": 2, "num_runners": 10},
             groups=tag_groups,
+            outcome=tag_outcome,
             description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
             "(PyCUDA kernel + CPU reference).",
             defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
