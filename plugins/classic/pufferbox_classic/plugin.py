@@ -144,6 +144,11 @@ CLASSIC = (
             ent_coef=0.01,
             num_minibatches=256,
             learning_rate=3e-4,
+            # RL-Zoo reaches 200 without normalization using separate actor and critic networks; on
+            # pufferbox's shared trunk the unnormalized returns (hundreds) let the value loss swamp the
+            # policy's gradient: 88 at 1M steps without, solved at 524k with (RESULTS.md)
+            norm_obs=True,
+            norm_reward=True,
         ),
         "Land a lander on the pad, discrete engines (Gymnasium LunarLander-v3, Box2D).",
     ),
