@@ -35,11 +35,9 @@ def trained(tmp_path_factory) -> Path:
 def test_run_directory_holds_config_metrics_tensorboard_checkpoints(trained):
     config = tomllib.loads((trained / "config.toml").read_text())
     assert config["run"]["env"] == "cartpole"
-    from pufferbox.train.hardware import auto_threads, usable_cores
-
     assert config["train"]["device"] == "auto" and config["train"]["torch_threads"] == 0  # as asked, for resumes
     assert config["run"]["device"] == "cpu"  # what they resolved to (no GPU on the test machine)
-    assert config["run"]["torch_threads"] == auto_threads(usable_cores(), "serial", 0)
+    assert config["run"]["torch_threads"] == 1  # CartPole's MLP is a small policy: one thread on any machine
     assert config["train"]["seed"] == 7 and config["vec"]["num_envs"] == 4 and config["train"]["num_steps"] == 32
     lines = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
     assert [m["global_step"] for m in lines] == [128 * i for i in range(1, 9)]

@@ -74,20 +74,7 @@ def evaluate(
     threads = typed(TrainConfig, config["train"]).torch_threads
     torch.set_num_threads(threads or auto_threads(usable_cores(), "serial", 0, policy_macs(agent, venv.obs_spec)))
     torch.manual_seed(seed)
-    out = stream or sys.stdout
-    frames: list[Any] = []  # rgb_array frames (numpy), as imageio takes them
-
-    recording = [True]  # a video holds the first episode: the rest play unrendered (GIFs of 10 games are minutes)
-
-    def show(finished: Any) -> None:
-        if render_mode == "ansi":
-            print(venv.render(), file=out, flush=True)
-            return
-        recording[0] = recording[0] and not len(finished)  # after the end, the frame is the next game's start
-        frame: Any = venv.render() if recording[0] else None
-        if frame is not None:
-            frames.append(np.asarray(frame))
-
+    show = Frames(venv, render_mode, stream or sys.stdout)
     try:
         collector = HostCollector(venv, agent, horizon=1)
         collector.norm = frozen_normalizer(venv, typed(TrainConfig, config["train"]), state)
@@ -108,8 +95,27 @@ def evaluate(
         "lengths": [int(n) for n in lengths],
     }
     if video is not None:
-        result["video"] = save_video(frames, Path(video))
+        result["video"] = save_video(show.frames, Path(video))
     return result
+
+
+class Frames:
+    """``on_step`` of an evaluation that shows the env: ANSI frames printed as they come, or the first
+    episode's ``rgb_array`` frames kept for a video (the rest play unrendered: GIFs of 10 games take minutes)."""
+
+    def __init__(self, venv: Any, render_mode: str | None, out: TextIO):
+        self.venv, self.render_mode, self.out = venv, render_mode, out
+        self.frames: list[Any] = []  # numpy images, as imageio takes them
+        self.recording = True
+
+    def __call__(self, finished: Any) -> None:
+        if self.render_mode == "ansi":
+            print(self.venv.render(), file=self.out, flush=True)
+            return
+        self.recording = self.recording and not len(finished)  # after the end, the frame is the next game's start
+        frame = self.venv.render() if self.recording else None
+        if frame is not None:
+            self.frames.append(np.asarray(frame))
 
 
 def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, video: bool) -> str | None:
