@@ -137,10 +137,8 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     A best score is partly luck (the maximum of noisy evaluations), and a PPO agent's quality
     swings between slices by more than its evaluation's spread says (CartPole: 415, then 184,
     then 264 within 16k steps of one lineage): a child scoring below its parent predicts
-    little, and going back to a better-scoring older agent throws the lineage's steps away.
-    Measured (benchmarks/bench_tournament.py, 20 seeds, a single run needing 147k): with ties
-    at two standard errors the tournament needed a median of 152k steps to 475 (worst 297k),
-    continuing lineages unless they collapse 124k (worst 231k). Maturity is counted in
+    little, and going back to a better-scoring older agent throws the lineage's steps away
+    (the measurement: benchmarks/RESULTS.md, "Design notes: choosing a parent"). Maturity is counted in
     generations, not steps: agents of one generation trained the same slice, give or take a
     rollout's overshoot, which must not outweigh their scores; so founders and sibling
     branches are chosen by score.
