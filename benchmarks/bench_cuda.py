@@ -21,7 +21,7 @@ def bench(name: str, num_envs: int, steps: int, **kwargs) -> float:
     from pufferbox.registry import get_registry
 
     spec = get_registry().get(name)
-    env = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs={**spec.kwargs, **kwargs})
+    env = KernelEnv(spec.build.cuda, num_envs=num_envs, env_kwargs={**spec.build.kwargs, **kwargs})
     actions = env.tensor("actions")
     for _ in range(10):
         actions.random_(0, env.num_actions)

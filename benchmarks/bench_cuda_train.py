@@ -34,7 +34,7 @@ def train(env: str, overrides: list[str], updates: int, warmup: int, sync: bool)
     from pufferbox.train.config import resolve_config
     from pufferbox.train.ppo import Trainer
 
-    cfg = resolve_config(get_registry().get(env).defaults, overrides=["train.checkpoint_interval=0", *overrides])
+    cfg = resolve_config(get_registry().get(env).training.config, overrides=["train.checkpoint_interval=0", *overrides])
     batch = cfg["vec"]["num_envs"] * cfg["train"]["num_steps"]
     trainer = Trainer(env, cfg)
     # anneal the learning rate over exactly the updates this run makes

@@ -94,7 +94,7 @@ def run(env: str, candidate: str, seed: int, budget: int) -> dict:
         "seed": seed,
         "budget": budget,
         "steps": result.global_step,
-        "solved_return": spec.solved_return,
+        "solved_return": spec.training.solved_return,
         "final_return": result.episode_return,
         "solved_at_step": result.solved_at_step,
         "mean_approx_kl": kl,

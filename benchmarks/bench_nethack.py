@@ -110,11 +110,11 @@ def raw_parallel(num_envs: int, seconds: float) -> float:
 def pufferbox_loop(num_envs: int, seconds: float, copying: bool = False, native: bool = False, **kwargs: Any) -> float:
     """Emulated envs unless ``native`` (the plugin's native block); ``kwargs`` go to the backend."""
     import pufferbox.vector as vector
-    from pufferbox import EnvSpec
+    from pufferbox import EnvBuild, EnvSpec
 
     table = action_table(num_envs)
     rows = [np.ascontiguousarray(row) for row in table]  # sync batches: no indexing in the loop
-    env = EnvSpec(name="nethack-copying", binding=make_copying_env) if copying else "nethack"
+    env = EnvSpec(name="nethack-copying", build=EnvBuild(binding=make_copying_env)) if copying else "nethack"
     with vector.make(env, num_envs=num_envs, native=native, **kwargs) as venv:
         venv.async_reset(seed=0)
         env_ids = venv.recv()[5]

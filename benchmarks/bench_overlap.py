@@ -48,7 +48,7 @@ def run(env: str, arm: str, seed: int, steps: int, vec: list[str], solve: bool) 
         *vec,
         *ARMS[arm],
     ]
-    trainer = Trainer(spec, resolve_config(spec.defaults, overrides=overrides))
+    trainer = Trainer(spec, resolve_config(spec.training.config, overrides=overrides))
     try:
         warm = trainer.train_update(trainer.budget_horizon())["global_step"]  # workers started, first update done
         start = time.perf_counter()

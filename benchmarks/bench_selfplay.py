@@ -35,7 +35,7 @@ from pufferbox.train.ppo import Trainer
 def train(env: str, steps: int, num_envs: int, every: int, seed: int, run_dir: Path) -> list[dict]:
     spec = get_registry().get(env)
     config = resolve_config(
-        spec.defaults,
+        spec.training.config,
         overrides=[
             f"train.total_steps={steps}",
             f"vec.num_envs={num_envs}",

@@ -52,7 +52,7 @@ def median_steps(solved: list[int | None], budget: int) -> float:
 
 def bench_env(env: str, args: argparse.Namespace, out: Path) -> dict:
     spec = get_registry().get(env)
-    defaults = resolve_config(spec.defaults)
+    defaults = resolve_config(spec.training.config)
     budget = max(1024, int(defaults["train"]["total_steps"] * args.budget_scale))
     result = sweep(
         env,
@@ -70,7 +70,7 @@ def bench_env(env: str, args: argparse.Namespace, out: Path) -> dict:
         tuned = resolve_config(tuned, overrides=[f"{section}.{key}={json.dumps(value)}"])
     row = {
         "env": env,
-        "solved_return": spec.solved_return,
+        "solved_return": spec.training.solved_return,
         "trials": len(result.study.trials),
         "sweep_budget": budget,
         "best_trial": best.number,

@@ -207,7 +207,7 @@ def settings(row: dict) -> str:
     if row["kind"] == "single":
         from pufferbox.registry import get_registry
 
-        h = {f"train.{k}": v for k, v in get_registry().get("cartpole").defaults["train"].items()}
+        h = {f"train.{k}": v for k, v in get_registry().get("cartpole").training.config["train"].items()}
     else:
         h = row.get("solver_hyperparams")
     if not h:

@@ -1,4 +1,4 @@
-"""Time-to-threshold of PPO on every Ocean sanity env (thresholds: each EnvSpec.solved_return).
+"""Time-to-threshold of PPO on every Ocean sanity env (thresholds: each EnvSpec.training.solved_return).
 
 Each env trains in-process with its plugin defaults (plus the overrides below) until the
 mean of the last 20 episodes reaches ``solved_return`` or the wall-time budget runs out.
@@ -26,7 +26,7 @@ EXTRA: dict[str, list[str]] = {}
 def time_to_threshold(env: str, budget: float, seed: int) -> dict:
     spec = get_registry().get(env)
     overrides = ["train.checkpoint_interval=0", f"train.seed={seed}", "train.total_steps=100000000", *EXTRA.get(env, [])]
-    config = resolve_config(spec.defaults, overrides=overrides)
+    config = resolve_config(spec.training.config, overrides=overrides)
     start = time.perf_counter()
     trainer = Trainer(spec, config)
     try:
@@ -35,7 +35,7 @@ def time_to_threshold(env: str, budget: float, seed: int) -> dict:
         last = trainer.history[-1] if trainer.history else {}
         return {
             "env": env,
-            "solved_return": spec.solved_return,
+            "solved_return": spec.training.solved_return,
             "solved": trainer.scores.solved_at_step is not None,
             "seconds": round(time.perf_counter() - start, 2),
             "steps": trainer.global_step,

@@ -87,7 +87,7 @@ def phase_methods(trainer: Any) -> tuple[tuple[Any, str], tuple[Any, str]]:
 
 def profile_training(env: str, overrides: list[str], updates: int, warmup: int, top: int) -> None:
     spec = get_registry().get(env)
-    config = resolve_config(spec.defaults, overrides=["train.total_steps=1000000000", *overrides])
+    config = resolve_config(spec.training.config, overrides=["train.total_steps=1000000000", *overrides])
     trainer = Trainer(spec, config)
     phases = [PhaseProfile("rollout (env + inference)"), PhaseProfile("update (PPO epochs)")]
     for phase, (owner, method) in zip(phases, phase_methods(trainer)):
@@ -212,7 +212,7 @@ def flops(fn: Callable[[], Any], backward: bool = False) -> int:
 def pufferbox_agent(env: str) -> tuple[nn.Module, torch.Tensor]:
     """pufferbox's default agent for ``env`` (its plugin's policy settings) and one observation row."""
     spec = get_registry().get(env)
-    config = resolve_config(spec.defaults, overrides=["vec.num_envs=1", "vec.backend=serial"])
+    config = resolve_config(spec.training.config, overrides=["vec.num_envs=1", "vec.backend=serial"])
     trainer = Trainer(spec, config)
     try:
         agent = getattr(trainer, "agent", None) or trainer.learner.agent

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from pufferbox.hookspecs import hookimpl
-from pufferbox.registry import EnvSpec
+from pufferbox.registry import EnvBuild, EnvMeta, EnvSpec, TrainDefaults
 
 __version__ = "0.1.0"
-__all__ = ["EnvSpec", "hookimpl", "make", "__version__"]
+__all__ = ["EnvBuild", "EnvMeta", "EnvSpec", "TrainDefaults", "hookimpl", "make", "__version__"]
 
 
 def make(name: str, **kwargs: Any) -> Any:

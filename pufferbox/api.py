@@ -24,6 +24,9 @@ from typing import Any
 EXPORTS: dict[str, str] = {
     # registration
     "EnvSpec": "pufferbox.registry",
+    "EnvBuild": "pufferbox.registry",
+    "TrainDefaults": "pufferbox.registry",
+    "EnvMeta": "pufferbox.registry",
     "hookimpl": "pufferbox.hookspecs",
     "get_registry": "pufferbox.registry",
     "resolve": "pufferbox.registry",

@@ -135,7 +135,7 @@ def autotune(
     """Time every candidate configuration; results sorted fastest first."""
     from pufferbox.registry import get_registry
 
-    has_native = native and get_registry().get(env).native is not None
+    has_native = native and get_registry().get(env).build.native is not None
     results = []
     for config in configs or candidate_configs(max_envs=max_envs, native=has_native):
         result = bench(env, seconds=seconds, native=native, **config)

@@ -24,7 +24,11 @@ def numpy_allocator(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 @dataclass
 class Buffers:
     """Per-row arrays: ``observations[rows, flat]``, ``rewards``, ``terminals``, ``truncations``,
-    ``masks`` (agent present in this observation) and ``actions[rows, ...]``."""
+    ``masks`` (agent present in this observation), ``actions[rows, ...]`` and
+    ``final_observations[rows, flat]``: on a step where a row's episode was truncated (and not
+    terminated), the episode's last observation, which ``observations`` no longer shows (SAME_STEP
+    autoreset put the next episode's first there); a learner bootstraps the truncated return from
+    it. Rows not truncated this step hold stale values: read it only where ``truncations``."""
 
     observations: np.ndarray
     rewards: np.ndarray
@@ -32,6 +36,7 @@ class Buffers:
     truncations: np.ndarray
     masks: np.ndarray
     actions: np.ndarray
+    final_observations: np.ndarray
 
     @classmethod
     def layout(
@@ -45,6 +50,7 @@ class Buffers:
             "truncations": ((rows,), np.dtype(np.bool_)),
             "masks": ((rows,), np.dtype(np.bool_)),
             "actions": ((rows, *act_spec.shape), act_spec.dtype),
+            "final_observations": ((rows, obs_spec.flat_size), obs_spec.flat_dtype),
         }
 
     @classmethod

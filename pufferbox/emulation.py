@@ -72,6 +72,7 @@ class GymnasiumEmulator(gymnasium.Env):
     num_envs = 1
     num_agents = 1
     is_multiagent = False
+    writes_final_observations = True  # a truncated episode's last obs goes to Buffers.final_observations
     buffers: Buffers  # the backend's row (set_buffers); standalone use owns one (own_rows)
 
     def __init__(
@@ -194,6 +195,9 @@ class GymnasiumEmulator(gymnasium.Env):
                 0, self.episode_return, self.episode_length, {name: metric(info, name) for name in self.episode_metrics}
             )
             self.episode_return, self.episode_length = 0.0, 0
+            if truncated and not terminated:  # the learner bootstraps from it: keep it past the reset
+                self.write_observation(obs)
+                b.final_observations[0] = b.observations[0]
             obs, _ = self.env.reset()
             self.write_observation(obs)
             return episode
@@ -238,6 +242,7 @@ class PettingZooEmulator:
 
     num_envs = 1
     is_multiagent = True
+    writes_final_observations = True
     buffers: Buffers  # the backend's rows (set_buffers); standalone use owns some (own_rows)
 
     def __init__(
@@ -351,6 +356,10 @@ class PettingZooEmulator:
         self.episode_returns += b.rewards
         self.episode_length += 1
         live = [a for a in observations if not (terminations.get(a, False) or truncations.get(a, False))]
+        cut = b.truncations & ~b.terminals
+        if cut.any():  # the truncated agents' last observations, kept past the reset for the learner
+            self.write_observations(observations)
+            b.final_observations[cut] = b.observations[cut]
         if not self.env.agents or not live:
             final = {
                 name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan

@@ -1,7 +1,7 @@
 """Check a run's ``[env]`` table against what the env's creators accept, before any env is built.
 
 The ``[env]`` keys go as keyword arguments to the plugin's creator that the run uses: the
-native batched block (``spec.native``), the one-env binding (``spec.binding``), or, for
+native batched block (``spec.build.native``), the one-env binding (``spec.build.binding``), or, for
 ``--backend cuda``, the kernel's CPU reference. A key a creator's signature does not name
 is refused with one line naming the key and the accepted ones. A creator that takes
 ``**kwargs`` (``gymnasium.make`` pass-throughs) cannot be read statically: keys that only
@@ -36,11 +36,11 @@ class EnvArgumentError(ValueError):
 
 def creators(spec: EnvSpec, native: bool = True, backend: str = "serial") -> list[tuple[str, Callable[..., Any]]]:
     """``(role, callable)`` of what builds ``spec``'s envs in a run with these settings."""
-    if backend == "cuda" and spec.cuda is not None:
-        return [("kernel reference", spec.cuda.reference_class())]
-    if native and spec.native is not None:
-        return [("native", spec.native)]
-    return [("binding", spec.binding)]
+    if backend == "cuda" and spec.build.cuda is not None:
+        return [("kernel reference", spec.build.cuda.reference_class())]
+    if native and spec.build.native is not None:
+        return [("native", spec.build.native)]
+    return [("binding", spec.build.binding)]
 
 
 def signature_keys(fn: Callable[..., Any]) -> tuple[set[str], bool]:
@@ -72,14 +72,14 @@ def check_env_kwargs(spec: EnvSpec, kwargs: dict, native: bool = True, backend: 
 
 def known_keys(spec: EnvSpec) -> list[str]:
     """Every key some creator of ``spec`` names: a hint when an open creator refused a key."""
-    fns = [spec.binding, spec.native, spec.cuda.reference_class() if spec.cuda is not None else None]
+    fns = [spec.build.binding, spec.build.native, spec.build.cuda.reference_class() if spec.build.cuda is not None else None]
     return sorted(set().union(*(signature_keys(fn)[0] for fn in fns if fn is not None)))
 
 
 def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra: list[str]) -> None:
     """Build ``fn`` once with ``kwargs``; a ``TypeError`` naming one of ``extra`` becomes the one-line error."""
     spec.ensure_available()
-    merged = {**spec.kwargs, **kwargs}
+    merged = {**spec.build.kwargs, **kwargs}
     try:
         env = fn(num_envs=1, **merged) if role == "native" else fn(**merged)
     except TypeError as exc:

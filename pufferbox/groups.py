@@ -100,7 +100,7 @@ def agent_spaces(raw: Any, agent: str) -> tuple[Any, Any]:
 def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any], user_groups: Mapping[str, Any] | None) -> GroupLayout | None:
     """The group layout of ``spec`` built with ``env_kwargs``: the user's ``[groups]``, else the plugin's
     ``EnvSpec.groups``; None (one shared policy) without either. Raises :class:`GroupError` for a bad map."""
-    declared = getattr(spec, "groups", None)
+    declared = spec.training.groups
     if not user_groups and declared is None:
         return None
     raw = spec.make_raw(**env_kwargs)

@@ -7,11 +7,11 @@ A plugin is a module (or object) named by an entry point in the ``pufferbox`` gr
 
 and implements hooks with :data:`hookimpl`::
 
-    from pufferbox import EnvSpec, hookimpl
+    from pufferbox import EnvBuild, EnvSpec, hookimpl
 
     @hookimpl
     def register_envs(register):
-        register(EnvSpec(name="myenv", binding=make_my_env))
+        register(EnvSpec(name="myenv", build=EnvBuild(binding=make_my_env)))
 """
 
 import pluggy

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib
@@ -23,6 +24,7 @@ import re
 import threading
 import traceback
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -39,7 +41,17 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*(/[A-Za-z0-9][A-Za-z0-9_.+-]*
 IMPORT_TIMEOUT_VAR = "PUFFERBOX_PLUGIN_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds; generous: some plugins import torch or a simulator
 
-__all__ = ["EnvSpec", "PluginInfo", "Registry", "RegistryError", "UnknownEnvError", "get_registry"]
+__all__ = [
+    "EnvBuild",
+    "EnvMeta",
+    "EnvSpec",
+    "TrainDefaults",
+    "PluginInfo",
+    "Registry",
+    "RegistryError",
+    "UnknownEnvError",
+    "get_registry",
+]
 
 
 def returning(value: Any) -> Callable[[], Any]:
@@ -58,12 +70,11 @@ class UnknownEnvError(KeyError):
         return str(self.args[0])
 
 
-@dataclass
-class EnvSpec:
-    """Everything pufferbox knows about one environment.
+@dataclass(frozen=True)
+class EnvBuild:
+    """How to build the env, in any process.
 
     Attributes:
-        name: what users type (``pufferbox train NAME``).
         binding: creator returning a Gymnasium ``Env`` or a PettingZoo ``ParallelEnv``;
             must be importable by reference (a module-level function) so workers can build it.
         kwargs: default keyword arguments for ``binding``.
@@ -72,13 +83,28 @@ class EnvSpec:
             many envs in one object (see :mod:`pufferbox.vector.native`).
         cuda: the kernel description for ``implementation="cuda"`` (see :mod:`pufferbox.cuda`).
         observation_space / action_space: declare them to let ``info`` skip building an env.
-        defaults: default hyperparameters, as config sections (``{"train": {...}, "vec": {...}}``).
-        policy: optional default policy, a class or ``"module:Class"``.
-        solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
-        requires: ``{import name: pip requirement}`` that must be importable for the env to work.
-        aliases: other names that resolve to this env.
         episode_metrics: names of values in an episode's final ``info`` reported with each
             finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
+    """
+
+    binding: Callable[..., Any]
+    kwargs: dict = field(default_factory=dict)
+    implementation: str = "cpu"
+    native: Callable[..., Any] | None = None
+    cuda: Any = None
+    observation_space: Any = None
+    action_space: Any = None
+    episode_metrics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainDefaults:
+    """How pufferbox trains and judges the env by default.
+
+    Attributes:
+        config: default hyperparameters, as config sections (``{"train": {...}, "vec": {...}}``).
+        policy: optional default policy, a class or ``"module:Class"``.
+        solved_return: mean episode return that counts as solved (sanity envs, benchmarks).
         groups: agent groups trained as separate policies (multi-agent): ``{name: [slot or agent id]}``
             or a module-level ``groups(raw_env) -> {name: [...]}``; None: one shared policy
             (see :mod:`pufferbox.train.groups`).
@@ -88,42 +114,116 @@ class EnvSpec:
             :func:`pufferbox.groups.winner`).
     """
 
-    name: str
-    binding: Callable[..., Any]
-    kwargs: dict = field(default_factory=dict)
-    implementation: str = "cpu"
-    native: Callable[..., Any] | None = None
-    cuda: Any = None
-    observation_space: Any = None
-    action_space: Any = None
-    defaults: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
     policy: Any = None
     solved_return: float | None = None
-    requires: dict = field(default_factory=dict)
-    aliases: tuple = ()
     groups: Any = None
     outcome: Any = None
+
+
+@dataclass(frozen=True)
+class EnvMeta:
+    """What the env is and where it comes from.
+
+    Attributes:
+        description: one line for ``pufferbox envs``.
+        requires: ``{import name: pip requirement}`` that must be importable for the env to work.
+        plugin / distribution / version: filled in by the registry from the registering entry point.
+    """
+
     description: str = ""
+    requires: dict = field(default_factory=dict)
     plugin: str = ""
     distribution: str = ""
     version: str = ""
-    episode_metrics: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
+
+# The flat keywords of EnvSpec before it was split, and the part each one moved to.
+FLAT_FIELDS = {
+    **{name: ("build", name) for name in EnvBuild.__dataclass_fields__},
+    **{name: ("training", name) for name in TrainDefaults.__dataclass_fields__ if name != "config"},
+    "defaults": ("training", "config"),
+    **{name: ("meta", name) for name in EnvMeta.__dataclass_fields__},
+}
+
+
+@dataclass(init=False)
+class EnvSpec:
+    """Everything pufferbox knows about one environment: its ``name`` (what users type, ``pufferbox
+    train NAME``), how to ``build`` it (:class:`EnvBuild`), how to train it (:class:`TrainDefaults`),
+    what it is (:class:`EnvMeta`) and other names that resolve to it (``aliases``).
+
+    Example:
+        >>> spec = EnvSpec("coinflip", EnvBuild(dict), TrainDefaults(solved_return=9.0))
+        >>> spec.build.binding is dict, spec.training.solved_return, spec.meta.description
+        (True, 9.0, '')
+
+    The flat keywords of earlier versions (``EnvSpec(name, binding=..., solved_return=...)``) still
+    work and warn (``DeprecationWarning``); ``defaults=`` is ``TrainDefaults(config=...)``.
+    """
+
+    name: str
+    build: EnvBuild
+    training: TrainDefaults
+    meta: EnvMeta
+    aliases: tuple
+
+    def __init__(
+        self,
+        name: str,
+        build: EnvBuild | None = None,
+        training: TrainDefaults | None = None,
+        meta: EnvMeta | None = None,
+        aliases: tuple = (),
+        **flat: Any,
+    ):
+        if flat:
+            unknown = sorted(set(flat) - set(FLAT_FIELDS))
+            if unknown:
+                raise TypeError(f"EnvSpec got unknown keyword {unknown[0]!r}; its parts are build, training, meta")
+            warnings.warn(
+                f"env {name!r}: EnvSpec({', '.join(sorted(flat))}=...) is deprecated; pass "
+                f"build=EnvBuild(...), training=TrainDefaults(...), meta=EnvMeta(...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            parts: dict[str, dict[str, Any]] = {"build": {}, "training": {}, "meta": {}}
+            for key, value in flat.items():
+                part, field_name = FLAT_FIELDS[key]
+                parts[part][field_name] = value
+            if parts["build"]:
+                if build is not None:
+                    raise TypeError(f"env {name!r}: give build=EnvBuild(...) or its flat keywords, not both")
+                build = EnvBuild(**parts["build"])
+            if parts["training"]:
+                training = dataclasses.replace(training or TrainDefaults(), **parts["training"])
+            if parts["meta"]:
+                meta = dataclasses.replace(meta or EnvMeta(), **parts["meta"])
+        if build is None:
+            raise TypeError(f"env {name!r}: EnvSpec needs build=EnvBuild(binding=...)")
+        self.name, self.build, self.aliases = name, build, tuple(aliases)
+        self.training, self.meta = training or TrainDefaults(), meta or EnvMeta()
+        self.validate()
+
+    def validate(self) -> None:
         for name in (self.name, *self.aliases):
             if not isinstance(name, str) or not NAME_RE.match(name):
                 raise RegistryError(
                     f"env name {name!r}: use letters, digits and _ . + - in /-separated parts "
                     f"(no empty, absolute or ../ names: they become paths under runs/)"
                 )
-        if self.implementation not in IMPLEMENTATIONS:
+        for part, cls in (("build", EnvBuild), ("training", TrainDefaults), ("meta", EnvMeta)):
+            if not isinstance(getattr(self, part), cls):
+                raise RegistryError(f"env {self.name!r}: {part} must be a {cls.__name__}, got {getattr(self, part)!r}")
+        build = self.build
+        if build.implementation not in IMPLEMENTATIONS:
             raise RegistryError(
-                f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, got {self.implementation!r}"
+                f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, got {build.implementation!r}"
             )
-        if not callable(self.binding):
-            raise RegistryError(f"env {self.name!r}: binding must be callable, got {self.binding!r}")
-        qualname = getattr(self.binding, "__qualname__", "")
-        if isinstance(self.binding, types.FunctionType) and ("<lambda>" in qualname or "<locals>" in qualname):
+        if not callable(build.binding):
+            raise RegistryError(f"env {self.name!r}: binding must be callable, got {build.binding!r}")
+        qualname = getattr(build.binding, "__qualname__", "")
+        if isinstance(build.binding, types.FunctionType) and ("<lambda>" in qualname or "<locals>" in qualname):
             raise RegistryError(
                 f"env {self.name!r}: binding {qualname} is not importable by reference (workers "
                 f"rebuild the env from it); define it with `def` at module level"
@@ -132,7 +232,7 @@ class EnvSpec:
     @property
     def unavailable_reason(self) -> str | None:
         """Why this env cannot be built here (a missing requirement and its install command), or None."""
-        missing = [req for mod, req in self.requires.items() if importlib.util.find_spec(mod) is None]
+        missing = [req for mod, req in self.meta.requires.items() if importlib.util.find_spec(mod) is None]
         if missing:
             return (
                 f"missing {', '.join(missing)}: run `pip install -c tank/constraints.txt "
@@ -148,13 +248,14 @@ class EnvSpec:
     def make_raw(self, **kwargs: Any) -> Any:
         """The raw Gymnasium/PettingZoo env, built by the plugin's binding."""
         self.ensure_available()
-        return self.binding(**{**self.kwargs, **kwargs})
+        return self.build.binding(**{**self.build.kwargs, **kwargs})
 
     def make_emulated(self, check_obs: bool = False, **kwargs: Any) -> Any:
         """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""
         from pufferbox.emulation import emulate
 
-        return emulate(self.make_raw(**kwargs), name=self.name, episode_metrics=self.episode_metrics, check_obs=check_obs)
+        raw = self.make_raw(**kwargs)
+        return emulate(raw, name=self.name, episode_metrics=self.build.episode_metrics, check_obs=check_obs)
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""
@@ -168,7 +269,8 @@ class EnvSpec:
 
     def load_policy(self) -> Any:
         """The plugin's default policy class, or None."""
-        return resolve(self.policy) if self.policy is not None else None
+        policy = self.training.policy
+        return resolve(policy) if policy is not None else None
 
 
 def resolve(target: Any) -> Any:
@@ -283,26 +385,28 @@ class Registry:
         * one of its aliases already taken: that alias is refused (noted on this plugin).
         """
         if plugin is not None:
-            spec.plugin, spec.distribution, spec.version = plugin.name, plugin.distribution, plugin.version
+            spec.meta = dataclasses.replace(
+                spec.meta, plugin=plugin.name, distribution=plugin.distribution, version=plugin.version
+            )
         owner = self.envs.get(spec.name)
         if owner is not None:
             raise RegistryError(
-                f"env name {spec.name!r} is registered twice: by {owner.distribution} (plugin {owner.plugin!r}) "
-                f"and by {spec.distribution} (plugin {spec.plugin!r}); uninstall one, or restrict plugins "
+                f"env name {spec.name!r} is registered twice: by {owner.meta.distribution} (plugin {owner.meta.plugin!r}) "
+                f"and by {spec.meta.distribution} (plugin {spec.meta.plugin!r}); uninstall one, or restrict plugins "
                 f"with {PLUGINS_ENV_VAR}=..."
             )
         if spec.name in self.aliases:
             earlier = self.envs[self.aliases.pop(spec.name)]
             earlier.aliases = tuple(a for a in earlier.aliases if a != spec.name)
             self.note(
-                earlier.plugin,
-                f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of an env of {spec.distribution}",
+                earlier.meta.plugin,
+                f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of an env of {spec.meta.distribution}",
             )
         kept = []
         for alias in spec.aliases:
             taken = alias in self.envs or alias in self.aliases or alias == spec.name or alias in kept
             if taken:
-                self.note(spec.plugin, f"alias {alias!r} of {spec.name!r} refused: the name is already taken")
+                self.note(spec.meta.plugin, f"alias {alias!r} of {spec.name!r} refused: the name is already taken")
             else:
                 kept.append(alias)
         spec.aliases = tuple(kept)

@@ -86,7 +86,7 @@ def tiny_config(**extra: str) -> dict:
         "train.stop_on_solve=false",
         *[f"{k}={v}" for k, v in extra.items()],
     ]
-    return resolve_config(get_registry().get("cartpole").defaults, overrides=overrides)
+    return resolve_config(get_registry().get("cartpole").training.config, overrides=overrides)
 
 
 def comparable(history: list[dict]) -> list[dict]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pufferbox import EnvSpec, __version__, hookimpl
+from pufferbox import EnvBuild, EnvSpec, __version__, hookimpl
 from pufferbox.cli import cli, load_commands
 from pufferbox.registry import Registry
 
@@ -86,7 +86,7 @@ def test_unknown_env_is_one_line_exit_2(monkeypatch):
 def test_check_passes_on_a_first_party_env():
     result = invoke("check", "multiagent", "--steps", "30")
     assert result.exit_code == 0, result.output
-    assert "multiagent: all 7 checks passed" in result.output
+    assert "multiagent: all 8 checks passed" in result.output
 
 
 class NoisyEnv:
@@ -114,7 +114,7 @@ def test_check_fails_with_exit_1_naming_the_check(monkeypatch):
     class Plugin:
         @hookimpl
         def register_envs(self, register):
-            register(EnvSpec(name="noisy", binding=NoisyEnv))
+            register(EnvSpec(name="noisy", build=EnvBuild(binding=NoisyEnv)))
 
     registry = Registry(only=[], extra_plugins=[("noisy_plugin", Plugin())])
     monkeypatch.setattr("pufferbox.cli.check.get_registry", lambda: registry)

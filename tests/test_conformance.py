@@ -12,7 +12,7 @@ import pytest
 from gymnasium import spaces
 
 from pufferbox.conformance import ConformanceError, assert_conforms, check_env_spec
-from pufferbox.registry import EnvSpec, Registry, get_registry
+from pufferbox.registry import EnvBuild, EnvSpec, Registry, get_registry
 from pufferbox.spaces import ActionSpec, ObservationSpec
 
 _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).parent / "plugins" / "plugin_dists.py")
@@ -86,7 +86,7 @@ class StartedActions(gymnasium.Env):
 
 
 def spec_for(binding, name="bad", **kwargs) -> EnvSpec:
-    return EnvSpec(name=name, binding=binding, **kwargs)
+    return EnvSpec(name=name, build=EnvBuild(binding=binding, **kwargs))
 
 
 def test_wrong_space_fails_naming_the_field():
@@ -158,7 +158,7 @@ def test_native_bug_is_caught():
             return rewards, terminated | (self.tick >= self.single.horizon), truncated
 
     good = Registry(only=["ocean"]).get("memory")
-    bad = EnvSpec(name="memory", binding=good.binding, native=LateRecall)
+    bad = EnvSpec(name="memory", build=EnvBuild(binding=good.build.binding, native=LateRecall))
     found = results(bad, steps=60, checks=["native"])
     assert not found["native"].ok and "differ between native and emulated" in found["native"].detail
 
@@ -173,6 +173,7 @@ def test_pytest_fixture_runs_the_suite(pufferbox_check):
         "flattening",
         "serial",
         "native",
+        "truncation",
         "groups",
     ]
 
@@ -196,7 +197,7 @@ def test_readme_example_is_the_installed_plugin_and_conforms(tmp_path, monkeypat
     get_registry.cache_clear()
     request.addfinalizer(get_registry.cache_clear)
     spec = get_registry().get("coinflip")
-    assert spec.distribution == "pufferbox-coinflip" and spec.solved_return == 9.0
+    assert spec.meta.distribution == "pufferbox-coinflip" and spec.training.solved_return == 9.0
     namespace: dict = {}
     exec(compile(blocks["tests/test_coinflip.py"], "test_coinflip.py", "exec"), namespace)
     namespace["test_coinflip_conforms"](pufferbox_check)

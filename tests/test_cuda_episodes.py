@@ -30,8 +30,8 @@ def host_env(name, num_envs, **options):
     from pufferbox.registry import get_registry
 
     spec = get_registry().get(name)
-    kwargs = {**spec.kwargs, **options.pop("env_kwargs", {})}
-    return KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs=kwargs, device="host", **options)
+    kwargs = {**spec.build.kwargs, **options.pop("env_kwargs", {})}
+    return KernelEnv(spec.build.cuda, num_envs=num_envs, env_kwargs=kwargs, device="host", **options)
 
 
 @needs_cxx
@@ -128,7 +128,7 @@ def test_vector_env_reports_episodes_once_per_rollout(device):
     kw = {"num_runners": 4, "world": 6.0, "tag_radius": 1.5, "episode_length": 30}
     venv = pufferbox.vector.make("tag_continuous", backend="cuda", num_envs=num_envs, env_kwargs=kw, seed=3, device=device)
     kernel = venv.kernel
-    ref = type(kernel.reference)(num_envs=num_envs, **{**get_registry().get("tag_continuous").kwargs, **kw})
+    ref = type(kernel.reference)(num_envs=num_envs, **{**get_registry().get("tag_continuous").build.kwargs, **kw})
     ref.reset(3)
     twin, expected = ReferenceEpisodes(num_envs, ref.num_agents), []
     rng = np.random.default_rng(0)

@@ -93,7 +93,7 @@ def test_main_envs_close_reaps_workers_and_frees_shared_memory() -> None:
 
 def test_env_that_cannot_be_built_fails_clearly() -> None:
     bad = env_spec_for("faulty", fail_at=1)
-    bad.kwargs["unknown_kwarg"] = 1
+    bad.build.kwargs["unknown_kwarg"] = 1
     with pytest.raises(Exception, match="unknown_kwarg"):
         vector.make(bad, backend="multiprocessing", num_envs=2, num_workers=2)
     assert not live_children()

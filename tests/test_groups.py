@@ -314,11 +314,16 @@ def test_winner_is_the_highest_mean_return_unless_the_env_declares_its_rule():
     tag = get_registry().get("tag")
     # Tag: a runner's return is tag_penalty once tagged, so the taggers win only when every runner was tagged
     all_tagged, one_left = {"tagger": 4.0, "runner": -1.0}, {"tagger": 3.0, "runner": -0.75}
-    assert winner(all_tagged, tag.outcome, {}) == "tagger" and winner(one_left, tag.outcome, {}) == "runner"
-    assert winner({"tagger": 0.0, "runner": 0.0}, tag.outcome, {}) == "runner"  # under "higher return": a draw
-    assert winner({"tagger": 6.0, "runner": -2.0}, tag.outcome, {"tag_penalty": -2.0}) == "tagger"
-    assert score(one_left, "runner", tag.outcome, {}) == 1.0 and score(one_left, "runner") == 0.0
-    assert outcome(one_left, ["runner"], tag.outcome, {}) == 1.0 and outcome(all_tagged, ["runner"], tag.outcome, {}) == 0.0
+    assert (
+        winner(all_tagged, tag.training.outcome, {}) == "tagger" and winner(one_left, tag.training.outcome, {}) == "runner"
+    )
+    assert winner({"tagger": 0.0, "runner": 0.0}, tag.training.outcome, {}) == "runner"  # under "higher return": a draw
+    assert winner({"tagger": 6.0, "runner": -2.0}, tag.training.outcome, {"tag_penalty": -2.0}) == "tagger"
+    assert score(one_left, "runner", tag.training.outcome, {}) == 1.0 and score(one_left, "runner") == 0.0
+    assert (
+        outcome(one_left, ["runner"], tag.training.outcome, {}) == 1.0
+        and outcome(all_tagged, ["runner"], tag.training.outcome, {}) == 0.0
+    )
     with pytest.raises(GroupError, match="not a group"):
         winner({"a": 1.0}, lambda returns, kwargs: "ghost", {})
 
@@ -374,7 +379,9 @@ def test_conformance_checks_declared_groups():
 
     tag = get_registry().get("tag")
     assert [str(r) for r in check_env_spec(tag, steps=5, checks=["groups"])] == ["ok   groups"]
-    broken = dataclasses.replace(tag, groups={"tagger": ["agent_0"], "runner": ["agent_1", "agent_2"]})
+    broken = dataclasses.replace(
+        tag, training=dataclasses.replace(tag.training, groups={"tagger": ["agent_0"], "runner": ["agent_1", "agent_2"]})
+    )
     [result] = check_env_spec(broken, steps=5, checks=["groups"])
     assert not result.ok and "agent 'agent_3' is in no group" in result.detail
     [shared] = check_env_spec(get_registry().get("cartpole"), steps=5, checks=["groups"])

@@ -69,9 +69,32 @@ def test_sb3_step_layout_and_seeding():
             for row in np.flatnonzero(dones):
                 done_seen = True
                 assert infos[row]["TimeLimit.truncated"] is False
-                assert "terminal_observation" not in infos[row]  # see the module docstring: SAME_STEP loses it
+                assert "terminal_observation" not in infos[row]  # terminated: SB3 never needs it
                 assert infos[row]["episode"]["l"] >= 1
         assert done_seen
+    finally:
+        venv.close()
+
+
+def test_sb3_gets_the_terminal_observation_of_a_truncated_episode():
+    """SB3 bootstraps a time limit from ``terminal_observation``: the truncated episode's last obs."""
+    import gymnasium
+
+    venv = SB3VecEnv(pufferbox.vector.make("cartpole", backend="serial", num_envs=2, env_kwargs={"max_episode_steps": 3}))
+    refs = [gymnasium.make("CartPole-v1", max_episode_steps=3) for _ in range(2)]
+    try:
+        venv.seed(11)
+        venv.reset()
+        for i, ref in enumerate(refs):
+            ref.reset(seed=11 + i)
+        for t in range(3):
+            action = np.array([t % 2, (t + 1) % 2])
+            _, _, dones, infos = venv.step(action)
+            expected = [ref.step(int(a))[0] for ref, a in zip(refs, action)]
+        assert dones.all()
+        for row in range(2):
+            assert infos[row]["TimeLimit.truncated"] is True
+            np.testing.assert_array_equal(infos[row]["terminal_observation"], expected[row])
     finally:
         venv.close()
 

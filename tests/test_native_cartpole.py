@@ -216,7 +216,7 @@ def test_episode_infos_through_backends_match_emulated(backend: str, kwargs: dic
 
 @pytest.mark.parametrize("backend", ["serial", "multiprocessing"])
 def test_trainer_records_native_episodes_from_arrays(backend: str) -> None:
-    defaults = get_registry().get("cartpole").defaults
+    defaults = get_registry().get("cartpole").training.config
     workers = ["vec.num_workers=2"] if backend == "multiprocessing" else []
     cfg = resolve_config(
         defaults,

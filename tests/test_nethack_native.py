@@ -172,7 +172,7 @@ def test_native_tasks_and_refusals():
     registry = get_registry()
     for task in TASKS:
         spec = registry.get("nethack" if task == "score" else f"nethack/{task}")
-        assert (spec.native is not None) == (task in NATIVE_TASKS)
+        assert (spec.build.native is not None) == (task in NATIVE_TASKS)
     assert "challenge" not in NATIVE_TASKS  # unseedable: nothing could show it equal to the gym env
     with pytest.raises(ValueError, match="no native block for task 'challenge'"):
         NetHackNative(1, task="challenge")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from pufferbox.registry import EnvSpec
+from pufferbox.registry import EnvBuild, EnvSpec
 from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, save_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.ppo import NonFiniteError, Trainer
@@ -47,7 +47,7 @@ def make_nan_env(**kwargs):
 
 
 def spec(**kwargs) -> EnvSpec:
-    return EnvSpec(name="nan_reward", binding=make_nan_env, kwargs=kwargs)
+    return EnvSpec(name="nan_reward", build=EnvBuild(binding=make_nan_env, kwargs=kwargs))
 
 
 def config(*overrides: str) -> dict:

@@ -84,7 +84,7 @@ def test_bad_clip_values_are_refused():
 
 def normalized(*extra: str) -> dict:
     return resolve_config(
-        get_registry().get("cartpole").defaults,
+        get_registry().get("cartpole").training.config,
         overrides=["train.norm_obs=true", "train.norm_reward=true", "train.checkpoint_interval=0", *extra],
     )
 

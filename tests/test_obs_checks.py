@@ -90,7 +90,7 @@ def test_vec_check_obs_reaches_the_envs() -> None:
     from pufferbox.train.ppo import Trainer
 
     cfg = resolve_config(
-        get_registry().get("cartpole").defaults,
+        get_registry().get("cartpole").training.config,
         overrides=["vec.check_obs=true", "vec.native=false", "vec.num_envs=2", "train.checkpoint_interval=0"],
     )
     trainer = Trainer("cartpole", cfg)

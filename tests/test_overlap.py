@@ -32,7 +32,7 @@ def config(*overrides: str) -> dict:
         "train.overlap=true",
         "policy.hidden_size=16",
     ]
-    return resolve_config(get_registry().get("cartpole").defaults, overrides=[*base, *overrides])
+    return resolve_config(get_registry().get("cartpole").training.config, overrides=[*base, *overrides])
 
 
 # -- V-trace ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from gymnasium import spaces
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvSpec, hookimpl
 from pufferbox.cli import cli, load_commands
 from pufferbox.registry import Registry, RegistryError
 
@@ -61,15 +61,15 @@ def test_a_duplicate_env_name_breaks_only_the_plugin_that_registers_it(hostile):
     (broken,) = registry.broken()
     assert broken.name == "duplicate_example" and "'cartpole' is registered twice" in broken.error
     assert "pufferbox-classic" in broken.error and "pufferbox-duplicate-example" in broken.error
-    assert registry.get("cartpole").distribution == "pufferbox-classic"
+    assert registry.get("cartpole").meta.distribution == "pufferbox-classic"
     assert {s.name for s in registry.all_envs()} == OCEAN | CLASSIC  # ocean, loaded after it, is intact
 
 
 def test_an_alias_never_takes_another_plugins_env_name(hostile):
     registry = Registry(only=["classic", "hostile_aliases", "ocean"])
     assert not registry.broken()
-    assert registry.get("cartpole").plugin == "classic"  # env loaded before the alias: the alias is refused
-    assert registry.get("squared").plugin == "ocean"  # env loaded after the alias: the alias is withdrawn
+    assert registry.get("cartpole").meta.plugin == "classic"  # env loaded before the alias: the alias is refused
+    assert registry.get("squared").meta.plugin == "ocean"  # env loaded after the alias: the alias is withdrawn
     assert registry.get("robber").name == "thief"  # its own alias still works
     notes = " ".join(next(p for p in registry.plugins if p.name == "hostile_aliases").notes)
     assert "alias 'cartpole' of 'thief' refused" in notes and "alias 'squared' of 'thief' withdrawn" in notes
@@ -139,7 +139,7 @@ def test_hooks_are_called_through_pluggy():
     class Plugin:
         @hookimpl
         def register_envs(self, register):
-            register(EnvSpec(name="traced", binding=dict))
+            register(EnvSpec(name="traced", build=EnvBuild(binding=dict)))
 
     registry = Registry(only=[], extra_plugins=[("traced_plugin", Plugin())])
     registry.manager.add_hookcall_monitoring(
@@ -148,16 +148,16 @@ def test_hooks_are_called_through_pluggy():
     )
     registry.load()
     assert ("register_envs", ["traced_plugin"]) in called
-    assert registry.get("traced").plugin == "traced_plugin"
+    assert registry.get("traced").meta.plugin == "traced_plugin"
 
 
 @pytest.mark.parametrize("name", ["", "../escape", "/abs/path", "a//b", "a/../b", ".hidden", "a b", "x/"])
 def test_env_names_that_are_not_plain_paths_are_refused(name):
     with pytest.raises(RegistryError, match="use letters, digits"):
-        EnvSpec(name=name, binding=dict)
+        EnvSpec(name=name, build=EnvBuild(binding=dict))
     with pytest.raises(RegistryError, match="use letters, digits"):
-        EnvSpec(name="fine", binding=dict, aliases=(name,))
-    EnvSpec(name="family/env-v1.2_x+", binding=dict)
+        EnvSpec(name="fine", build=EnvBuild(binding=dict), aliases=(name,))
+    EnvSpec(name="family/env-v1.2_x+", build=EnvBuild(binding=dict))
 
 
 def test_a_binding_that_is_not_importable_by_reference_is_refused():
@@ -166,7 +166,7 @@ def test_a_binding_that_is_not_importable_by_reference_is_refused():
 
     for binding in (lambda: None, local_binding):
         with pytest.raises(RegistryError, match="not importable by reference.*define it with `def` at module level"):
-            EnvSpec(name="x", binding=binding)
+            EnvSpec(name="x", build=EnvBuild(binding=binding))
 
 
 def test_envs_status_says_what_training_will_do(monkeypatch):
@@ -174,9 +174,12 @@ def test_envs_status_says_what_training_will_do(monkeypatch):
         @hookimpl
         def register_envs(self, register):
             register(
-                EnvSpec(name="texty", binding=dict, action_space=spaces.Text(5), observation_space=spaces.Box(0, 1, (2,)))
+                EnvSpec(
+                    name="texty",
+                    build=EnvBuild(binding=dict, observation_space=spaces.Box(0, 1, (2,)), action_space=spaces.Text(5)),
+                )
             )
-            register(EnvSpec(name="fine", binding=dict, action_space=spaces.Discrete(2)))
+            register(EnvSpec(name="fine", build=EnvBuild(binding=dict, action_space=spaces.Discrete(2))))
 
     registry = Registry(only=["warp"], extra_plugins=[("texty_plugin", Plugin())])
     monkeypatch.setattr("pufferbox.cli.envs.get_registry", lambda: registry)

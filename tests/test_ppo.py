@@ -17,7 +17,7 @@ from pufferbox.vector.testenvs import env_spec_for
 
 
 def config(env: str | None = None, *overrides: str) -> dict:
-    defaults = get_registry().get(env).defaults if env else {}
+    defaults = get_registry().get(env).training.config if env else {}
     return resolve_config(defaults, overrides=["train.checkpoint_interval=0", *overrides])
 
 
@@ -191,9 +191,11 @@ def make_coin_env():
 
 
 def test_episode_metrics_of_the_env_reach_the_update_metrics():
-    from pufferbox.registry import EnvSpec
+    from pufferbox.registry import EnvBuild, EnvSpec
 
-    spec = EnvSpec(name="coins", binding=make_coin_env, episode_metrics=("coins",))  # declared metrics are logged
+    spec = EnvSpec(
+        name="coins", build=EnvBuild(binding=make_coin_env, episode_metrics=("coins",))
+    )  # declared metrics are logged
     trainer = Trainer(
         spec,
         resolve_config(

@@ -21,11 +21,11 @@ def test_reaches_solved_return(env):
     except UnknownEnvError:
         pytest.skip(f"{env}: the ocean plugin is not installed")
     config = resolve_config(
-        spec.defaults, overrides=["train.checkpoint_interval=0", "train.stop_on_solve=true", "train.seed=2"]
+        spec.training.config, overrides=["train.checkpoint_interval=0", "train.stop_on_solve=true", "train.seed=2"]
     )
     trainer = Trainer(spec, config)
     result = trainer.train()
     trainer.close()
     assert result.solved_at_step is not None, (
-        f"{env}: recent return {result.episode_return} < {spec.solved_return} after {result.global_step} steps"
+        f"{env}: recent return {result.episode_return} < {spec.training.solved_return} after {result.global_step} steps"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvSpec, hookimpl
 from pufferbox.registry import Registry, RegistryError, UnknownEnvError
 
 _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).parent / "plugins" / "plugin_dists.py")
@@ -36,7 +36,7 @@ def test_first_party_plugins_register_cartpole_and_ocean():
     assert names == OCEAN | CLASSIC
     assert all(p.ok for p in registry.plugins)
     spec = registry.get("ocean/spaces")  # alias
-    assert spec.name == "spaces" and spec.distribution == "pufferbox-ocean" and spec.native is not None
+    assert spec.name == "spaces" and spec.meta.distribution == "pufferbox-ocean" and spec.build.native is not None
 
 
 def test_broken_plugin_is_reported_and_others_still_work(tmp_path, monkeypatch, request):
@@ -77,7 +77,7 @@ def test_plugin_failing_inside_register_envs_registers_nothing():
     class HalfBroken:
         @hookimpl
         def register_envs(self, register):
-            register(EnvSpec(name="half_a", binding=dict))
+            register(EnvSpec(name="half_a", build=EnvBuild(binding=dict)))
             raise ValueError("simulator version mismatch")
 
     registry = Registry(only=[], extra_plugins=[("half", HalfBroken())])
@@ -94,6 +94,38 @@ def test_unknown_env_suggests_close_matches():
 
 def test_bad_spec_fields_are_rejected():
     with pytest.raises(RegistryError, match="implementation must be one of"):
-        EnvSpec(name="x", binding=dict, implementation="tpu")
+        EnvSpec(name="x", build=EnvBuild(binding=dict, implementation="tpu"))
     with pytest.raises(RegistryError, match="binding must be callable"):
-        EnvSpec(name="x", binding="not callable")
+        EnvSpec(name="x", build=EnvBuild(binding="not callable"))
+    with pytest.raises(RegistryError, match="training must be a TrainDefaults"):
+        EnvSpec(name="x", build=EnvBuild(binding=dict), training={"solved_return": 1.0})
+    with pytest.raises(TypeError, match="needs build=EnvBuild"):
+        EnvSpec(name="x")
+
+
+def test_spec_parts_separate_building_training_and_metadata():
+    from pufferbox import EnvMeta, TrainDefaults
+
+    spec = EnvSpec(
+        "x",
+        EnvBuild(binding=dict, kwargs={"a": 1}, episode_metrics=("m",)),
+        TrainDefaults(config={"train": {"gamma": 0.9}}, solved_return=2.0),
+        EnvMeta(description="d", requires={"numpy": "numpy"}),
+        aliases=("y",),
+    )
+    assert spec.make_raw(b=2) == {"a": 1, "b": 2}
+    assert spec.training.config == {"train": {"gamma": 0.9}} and spec.training.solved_return == 2.0
+    assert spec.meta.description == "d" and spec.unavailable_reason is None and spec.aliases == ("y",)
+    with pytest.raises(AttributeError):  # the parts are frozen: a plugin's record cannot be edited in place
+        spec.build.binding = list  # type: ignore[misc]
+
+
+def test_flat_keywords_still_work_and_warn():
+    with pytest.warns(DeprecationWarning, match="EnvSpec\\(binding, defaults, description, solved_return=...\\)"):
+        spec = EnvSpec(name="x", binding=dict, defaults={"vec": {}}, description="d", solved_return=3.0)
+    assert spec.build.binding is dict and spec.training.config == {"vec": {}}
+    assert spec.training.solved_return == 3.0 and spec.meta.description == "d"
+    with pytest.raises(TypeError, match="unknown keyword 'colour'"):
+        EnvSpec(name="x", binding=dict, colour="red")
+    with pytest.raises(TypeError, match="not both"), pytest.warns(DeprecationWarning):
+        EnvSpec(name="x", build=EnvBuild(binding=dict), binding=list)

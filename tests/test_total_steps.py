@@ -20,7 +20,7 @@ from pufferbox.train.runner import run
 
 def cartpole(*overrides: str) -> dict:
     return resolve_config(
-        get_registry().get("cartpole").defaults,
+        get_registry().get("cartpole").training.config,
         overrides=[
             "vec.num_envs=4",
             "train.num_steps=128",
@@ -86,7 +86,7 @@ def test_an_exact_budget_prints_no_note(tmp_path, capsys):
 @pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")
 def test_the_device_collector_stops_at_the_budget_too():
     cfg = resolve_config(
-        get_registry().get("cuda_cartpole").defaults,
+        get_registry().get("cuda_cartpole").training.config,
         overrides=[
             "vec.backend=cuda",
             "vec.device=host",

@@ -31,7 +31,7 @@ needs_gpu = [
 
 def host_config(env: str, *overrides: str) -> dict:
     return resolve_config(
-        get_registry().get(env).defaults,
+        get_registry().get(env).training.config,
         overrides=[
             "vec.backend=cuda",
             "vec.device=host",
@@ -255,7 +255,7 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
         trainer = Trainer(
             "tag",
             resolve_config(
-                get_registry().get("tag").defaults,
+                get_registry().get("tag").training.config,
                 overrides=[
                     "vec.backend=cuda",
                     "vec.num_envs=256",
@@ -314,9 +314,14 @@ def test_rollout_event_metrics_are_the_ones_the_plugin_declares():
     import dataclasses
 
     spec = get_registry().get("tag")
-    assert dict(spec.cuda.events) == {"tagged": "tag_rate"}
-    renamed = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={"tagged": "tags_per_step"}))
-    silent = dataclasses.replace(spec, cuda=dataclasses.replace(spec.cuda, events={}))
+    assert dict(spec.build.cuda.events) == {"tagged": "tag_rate"}
+    renamed = dataclasses.replace(
+        spec,
+        build=dataclasses.replace(spec.build, cuda=dataclasses.replace(spec.build.cuda, events={"tagged": "tags_per_step"})),
+    )
+    silent = dataclasses.replace(
+        spec, build=dataclasses.replace(spec.build, cuda=dataclasses.replace(spec.build.cuda, events={}))
+    )
     for env, expected in ((renamed, {"tags_per_step"}), (silent, set())):
         trainer = Trainer(env, host_config("tag", "train.num_steps=8"))
         try:

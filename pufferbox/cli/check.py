@@ -41,7 +41,7 @@ def check(env: str, steps: int, seed: int, num_envs: int, only: tuple[str, ...],
     cuda = cuda or host
     spec = get_registry().get(env)
     spec.ensure_available()
-    if cuda and (spec.implementation != "cuda" or spec.cuda is None):
+    if cuda and (spec.build.implementation != "cuda" or spec.build.cuda is None):
         raise UserError(f"--cuda: env {spec.name!r} has no CUDA kernel; `pufferbox envs` lists the cuda ones")
     results = check_env_spec(spec, steps=steps, seed=seed, num_envs=num_envs, checks=list(only) or None)
     for result in results:

@@ -25,13 +25,13 @@ def env_status(spec: EnvSpec) -> tuple[str, str]:
     from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 
     try:
-        if spec.observation_space is not None:
-            ObservationSpec(spec.observation_space)
-        if spec.action_space is not None:
-            ActionSpec(spec.action_space)
+        if spec.build.observation_space is not None:
+            ObservationSpec(spec.build.observation_space)
+        if spec.build.action_space is not None:
+            ActionSpec(spec.build.action_space)
     except SpaceError as exc:
         return "broken", f"{exc} (pufferbox cannot flatten it)"
-    if spec.implementation == "cuda":
+    if spec.build.implementation == "cuda":
         from pufferbox.cuda.device import gpu_unavailable_reason
 
         no_gpu = gpu_unavailable_reason()
@@ -51,15 +51,15 @@ def envs(as_json: bool) -> None:
         rows.append(
             {
                 "name": spec.name,
-                "plugin": spec.plugin,
-                "distribution": spec.distribution,
-                "version": spec.version,
-                "implementation": spec.implementation,
-                "native": spec.native is not None,
+                "plugin": spec.meta.plugin,
+                "distribution": spec.meta.distribution,
+                "version": spec.meta.version,
+                "implementation": spec.build.implementation,
+                "native": spec.build.native is not None,
                 "status": status,
                 "reason": reason,
                 "aliases": list(spec.aliases),
-                "description": spec.description,
+                "description": spec.meta.description,
             }
         )
     for plugin in registry.broken():
@@ -126,7 +126,7 @@ def describe(spec: EnvSpec) -> dict:
     """Everything ``info`` shows, as plain data."""
     obs_spec, act_spec, agents = spec.flattening()
     requires = {}
-    for _module, requirement in spec.requires.items():
+    for _module, requirement in spec.meta.requires.items():
         name = requirement.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
         try:
             requires[requirement] = metadata.version(name)
@@ -134,11 +134,11 @@ def describe(spec: EnvSpec) -> dict:
             requires[requirement] = "missing"
     return {
         "name": spec.name,
-        "plugin": spec.plugin,
-        "distribution": f"{spec.distribution} {spec.version}",
-        "implementation": spec.implementation,
-        "native_batched": spec.native is not None,
-        "description": spec.description,
+        "plugin": spec.meta.plugin,
+        "distribution": f"{spec.meta.distribution} {spec.meta.version}",
+        "implementation": spec.build.implementation,
+        "native_batched": spec.build.native is not None,
+        "description": spec.meta.description,
         "agents_per_env": agents,
         "observation_space": str(obs_spec.space),
         "action_space": str(act_spec.space),
@@ -153,8 +153,8 @@ def describe(spec: EnvSpec) -> dict:
             }
             for leaf in obs_spec.leaves
         ],
-        "defaults": spec.defaults,
-        "solved_return": spec.solved_return,
+        "defaults": spec.training.config,
+        "solved_return": spec.training.solved_return,
         "requires": requires,
     }
 

@@ -280,13 +280,14 @@ class ManualEnvs:
         self.agents = list(self.envs[0].possible_agents) if self.multi else [None]
         n, k = len(self.envs), len(self.agents)
         self.obs = obs_spec.zeros(n * k)
+        self.final = obs_spec.zeros(n * k)  # a truncated (not terminated) row's last observation
         self.rewards = np.zeros(n * k, np.float32)
         self.terminals = np.zeros(n * k, bool)
         self.truncations = np.zeros(n * k, bool)
         self.masks = np.ones(n * k, bool)
         self.returns = [np.zeros(k) for _ in range(n)]
         self.lengths = [0] * n
-        self.metric_names = spec.episode_metrics  # read from the final info, as the emulator does
+        self.metric_names = spec.build.episode_metrics  # read from the final info, as the emulator does
 
     def write(self, i: int, observations: Any) -> None:
         k = len(self.agents)
@@ -335,6 +336,10 @@ class ManualEnvs:
                 self.returns[i] += float(rew)
                 done = term or trunc
             self.lengths[i] += 1
+            for j, agent in enumerate(self.agents):
+                row = base + j
+                if self.truncations[row] and not self.terminals[row] and (not self.multi or agent in obs):
+                    self.obs_spec.write(self.final, row, obs[agent] if self.multi else obs)
             if done:
                 ended.append(Episodes.one(i, float(self.returns[i].mean()), self.lengths[i], metrics))
                 self.returns[i][:] = 0.0
@@ -374,6 +379,23 @@ def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: b
             )
 
 
+def compare_final(t: int, names: tuple[str, str], a: Any, b: Any, cut: np.ndarray) -> None:
+    """The final observations of the rows truncated (not terminated) this step agree."""
+    cut = np.asarray(cut)
+    if not cut.any():
+        return
+    if a is None:
+        fail(
+            f"step {t}: rows {np.flatnonzero(cut)[:8].tolist()} were truncated but the {names[0]} keeps no final "
+            f"observations: copy them into buffers.final_observations before the reset and set "
+            f"writes_final_observations = True (learners bootstrap truncated returns from them)"
+        )
+    x, y = np.asarray(a)[cut], np.asarray(b)[cut]
+    if not np.array_equal(x, y):
+        rows = np.flatnonzero(cut)[np.asarray(x != y).reshape(len(x), -1).any(axis=1)]
+        fail(f"step {t}: final observations of truncated rows {rows[:8].tolist()} differ between {names[0]} and {names[1]}")
+
+
 def action_batches(space: gymnasium.Space, rows: int, seed: int) -> Callable[[], np.ndarray]:
     seeded_sampler(space, seed)
     return lambda: np.stack([space.sample() for _ in range(rows)])
@@ -398,6 +420,7 @@ def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
             obs, rew, term, trunc, infos, _env_ids, masks = venv.recv()
             expected_infos = manual.step(actions)
             compare_batches(t, names, (obs, rew, term, trunc, masks), mine, manual.multi)
+            compare_final(t, names, venv.final_observations(), manual.final, manual.truncations & ~manual.terminals)
             if episode_table(infos) != episode_table(expected_infos):
                 fail(
                     f"step {t}: episode infos differ: serial backend {episode_table(infos)} vs "
@@ -411,7 +434,7 @@ def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
 def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
     from pufferbox.vector import make
 
-    if spec.native is None:
+    if spec.build.native is None:
         return
     native = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=True)
     emulated = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
@@ -433,12 +456,72 @@ def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
             emulated.send(actions)
             a, b = native.recv(), emulated.recv()
             compare_batches(t, names, a[:4] + (a[6],), b[:4] + (b[6],), multi)
+            compare_final(t, names, native.final_observations(), emulated.final_observations(), b[3] & ~b[2])
             ia, ib = episode_table(a[4]), episode_table(b[4])
             if ia != ib or sorted(a[4].metrics) != sorted(b[4].metrics):
                 fail(f"step {t}: finished episodes differ: native {a[4]} vs emulated {b[4]}")
     finally:
         native.close()
         emulated.close()
+
+
+def time_limit_of(env: Any) -> int | None:
+    """The step limit an env declares: Gymnasium's ``spec.max_episode_steps`` or a ``TimeLimit`` wrapper,
+    PettingZoo's ``max_cycles`` (MPE, butterfly); None if it declares none."""
+    spec = getattr(env, "spec", None)
+    if getattr(spec, "max_episode_steps", None):
+        return int(spec.max_episode_steps)
+    layer = env
+    while layer is not None:
+        if isinstance(layer, gymnasium.wrappers.TimeLimit):
+            return int(layer._max_episode_steps)
+        layer = getattr(layer, "env", None)
+    cycles = getattr(getattr(env, "unwrapped", env), "max_cycles", None)
+    return int(cycles) if isinstance(cycles, int) and cycles > 0 else None
+
+
+def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
+    """An env reports reaching its declared time limit as truncation: never silently running past it,
+    never as termination alone (a learner must not read "the task ended" where only time ran out)."""
+    env = spec.make_raw(**cfg.kwargs)
+    try:
+        limit = time_limit_of(env)
+        if limit is None:
+            return
+        multi = is_multiagent(env)
+        sample = random_actions(cfg.seed)
+        env.reset(seed=cfg.seed)
+        length = 0
+        at_limit = as_termination = 0  # episodes that reached the limit; of those, ended as termination only
+        for t in range(cfg.steps):
+            _, _, term, trunc, _ = env.step(sample(env, t))
+            length += 1
+            if multi:
+                done = not env.agents
+                terminated, truncated = all(term.values()) if term else False, any(trunc.values())
+            else:
+                done, terminated, truncated = term or trunc, bool(term), bool(trunc)
+            if length == limit and not terminated and not truncated:
+                fail(
+                    f"step {t}: the episode reached its time limit ({limit} steps) without truncated=True: "
+                    f"report the limit as truncation (gymnasium's TimeLimit does)"
+                )
+            if length > limit:
+                fail(f"step {t}: the episode ran past its declared time limit of {limit} steps without ending")
+            if length == limit:
+                at_limit += 1
+                as_termination += terminated and not truncated
+            if done:
+                env.reset()
+                length = 0
+        # One task ending on the last allowed step happens; every episode at the limit doing so is the limit.
+        if at_limit >= 2 and as_termination == at_limit:
+            fail(
+                f"all {at_limit} episodes that reached the time limit ({limit} steps) ended terminated, without "
+                f"truncated=True: report the limit as truncation (gymnasium's TimeLimit does)"
+            )
+    finally:
+        env.close()
 
 
 CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
@@ -448,6 +531,7 @@ CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
     "flattening": check_flattening,
     "serial": check_serial,
     "native": check_native,
+    "truncation": check_truncation,
 }
 
 
@@ -487,10 +571,10 @@ def check_env_spec(
     cfg = CheckConfig(steps, seed, num_envs, tuple(sorted((env_kwargs or {}).items())))
     results = []
     for name in checks or CHECKS:
-        if name == "native" and spec.native is None:
+        if name == "native" and spec.build.native is None:
             results.append(CheckResult(name, True, "no native implementation (skipped)"))
             continue
-        if name == "groups" and spec.groups is None:
+        if name == "groups" and spec.training.groups is None:
             results.append(CheckResult(name, True, "one shared policy (no groups declared)"))
             continue
         try:

@@ -144,18 +144,18 @@ def check_env(
     from pufferbox.cuda.episodes import ReferenceEpisodes
     from pufferbox.cuda.runtime import KernelEnv
 
-    if spec.implementation != "cuda" or spec.cuda is None:
+    if spec.build.implementation != "cuda" or spec.build.cuda is None:
         raise ValueError(
-            f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}); "
+            f"env {spec.name!r} has no CUDA kernel (implementation={spec.build.implementation!r}); "
             "`pufferbox envs` lists the cuda ones"
         )
     if device == "gpu":
         reason = gpu_unavailable_reason()
         if reason is not None:
             raise NoGPUError(f"{reason}; run on a GPU machine, or check the kernel source on the CPU with device='host'")
-    kwargs = {**spec.kwargs, **(env_kwargs or {})}
-    kernel = KernelEnv(spec.cuda, num_envs=num_envs, env_kwargs=kwargs, seed=seed, device=device)
-    ref = spec.cuda.reference_class()(num_envs=num_envs, **kwargs)
+    kwargs = {**spec.build.kwargs, **(env_kwargs or {})}
+    kernel = KernelEnv(spec.build.cuda, num_envs=num_envs, env_kwargs=kwargs, seed=seed, device=device)
+    ref = spec.build.cuda.reference_class()(num_envs=num_envs, **kwargs)
     ref.reset(seed)
     report = Report(spec.name, device, num_envs)
     rng = np.random.default_rng(seed)

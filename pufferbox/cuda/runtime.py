@@ -7,7 +7,7 @@ done envs from their saved initial state, the observe kernel.
 
 Example:
     >>> from pufferbox.registry import get_registry                         # doctest: +SKIP
-    >>> env = KernelEnv(get_registry().get("tag").cuda, num_envs=2000)      # doctest: +SKIP
+    >>> env = KernelEnv(get_registry().get("tag").build.cuda, num_envs=2000)      # doctest: +SKIP
     >>> env.tensor("actions").random_(0, 5); env.step()                     # doctest: +SKIP
 """
 

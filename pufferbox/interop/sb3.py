@@ -6,13 +6,11 @@ episodes arrive as SB3's ``Monitor`` would report them: ``infos[i]["episode"] = 
 so ``model.ep_info_buffer`` and SB3's logger work.
 
 ``terminal_observation``: pufferbox resets finished episodes on the same step
-(``SAME_STEP``), so the row already holds the next episode's first observation and the
-last observation of the finished episode is gone. The adapter therefore leaves
-``terminal_observation`` out (SB3 reads it with ``.get``) and sets ``TimeLimit.truncated``
-from the truncation flag. For *terminated* episodes this is exact (their value is 0, SB3
-never needs the last observation); for *truncated* ones SB3's PPO does not bootstrap the
-cut-off value, i.e. it treats a time limit like a termination, the same as pufferbox's
-own PPO and CleanRL.
+(``SAME_STEP``), so the row already holds the next episode's first observation. For *truncated*
+episodes the backend keeps the last one (``venv.final_observations()``) and the adapter hands
+it to SB3 as ``terminal_observation`` with ``TimeLimit.truncated`` True, so SB3's PPO bootstraps
+the cut-off value. For *terminated* ones it is left out (SB3 reads it with ``.get``; their value
+is 0, SB3 never needs it).
 
 Example:
     >>> import pufferbox.vector
@@ -77,8 +75,12 @@ class SB3VecEnv(VecEnv):
         terminals, truncations = np.asarray(terminals, bool), np.asarray(truncations, bool)
         dones = terminals | truncations
         infos: list[dict] = [{} for _ in range(self.num_envs)]
+        final = self.venv.final_observations() if (truncations & ~terminals).any() else None
         for row in np.flatnonzero(dones):
-            infos[row]["TimeLimit.truncated"] = bool(truncations[row] and not terminals[row])
+            truncated = bool(truncations[row] and not terminals[row])
+            infos[row]["TimeLimit.truncated"] = truncated
+            if truncated and final is not None:
+                infos[row]["terminal_observation"] = np.array(final[row], copy=True)
         mask = info.get("_episode_return")
         if mask is not None:
             elapsed = round(time.perf_counter() - self.start, 6)

@@ -75,7 +75,7 @@ def load_sweep(run_dir: str | Path) -> tuple[dict, Any]:
 
 def base_config(spec: Any, config_file: str | Path | None, overrides: list[str]) -> tuple[dict, dict]:
     """The config every trial starts from, and the ``[sweep.space]`` table of ``config_file``."""
-    config = resolve_config(spec.defaults)
+    config = resolve_config(spec.training.config)
     table: dict = {}
     if config_file is not None:
         data = load_toml(config_file)
@@ -161,7 +161,7 @@ def sweep(
     spec = get_registry().get(env)
     overrides = list(overrides or [])
     config, table = base_config(spec, config_file, overrides)
-    obj = parse_objective(objective, spec.solved_return, spec.name)
+    obj = parse_objective(objective, spec.training.solved_return, spec.name)
     fixed = {parse_name(text) for text in overrides} | set(fixed_values(table))
     space = resolve_space(config, table, fixed)
     if parallel > 1 and "train.torch_threads" not in fixed and config["train"]["torch_threads"] == 0:

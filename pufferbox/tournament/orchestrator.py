@@ -269,7 +269,7 @@ class Tournament:
             config = board.get_state("config")
         else:
             spec = get_registry().get(env)
-            config = resolve_config(spec.defaults, overrides=list(overrides or []))
+            config = resolve_config(spec.training.config, overrides=list(overrides or []))
             # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
             config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
             settings = new_settings(spec.name, pods, config, **budget)

@@ -178,10 +178,10 @@ def registered_encoders() -> set[str]:
 
     names = set()
     for spec in get_registry().all_envs():
-        if isinstance(spec.policy, str):
-            names.add(spec.policy)
-        elif spec.policy is not None:
-            names.add(f"{spec.policy.__module__}:{spec.policy.__qualname__}")
+        if isinstance(spec.training.policy, str):
+            names.add(spec.training.policy)
+        elif spec.training.policy is not None:
+            names.add(f"{spec.training.policy.__module__}:{spec.training.policy.__qualname__}")
     return names
 
 

@@ -21,6 +21,13 @@ the env steps they hold, the finished :class:`~pufferbox.episodes.Episodes` and 
 Autoreset is SAME_STEP: the obs that comes with ``done`` starts the next episode, so
 ``starts[row, t]`` is CleanRL's ``dones[t]``; ``masks[row, t]`` False marks a padded agent slot.
 
+Truncation (a time limit, not the end of the task): with ``bootstrap_gamma`` > 0 a host or Ray
+collector stores the reward of a truncated, not terminated step as ``r + gamma * V(final obs)``,
+the value of the episode's last observation (``venv.final_observations()``, kept by the backend
+past the autoreset), so the return is cut there without pretending the task ended (SB3's fix of the
+time-limit bias). Backends without final observations (``--backend cuda``, blocks that do not
+keep them) leave truncation counted as termination.
+
 Example:
     >>> collector = make_collector(spec, venv, agent, horizon=32, device="cpu")  # doctest: +SKIP
     >>> collector.reset(seed=1)                                                 # doctest: +SKIP
@@ -121,17 +128,24 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
 
 
 def make_collector(
-    spec: Any, venv: Any, agent: Any, horizon: int, device: torch.device | str, compile: bool = False
+    spec: Any,
+    venv: Any,
+    agent: Any,
+    horizon: int,
+    device: torch.device | str,
+    compile: bool = False,
+    bootstrap_gamma: float = 0.0,
 ) -> Collector:
-    """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors."""
+    """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors;
+    ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return)."""
     if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
         from pufferbox.train.ray_collector import RayCollector
 
-        return RayCollector(venv, agent, horizon, device)
+        return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
     if venv.backend == "cuda":
-        events = getattr(getattr(spec, "cuda", None), "events", None) or {}
+        events = getattr(spec.build.cuda, "events", None) or {}
         return DeviceCollector(venv, agent, horizon, events)
-    return HostCollector(venv, agent, horizon, device, compile=compile)
+    return HostCollector(venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma)
 
 
 class Rollout:
@@ -240,8 +254,17 @@ class Rollout:
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
-    def __init__(self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu", compile: bool = False):
+    def __init__(
+        self,
+        venv: Any,
+        agent: Any,
+        horizon: int,
+        device: torch.device | str = "cpu",
+        compile: bool = False,
+        bootstrap_gamma: float = 0.0,
+    ):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
+        self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs) (0: off)
         self.act = torch.compile(agent.act) if compile else agent.act
         self.transfer = Transfer(self.device)  # pinned staging on a GPU, plain on the CPU
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
@@ -309,6 +332,8 @@ class HostCollector:
         rows = self.rows_of(env_ids)
         if self.norm is not None:
             obs, rewards = self.norm.observe(obs), self.norm.scale(rewards, rows, terminals | truncations)
+        if self.bootstrap_gamma:
+            rewards = self.bootstrap_truncated(obs, rewards, terminals, truncations, rows)
         seg, ptr = ro.seg[rows], ro.ptr[rows]
         has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
         ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
@@ -328,6 +353,29 @@ class HostCollector:
         ro.ptr[rows] = ptr + 1
         self.phase_time["inference"] += time.perf_counter() - t1
         return rows
+
+    @torch.inference_mode()
+    def bootstrap_truncated(
+        self, obs: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, rows: np.ndarray
+    ) -> np.ndarray:
+        """``rewards`` with ``bootstrap_gamma * V(final obs)`` added where a row was truncated, not terminated.
+
+        The whole batch goes through the policy (final observations in the truncated rows) so grouped
+        and recurrent policies see the rows they expect; the rows' LSTM state continues (no reset)."""
+        cut = truncations & ~terminals
+        final = self.venv.final_observations() if cut.any() else None
+        if final is None:
+            return rewards
+        final = final[cut] if self.norm is None else self.norm.observe(final[cut], update=False)
+        batch = obs.copy()
+        batch[cut] = final
+        state = None
+        if self.state is not None:
+            state = (self.state[0][rows].to(self.device), self.state[1][rows].to(self.device))
+        value = self.agent.act(self.transfer.to_device("final", batch), state, None)[3].float().cpu().numpy()
+        rewards = np.array(rewards, dtype=np.float32)  # never the backend's own row
+        rewards[cut] += self.bootstrap_gamma * value[cut]
+        return rewards
 
     @torch.inference_mode()  # every output leaves as numpy: no autograd bookkeeping at all
     def choose(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:

@@ -94,6 +94,10 @@ class TrainConfig:
     norm_reward: bool = False  # rewards / running std of the discounted return
     clip_obs: float = 10.0  # normalized observations are clipped to [-clip_obs, clip_obs]
     clip_reward: float = 10.0
+    # A time-limit truncation is not the end of the task: its step's reward becomes r + gamma * V(final obs)
+    # (the backend keeps the final observation past the autoreset; see train/collector.py). False: truncation
+    # ends the return like termination (CleanRL). No effect where the backend has no final observations (cuda).
+    bootstrap_truncation: bool = True
 
 
 @dataclass(frozen=True)

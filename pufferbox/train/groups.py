@@ -479,6 +479,6 @@ def build_groups(trainer: Any, config: Mapping[str, Any]) -> tuple[GroupedAgent,
     grouped = GroupedAgent(agents, layout).to(trainer.device)
     cfg = typed(LeagueConfig, config.get("league", {}), "league")
     learner = GroupLearner(grouped, tc, seed=tc.seed, compile=tc.compile, frozen=cfg.frozen)
-    rule = getattr(trainer.spec, "outcome", None)
+    rule = trainer.spec.training.outcome
     league = League(grouped, learner, cfg, trainer.run_dir, tc.seed, trainer.num_rows, rule, config.get("env", {}))
     return grouped, learner, league

@@ -169,7 +169,7 @@ def play_match(
         returns = play_episodes(HostCollector(venv, agent, horizon=1), layout, episodes, seed, deterministic)
     finally:
         venv.close()
-    outcomes = [score(r, side, getattr(spec, "outcome", None), env_kwargs) for r in returns]
+    outcomes = [score(r, side, spec.training.outcome, env_kwargs) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
     return MatchResult(
         checkpoint_file(checkpoint), b, side, outcomes.count(1.0), outcomes.count(0.5), outcomes.count(0.0), outcomes

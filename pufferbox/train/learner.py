@@ -5,8 +5,9 @@ on the learner's device, as a :mod:`~pufferbox.train.collector` returns them) an
 along each segment's own time axis, then ``update_epochs`` epochs of clipped-PPO minibatch
 steps. It knows nothing about backends or envs.
 
-* Truncation is treated like termination (no bootstrap from the final obs, which the env
-  replaced by the next episode's first): simple, and what CleanRL does.
+* An episode start cuts the bootstrap. A time-limit truncation's reward already holds
+  ``r + gamma * V(final obs)`` when the collector bootstraps it (``train.bootstrap_truncation``),
+  so the update needs no case for it.
 * ``masks`` False (a padded agent slot) removes that transition from every loss and statistic.
 * Recurrent policies: minibatches of whole segments, unrolled from each segment's first stored
   LSTM state with resets at episode starts (truncated BPTT).

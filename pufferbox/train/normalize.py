@@ -136,8 +136,9 @@ class Normalizer:
         self.reward = RewardScaler(num_rows, gamma, clip_reward) if reward else None
         self.frozen = False
 
-    def observe(self, obs: np.ndarray) -> np.ndarray:
-        return obs if self.obs is None else self.obs(obs, update=not self.frozen)
+    def observe(self, obs: np.ndarray, update: bool = True) -> np.ndarray:
+        """``obs`` normalized; ``update`` False leaves the statistics alone (e.g. final observations)."""
+        return obs if self.obs is None else self.obs(obs, update=update and not self.frozen)
 
     def scale(self, rewards: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """``rewards`` of ``rows`` scaled; ``starts`` marks rows whose *next* transition begins an episode."""

@@ -224,7 +224,7 @@ class Trainer:
                     "backends); drop them for --backend cuda or ray"
                 )
             host.norm = self.normalizer
-        self.scores = Scoreboard(tc.solve_window, self.spec.solved_return)
+        self.scores = Scoreboard(tc.solve_window, self.spec.training.solved_return)
         self.global_step = self.update = 0
         self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
@@ -235,10 +235,11 @@ class Trainer:
 
     def build_collector(self, tc: TrainConfig) -> Any:
         """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy."""
+        gamma = tc.gamma if tc.bootstrap_truncation else 0.0
         if not tc.overlap:
-            return make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile)
+            return make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile, gamma)
         actor = copy.deepcopy(self.agent)
-        inner = make_collector(self.spec, self.venv, actor, self.num_steps, self.device, tc.compile)
+        inner = make_collector(self.spec, self.venv, actor, self.num_steps, self.device, tc.compile, gamma)
         return OverlapCollector(inner, actor, self.agent, version=lambda: self.update, plan=self.prefetch_horizon)
 
     def prefetch_horizon(self, pending: int) -> int | None:

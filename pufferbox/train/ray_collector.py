@@ -67,11 +67,13 @@ def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], 
 class RayCollector:
     """Segments acted and stepped on the Ray actors of ``venv`` (a :class:`RayRollouts`)."""
 
-    def __init__(self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu"):
+    def __init__(
+        self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu", bootstrap_gamma: float = 0.0
+    ):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.num_rows = venv.num_agents
         self.phase_time = {"env": 0.0, "inference": 0.0}  # inference happens on the actors, inside "env"
-        venv.set_policy(copy.deepcopy(agent).to("cpu"))
+        venv.set_policy(copy.deepcopy(agent).to("cpu"), bootstrap_gamma=bootstrap_gamma)
         self.reported = (0, 0)  # (lost_steps, replaced) already reported
 
     def reset(self, seed: int) -> None:

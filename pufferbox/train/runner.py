@@ -160,7 +160,7 @@ def run_locked(
     elif env is None:
         raise ConfigError("run(): name an env")
     elif config is None:
-        config = resolve_config(get_registry().get(env).defaults, config_file, overrides, flags)
+        config = resolve_config(get_registry().get(env).training.config, config_file, overrides, flags)
     else:
         config = merge(resolve_config(), config, "config")
     spec = get_registry().get(env)

@@ -21,6 +21,12 @@ rollout with ``CudaVectorEnv.episode_stats()``, which returns an ``Episodes`` to
 Gymnasium-style ``reset()``/``step()`` return the same episodes as Gymnasium's info dict of
 arrays (:meth:`Episodes.info_dict`).
 
+Truncation: a block that sets ``writes_final_observations = True`` copies a truncated (not
+terminated) episode's last observation into ``Buffers.final_observations`` before its autoreset
+(every emulated Gymnasium/PettingZoo env does); :meth:`VectorEnv.final_observations` returns the
+last batch's rows of it, or None when the env's blocks do not write it (a learner then has to
+treat truncation like termination).
+
 Deadlines: process backends raise :class:`WorkerTimeoutError` when a worker does not answer
 within ``step_timeout`` seconds (a hung env, a stopped process) and close themselves.
 """
@@ -80,15 +86,23 @@ class EnvFactory:
 
     @property
     def native(self) -> bool:
-        return self.use_native and self.spec.native is not None
+        return self.use_native and self.spec.build.native is not None
+
+    @property
+    def writes_final_observations(self) -> bool:
+        """Whether the blocks this factory builds keep truncated episodes' last observations
+        (emulators always do; a native block says so with ``writes_final_observations``)."""
+        if "_final_obs" not in self.__dict__:
+            self.layout()
+        return self.__dict__["_final_obs"]
 
     def blocks(self, num_envs: int, buffers: Buffers) -> list[Any]:
         """Blocks simulating ``num_envs`` envs on the rows of ``buffers`` (allocated by the backend):
         one native block, or ``num_envs`` emulators."""
-        native = self.spec.native if self.native else None
+        native = self.spec.build.native if self.native else None
         if native is not None:
             self.spec.ensure_available()
-            blocks = [native(num_envs=num_envs, **{**self.spec.kwargs, **self.kwargs})]
+            blocks = [native(num_envs=num_envs, **{**self.spec.build.kwargs, **self.kwargs})]
         else:
             blocks = [self.spec.make_emulated(check_obs=self.check_obs, **self.kwargs) for _ in range(num_envs)]
         row = 0
@@ -103,13 +117,15 @@ class EnvFactory:
 
     def layout(self) -> tuple[ObservationSpec, ActionSpec, int]:
         """``(obs_spec, act_spec, agents_per_env)`` without keeping an env around."""
-        native = self.spec.native if self.native else None
+        native = self.spec.build.native if self.native else None
         if native is not None:
             self.spec.ensure_available()
-            block = native(num_envs=1, **{**self.spec.kwargs, **self.kwargs})
+            block = native(num_envs=1, **{**self.spec.build.kwargs, **self.kwargs})
             out = (block.obs_spec, block.act_spec, block.num_agents)
+            self.__dict__["_final_obs"] = bool(getattr(block, "writes_final_observations", False))
             block.close()
             return out
+        self.__dict__["_final_obs"] = True
         return self.spec.flattening(**self.kwargs)
 
 
@@ -145,7 +161,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = self.act_spec.flat_space
         self.observation_space = batch_space(self.single_observation_space, self.batch_size)
         self.action_space = batch_space(self.single_action_space, self.batch_size)
-        self.is_multiagent = self.agents_per_env > 1 or getattr(factory.spec, "multiagent", False)
+        self.is_multiagent = self.agents_per_env > 1
 
     # Subclasses implement these three.
     def async_reset(self, seed: int | None = 0) -> None:
@@ -156,6 +172,12 @@ class VectorEnv(gymnasium.vector.VectorEnv):
 
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Episodes, np.ndarray, np.ndarray]:
         raise NotImplementedError
+
+    def final_observations(self) -> Any:
+        """Rows of ``Buffers.final_observations`` for the last ``recv()`` batch (read them where the
+        batch's ``truncations`` are set and ``terminals`` are not), or None when the envs do not
+        report final observations."""
+        return None
 
     def reset(self, *, seed: int | None = 0, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self.require_sync("reset")

@@ -56,9 +56,9 @@ class CudaVectorEnv(VectorEnv):
         spec = factory.spec
         if unused:
             raise VectorConfigError(f"cuda backend got unsupported options: {', '.join(sorted(unused))}")
-        if spec.implementation != "cuda" or spec.cuda is None:
+        if spec.build.implementation != "cuda" or spec.build.cuda is None:
             raise VectorConfigError(
-                f"env {spec.name!r} has no CUDA kernel (implementation={spec.implementation!r}): "
+                f"env {spec.name!r} has no CUDA kernel (implementation={spec.build.implementation!r}): "
                 "use --backend serial or multiprocessing"
             )
         if device not in ("gpu", "host"):
@@ -81,9 +81,9 @@ class CudaVectorEnv(VectorEnv):
 
         self.setup_layout(factory, num_envs, None)
         self.kernel = KernelEnv(
-            spec.cuda,
+            spec.build.cuda,
             num_envs=num_envs,
-            env_kwargs={**spec.kwargs, **factory.kwargs},
+            env_kwargs={**spec.build.kwargs, **factory.kwargs},
             seed=seed,
             episode_slots=episode_slots,
             device=device,

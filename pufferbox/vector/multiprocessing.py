@@ -306,6 +306,7 @@ class MultiprocessingVectorEnv(VectorEnv):
             self.main_episodes = NO_EPISODES
         episodes = Episodes.concat(episodes) if episodes else NO_EPISODES
         if self.batch_workers == self.all_workers:  # every env: views of the whole buffer
+            self.batch_rows: slice | np.ndarray = slice(None)
             obs, rewards, terminals, truncations, env_ids, masks = self.full_batch
             return obs, rewards, terminals, truncations, episodes, env_ids, masks
         return self.pool_batch(episodes)
@@ -317,6 +318,7 @@ class MultiprocessingVectorEnv(VectorEnv):
             first, last = self.batch_workers[0], self.batch_workers[-1]
             start, stop = first * self.rows_per_worker, (last + 1) * self.rows_per_worker
             env_ids = np.arange(first * self.envs_per_worker, (last + 1) * self.envs_per_worker)
+            self.batch_rows = slice(start, stop)
             return (
                 b.observations[start:stop],
                 b.rewards[start:stop],
@@ -328,6 +330,7 @@ class MultiprocessingVectorEnv(VectorEnv):
             )
         rows = np.concatenate([self.worker_rows[w] for w in self.batch_workers])
         env_ids = np.concatenate([self.worker_envs[w] for w in self.batch_workers])
+        self.batch_rows = rows
         return (
             b.observations[rows],
             b.rewards[rows],
@@ -337,6 +340,11 @@ class MultiprocessingVectorEnv(VectorEnv):
             env_ids,
             b.masks[rows],
         )
+
+    def final_observations(self) -> np.ndarray | None:
+        if not self.factory.writes_final_observations:
+            return None
+        return self.buffers.final_observations[self.batch_rows]
 
     def step_counts(self) -> list[int]:
         """Batches each worker has stepped (a pool's workers must all get work)."""

@@ -28,13 +28,17 @@ class NativeBlock:
     """Base for batched envs writing ``num_envs * agents_per_env`` buffer rows.
 
     Subclasses set ``obs_spec``/``act_spec``/``agents_per_env`` before calling
-    ``super().__init__(num_envs, name)`` and implement ``vec_reset``/``vec_step``.
+    ``super().__init__(num_envs, name)`` and implement ``vec_reset``/``vec_step``. A block whose
+    episodes can be truncated copies the last observation of each truncated (not terminated) row
+    into ``buffers.final_observations`` before resetting it, and says so by setting
+    ``writes_final_observations = True``; without it, learners treat its truncations as terminations.
     """
 
     obs_spec: ObservationSpec
     act_spec: ActionSpec
     agents_per_env: int = 1
     is_multiagent = False
+    writes_final_observations = False
 
     def __init__(self, num_envs: int, name: str = "native"):
         if num_envs < 1:

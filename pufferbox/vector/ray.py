@@ -148,7 +148,8 @@ class EnvWorker:
 
     def rows(self, episodes: Episodes) -> tuple:
         b = self.buffers
-        return b.observations, b.rewards, b.terminals, b.truncations, b.masks, episodes
+        cut = np.flatnonzero(b.truncations & ~b.terminals)  # only these final observations travel
+        return b.observations, b.rewards, b.terminals, b.truncations, b.masks, episodes, (cut, b.final_observations[cut])
 
     def run(self, what: Any) -> Episodes:
         try:
@@ -259,15 +260,19 @@ class RayVectorEnv(VectorEnv):
         self.batch_workers = [workers[i] for i in order]
         b, r = self.buffers, self.rows_per_worker
         for slot, i in enumerate(order):
-            obs, rew, term, trunc, masks, _ = results[i]
+            obs, rew, term, trunc, masks, _, (cut, final) = results[i]
             rows = slice(slot * r, (slot + 1) * r)
             b.observations[rows], b.rewards[rows], b.terminals[rows] = obs, rew, term
             b.truncations[rows], b.masks[rows] = trunc, masks
+            b.final_observations[slot * r + cut] = final
         infos = Episodes.concat([results[i][5] for i in order])
         env_ids = np.concatenate(
             [np.arange(w * self.envs_per_worker, (w + 1) * self.envs_per_worker) for w in self.batch_workers]
         )
         return b.observations, b.rewards, b.terminals, b.truncations, infos, env_ids, b.masks
+
+    def final_observations(self) -> np.ndarray | None:
+        return self.buffers.final_observations if self.factory.writes_final_observations else None
 
     def step_counts(self) -> list[int]:
         return self.ray.get([a.step_count.remote() for a in self.actors])

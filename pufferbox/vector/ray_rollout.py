@@ -84,20 +84,23 @@ class RolloutWorker:
         self.rows = num_envs * agents
         self.buffers = Buffers.allocate(obs_spec, act_spec, self.rows)
         self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
+        self.final_observations = factory.writes_final_observations
         self.obs_spec, self.act_spec = obs_spec, act_spec
         space = act_spec.flat_space
         self.bounds = (space.low, space.high) if isinstance(space, gymnasium.spaces.Box) else None
         self.seed, self.rng = seed, np.random.default_rng(seed)
         self.policy: Any = None
         self.state: Any = None
+        self.bootstrap_gamma = 0.0
         self.version = 0
         self.out: dict[str, np.ndarray] = {}
         self.last = 0  # the slot of self.out the next rollout continues from
         self.fresh = True  # the next rollout starts from the envs' current obs, every row starting
 
-    def set_policy(self, module: Any) -> None:
+    def set_policy(self, module: Any, bootstrap_gamma: float = 0.0) -> None:
         import torch
 
+        self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs), as the host collector
         torch.set_num_threads(1)  # one core per actor: the envs are the work, the model is small
         torch.manual_seed(self.seed)  # the actions it samples replay from the run's seed
         self.policy = module.to("cpu")
@@ -165,6 +168,21 @@ class RolloutWorker:
         out["actions"][:, t], out["logprobs"][:, t], out["values"][:, t] = action, logprob.numpy(), value.numpy()
         return action if self.bounds is None else np.clip(action, *self.bounds)  # sampled unclipped, stepped clipped
 
+    def bootstrap_truncated(self, rewards: np.ndarray) -> None:
+        """Add ``bootstrap_gamma * V(final obs)`` to ``rewards`` of rows truncated (not terminated) this step
+        (see :mod:`pufferbox.train.collector`: the whole batch through the policy, LSTM state continued)."""
+        b = self.buffers
+        cut = b.truncations & ~b.terminals
+        if not cut.any():
+            return
+        import torch
+
+        batch = b.observations.copy()
+        batch[cut] = b.final_observations[cut]
+        with torch.no_grad():
+            value = self.policy.act(torch.from_numpy(batch), self.state, None)[3].float().numpy()
+        rewards[cut] += self.bootstrap_gamma * value[cut]
+
     def rollout(self, steps: int, weights: Mapping[str, np.ndarray] | None = None, version: int = 0) -> tuple:
         """Step every env ``steps`` times acting with the policy (``weights`` first, when given);
         returns ``(arrays, episodes, env_seconds, version)``."""
@@ -187,6 +205,8 @@ class RolloutWorker:
             if len(ended):
                 episodes.append(ended)
             out["rewards"][:, t - 1] = b.rewards  # the reward belongs to the transition one slot back
+            if self.bootstrap_gamma and self.policy is not None and self.final_observations:
+                self.bootstrap_truncated(out["rewards"][:, t - 1])
             sent = self.observe(out, t, b.terminals | b.truncations)
         out["rewards"][:, steps] = 0.0
         return out, Episodes.concat(episodes), env_seconds, self.version
@@ -248,6 +268,7 @@ class RayRollouts:
         self.suspect: dict[str, float] = {}  # node -> when an actor on it died
         self.reset_seed: int | None = None
         self.policy_ref: Any = None
+        self.bootstrap_gamma = 0.0
         self.weights_ref: Any = None
         self.version = 0
         self.loaded = [0] * num_workers  # weights version each actor has (or will have with its pending call)
@@ -292,10 +313,11 @@ class RayRollouts:
         )
 
     # -- setup ---------------------------------------------------------------------------------
-    def set_policy(self, module: Any) -> None:
-        """Every actor gets a copy of ``module`` (a CPU ``nn.Module``), sent once through the object store."""
-        self.policy_ref = self.ray.put(module)
-        self.setup([a.set_policy.remote(self.policy_ref) for a in self.actors], "set_policy")
+    def set_policy(self, module: Any, bootstrap_gamma: float = 0.0) -> None:
+        """Every actor gets a copy of ``module`` (a CPU ``nn.Module``), sent once through the object store;
+        ``bootstrap_gamma`` > 0 bootstraps truncated steps from their final observation."""
+        self.policy_ref, self.bootstrap_gamma = self.ray.put(module), bootstrap_gamma
+        self.setup([a.set_policy.remote(self.policy_ref, bootstrap_gamma) for a in self.actors], "set_policy")
         self.loaded = [0] * self.num_workers
 
     def set_weights(self, state_dict: Mapping[str, Any]) -> int:
@@ -411,7 +433,7 @@ class RayRollouts:
         actor.reset.remote(self.reset_seed)  # calls from one caller run in order: reset, policy, rollout
         self.loaded[w] = 0
         if self.policy_ref is not None:
-            actor.set_policy.remote(self.policy_ref)
+            actor.set_policy.remote(self.policy_ref, self.bootstrap_gamma)
         for k in again:
             self.submit(w, k)
 

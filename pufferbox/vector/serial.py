@@ -70,6 +70,9 @@ class SerialVectorEnv(VectorEnv):
         b = self.buffers
         return b.observations, b.rewards, b.terminals, b.truncations, self.episodes, self.env_ids, b.masks
 
+    def final_observations(self) -> np.ndarray | None:
+        return self.buffers.final_observations if self.factory.writes_final_observations else None
+
     def render(self) -> Any:
         """The first env's frame (its ``render_mode``), what ``pufferbox eval --render/--video`` shows."""
         return self.blocks[0].render()

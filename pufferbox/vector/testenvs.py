@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.registry import EnvSpec
+from pufferbox.registry import EnvBuild, EnvSpec
 
 __all__ = ["CountdownAgents", "FaultyEnv", "UnevenStepEnv", "env_spec_for"]
 
@@ -157,4 +157,4 @@ def env_spec_for(name: str, **kwargs: Any) -> EnvSpec:
     bindings = {"countdown": make_countdown, "faulty": make_faulty, "uneven": make_uneven}
     if name not in bindings:
         raise KeyError(f"unknown test env {name!r}; choose one of {', '.join(bindings)}")
-    return EnvSpec(name=name, binding=bindings[name], kwargs=kwargs)
+    return EnvSpec(name=name, build=EnvBuild(binding=bindings[name], kwargs=kwargs))

@@ -24,7 +24,7 @@ from typing import Any, SupportsFloat
 import gymnasium
 import numpy as np
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"ale_py": "ale-py==0.12.1", "cv2": "opencv-python-headless==4.11.0.86"}
 
@@ -226,15 +226,18 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=f"atari/{game}",
-                binding=make_atari,
-                kwargs={"game": game},
+                build=EnvBuild(
+                    binding=make_atari,
+                    kwargs={"game": game},
+                    # the whole-game raw score (clip_rewards trains on signs): the unit papers and peers report
+                    episode_metrics=("raw_episode_return",),
+                ),
+                training=TrainDefaults(config=DEFAULTS, policy="pufferbox_atari.policy:NatureCNN"),
+                meta=EnvMeta(
+                    description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
+                    "84x84 grayscale, 4-frame stack",
+                    requires=REQUIRES,
+                ),
                 aliases=(game,),
-                requires=REQUIRES,
-                policy="pufferbox_atari.policy:NatureCNN",
-                defaults=DEFAULTS,
-                # the whole-game raw score (clip_rewards trains on signs): the unit papers and peers report
-                episode_metrics=("raw_episode_return",),
-                description=f"Atari 2600 {game} (ale-py {gym_id(game)}): sticky actions, frame skip 4, "
-                "84x84 grayscale, 4-frame stack",
             )
         )

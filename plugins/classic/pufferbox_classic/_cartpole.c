@@ -81,15 +81,15 @@ static void physics(const Py_ssize_t n, double *restrict s, const double *restri
 }
 
 /* ---- the Kernel type ------------------------------------------------------------------- */
-enum { STATE, LENGTHS, RETURNS, RNG, OBS, REWARDS, TERMINALS, TRUNCATIONS, EP_ENV, EP_RETURN, EP_LENGTH, NVIEWS };
+enum { STATE, LENGTHS, RETURNS, RNG, OBS, REWARDS, TERMINALS, TRUNCATIONS, FINAL_OBS, EP_ENV, EP_RETURN, EP_LENGTH, NVIEWS };
 
 static const char *const view_names[NVIEWS] = {
     "state", "lengths", "returns", "rng", "observations", "rewards", "terminals", "truncations",
-    "episode_env", "episode_return", "episode_length"};
+    "final_observations", "episode_env", "episode_return", "episode_length"};
 /* element kind of each view: d float64, f float32, i int64, u uint64, b bool */
-static const char view_kinds[NVIEWS] = {'d', 'i', 'd', 'u', 'f', 'f', 'b', 'b', 'i', 'd', 'i'};
+static const char view_kinds[NVIEWS] = {'d', 'i', 'd', 'u', 'f', 'f', 'b', 'b', 'f', 'i', 'd', 'i'};
 /* elements per env */
-static const Py_ssize_t view_width[NVIEWS] = {4, 1, 1, 4, 4, 1, 1, 1, 1, 1, 1};
+static const Py_ssize_t view_width[NVIEWS] = {4, 1, 1, 4, 4, 1, 1, 1, 4, 1, 1, 1};
 
 typedef struct {
     PyObject_HEAD
@@ -138,8 +138,8 @@ static int kernel_init(Kernel *self, PyObject *args, PyObject *kwargs)
     long long max_steps;
     (void)kwargs;
     kernel_release(self);
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOL:Kernel", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &max_steps))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOL:Kernel", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &max_steps))
         return -1;
     for (int i = 0; i < NVIEWS; i++) {
         if (PyObject_GetBuffer(objs[i], &self->views[i], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
@@ -244,6 +244,7 @@ static PyObject *kernel_step(Kernel *self, PyObject *actions_obj)
     double *restrict returns = VIEW(double, RETURNS);
     float *restrict obs = VIEW(float, OBS), *restrict rewards = VIEW(float, REWARDS);
     uint8_t *restrict terminals = VIEW(uint8_t, TERMINALS), *restrict truncations = VIEW(uint8_t, TRUNCATIONS);
+    float *restrict final_obs = VIEW(float, FINAL_OBS);
     int64_t *ep_env = VIEW(int64_t, EP_ENV), *ep_length = VIEW(int64_t, EP_LENGTH);
     double *ep_return = VIEW(double, EP_RETURN);
     double *restrict forces = self->scratch, *restrict cosines = forces + n, *restrict sines = forces + 2 * n;
@@ -272,6 +273,13 @@ static PyObject *kernel_step(Kernel *self, PyObject *actions_obj)
             ep_return[ended] = episode_return;
             ep_length[ended] = length;
             ended++;
+            if (truncated && !terminated) {  /* the learner bootstraps from the last state: keep it */
+                float *f = final_obs + 4 * i;
+                f[0] = (float)x;
+                f[1] = (float)x_dot;
+                f[2] = (float)theta;
+                f[3] = (float)theta_dot;
+            }
             draw_reset(self, i);
             x = s[i], x_dot = s[n + i], theta = s[2 * n + i], theta_dot = s[3 * n + i];
             length = 0;
@@ -302,7 +310,7 @@ static PyTypeObject KernelType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pufferbox_classic._cartpole.Kernel",
     .tp_doc = "Kernel(state, lengths, returns, rng, observations, rewards, terminals, truncations, "
-              "episode_env, episode_return, episode_length, max_steps): views of a CartPole block's arrays.",
+              "final_observations, episode_env, episode_return, episode_length, max_steps): views of a CartPole block's arrays.",
     .tp_basicsize = sizeof(Kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

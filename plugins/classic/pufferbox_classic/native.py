@@ -85,6 +85,8 @@ class CartPoleNative(NativeBlock):
     ``kernel="c"`` steps them in compiled C, ``kernel="numpy"`` is the reference.
     """
 
+    writes_final_observations = True
+
     def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, kernel: str = "c", **unused: object):
         if unused:
             raise TypeError(f"cartpole native: unsupported options {', '.join(sorted(unused))}")
@@ -128,6 +130,7 @@ class CartPoleNative(NativeBlock):
                 b.rewards,
                 b.terminals,
                 b.truncations,
+                b.final_observations,
                 self.episode_env,
                 self.episode_return,
                 self.episode_length,
@@ -271,6 +274,10 @@ class CartPoleNative(NativeBlock):
         infos = NO_EPISODES
         if self.done.any():
             infos = episodes_ended(self.done, self.returns, self.lengths)
+            cut = b.truncations & ~terminated
+            if cut.any():  # keep the truncated episodes' last observations past their reset
+                self.write_observations()
+                b.final_observations[cut] = b.observations[cut]
             self.reset_envs(np.flatnonzero(self.done))
         self.write_observations()
         return infos

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gymnasium
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_classic.native import make_cartpole_native
 
 BOX2D_REQUIRES = {"Box2D": "Box2D==2.3.10"}
@@ -200,37 +200,35 @@ def register_envs(register):
     register(
         EnvSpec(
             name="cartpole",
-            binding=make_cartpole,
-            native=make_cartpole_native,
-            description="Balance a pole on a cart (Gymnasium CartPole-v1).",
-            solved_return=475.0,
-            # Tuned for time-to-solve on 2 CPU cores (benchmarks/bench_train_cartpole.py): short
-            # rollouts over many native envs, RL-Zoo's gamma/lambda, a high learning rate.
-            defaults={
-                "train": {
-                    "total_steps": 500_000,
-                    "num_steps": 32,
-                    "learning_rate": 3e-3,
-                    "update_epochs": 6,
-                    "num_minibatches": 2,
-                    "gamma": 0.98,
-                    "gae_lambda": 0.8,
-                    "ent_coef": 0.0,
-                    "stop_on_solve": True,
+            build=EnvBuild(binding=make_cartpole, native=make_cartpole_native),
+            training=TrainDefaults(
+                # Tuned for time-to-solve on 2 CPU cores (benchmarks/bench_train_cartpole.py): short
+                # rollouts over many native envs, RL-Zoo's gamma/lambda, a high learning rate.
+                config={
+                    "train": {
+                        "total_steps": 500_000,
+                        "num_steps": 32,
+                        "learning_rate": 3e-3,
+                        "update_epochs": 6,
+                        "num_minibatches": 2,
+                        "gamma": 0.98,
+                        "gae_lambda": 0.8,
+                        "ent_coef": 0.0,
+                        "stop_on_solve": True,
+                    },
+                    "vec": {"num_envs": 64},
                 },
-                "vec": {"num_envs": 64},
-            },
+                solved_return=475.0,
+            ),
+            meta=EnvMeta(description="Balance a pole on a cart (Gymnasium CartPole-v1)."),
         )
     )
     for name, gym_id, kwargs, solved, requires, defaults, description in CLASSIC:
         register(
             EnvSpec(
                 name=name,
-                binding=make_classic,
-                kwargs={"gym_id": gym_id, **kwargs},
-                solved_return=solved,
-                requires=requires,
-                defaults=defaults,
-                description=description,
+                build=EnvBuild(binding=make_classic, kwargs={"gym_id": gym_id, **kwargs}),
+                training=TrainDefaults(config=defaults, solved_return=solved),
+                meta=EnvMeta(description=description, requires=requires),
             )
         )

@@ -35,7 +35,7 @@ def test_every_env_wraps_its_gymnasium_id_with_its_kwargs():
 def test_solved_returns_and_defaults_are_valid_training_configs():
     from pufferbox.api import resolve_config
 
-    solved = {name: get_registry().get(name).solved_return for name in NAMES}
+    solved = {name: get_registry().get(name).training.solved_return for name in NAMES}
     assert solved == {
         "acrobot": -100.0,
         "mountaincar": -110.0,
@@ -46,9 +46,9 @@ def test_solved_returns_and_defaults_are_valid_training_configs():
         "bipedalwalker": 300.0,
     }
     for name in NAMES:
-        threshold = gymnasium.spec(get_registry().get(name).kwargs["gym_id"]).reward_threshold
+        threshold = gymnasium.spec(get_registry().get(name).build.kwargs["gym_id"]).reward_threshold
         assert threshold is None or threshold == solved[name], name  # Gymnasium's own bar where it has one
-        cfg = resolve_config(plugin_defaults=get_registry().get(name).defaults)
+        cfg = resolve_config(plugin_defaults=get_registry().get(name).training.config)
         assert cfg["train"]["stop_on_solve"] is True
 
 

@@ -38,7 +38,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"crafter": "crafter==1.8.3"}
 # crafter.constants.achievements of crafter 1.8.3 (checked by the tests), so that the metric
@@ -153,21 +153,20 @@ def register_envs(register):
     register(
         EnvSpec(
             name="crafter",
-            binding=CrafterEnv,
-            requires=REQUIRES,
-            defaults=DEFAULTS,
-            episode_metrics=EPISODE_METRICS,
-            description="Crafter (open-world survival, 22 achievements); 64x64 RGB, the trainer's CNN",
+            build=EnvBuild(binding=CrafterEnv, episode_metrics=EPISODE_METRICS),
+            training=TrainDefaults(config=DEFAULTS),
+            meta=EnvMeta(
+                description="Crafter (open-world survival, 22 achievements); 64x64 RGB, the trainer's CNN", requires=REQUIRES
+            ),
         )
     )
     register(
         EnvSpec(
             name="crafter/noreward",
-            binding=CrafterEnv,
-            kwargs={"reward": False},
-            requires=REQUIRES,
-            defaults=DEFAULTS,
-            episode_metrics=EPISODE_METRICS,
-            description="Crafter without reward (unsupervised agents); achievements still reported",
+            build=EnvBuild(binding=CrafterEnv, kwargs={"reward": False}, episode_metrics=EPISODE_METRICS),
+            training=TrainDefaults(config=DEFAULTS),
+            meta=EnvMeta(
+                description="Crafter without reward (unsupervised agents); achievements still reported", requires=REQUIRES
+            ),
         )
     )

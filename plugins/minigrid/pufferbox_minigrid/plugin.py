@@ -28,7 +28,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"minigrid": "minigrid==3.2.0"}
 MISSION_BYTES = 160
@@ -141,12 +141,8 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=env_name(gym_id),
-                binding=make_minigrid,
-                kwargs={"gym_id": gym_id},
-                requires=REQUIRES,
-                policy=POLICY,
-                defaults=DEFAULTS,
-                solved_return=solved,
-                description=f"{gym_id}: 7x7 egocentric grid view, direction, mission bytes",
+                build=EnvBuild(binding=make_minigrid, kwargs={"gym_id": gym_id}),
+                training=TrainDefaults(config=DEFAULTS, policy=POLICY, solved_return=solved),
+                meta=EnvMeta(description=f"{gym_id}: 7x7 egocentric grid view, direction, mission bytes", requires=REQUIRES),
             )
         )

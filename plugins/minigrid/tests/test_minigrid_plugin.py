@@ -23,7 +23,7 @@ def test_every_task_is_a_minigrid_id_under_a_lowercase_name():
     assert env_name("MiniGrid-DoorKey-5x5-v0") == "minigrid/doorkey-5x5"
     assert env_name("BabyAI-GoToRedBall-v0") == "babyai/gotoredball"
     for gym_id in TASKS:
-        assert get_registry().get(env_name(gym_id)).kwargs == {"gym_id": gym_id}
+        assert get_registry().get(env_name(gym_id)).build.kwargs == {"gym_id": gym_id}
 
 
 def test_mission_is_utf8_bytes_zero_padded_and_cut_at_the_limit():
@@ -80,7 +80,7 @@ def test_trainer_picks_the_minigrid_encoder_by_default():
 
     spec = get_registry().get("minigrid/doorkey-5x5")
     venv = pufferbox.vector.make("minigrid/doorkey-5x5", backend="serial", num_envs=1)
-    agent = build_agent(venv.obs_spec, venv.act_spec, {"hidden_size": 32}, resolve(spec.policy))
+    agent = build_agent(venv.obs_spec, venv.act_spec, {"hidden_size": 32}, resolve(spec.training.policy))
     assert isinstance(agent.encoder, MiniGridEncoder)
     venv.close()
 

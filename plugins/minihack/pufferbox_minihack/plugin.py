@@ -28,7 +28,7 @@ from typing import Any
 
 import gymnasium
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"nle": "nle==1.3.0", "minihack": "minihack==1.0.2", "pkg_resources": "pkg-resources-backport==1.0.1"}
 OBSERVATION_KEYS = ("glyphs", "blstats", "message")
@@ -131,12 +131,13 @@ def register_envs(register):
             register(
                 EnvSpec(
                     name=env_name(task),
-                    binding=make_minihack,
-                    kwargs={"gym_id": gym_id(task)},
-                    requires=REQUIRES,
-                    policy="pufferbox_nethack.policy:NetHackEncoder",
-                    defaults=DEFAULTS,
-                    solved_return=SOLVED.get(task),
-                    description=f"MiniHack {kind} task {gym_id(task)} (nle 1.3.0): glyphs + stats + message",
+                    build=EnvBuild(binding=make_minihack, kwargs={"gym_id": gym_id(task)}),
+                    training=TrainDefaults(
+                        config=DEFAULTS, policy="pufferbox_nethack.policy:NetHackEncoder", solved_return=SOLVED.get(task)
+                    ),
+                    meta=EnvMeta(
+                        description=f"MiniHack {kind} task {gym_id(task)} (nle 1.3.0): glyphs + stats + message",
+                        requires=REQUIRES,
+                    ),
                 )
             )

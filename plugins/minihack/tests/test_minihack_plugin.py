@@ -21,7 +21,7 @@ def test_every_task_is_a_minihack_id_under_a_lowercase_name():
     gymnasium.register_envs(minihack)
     for task in NAVIGATION + SKILLS:
         assert gym_id(task) in gymnasium.registry, task
-        assert get_registry().get(env_name(task)).kwargs == {"gym_id": gym_id(task)}
+        assert get_registry().get(env_name(task)).build.kwargs == {"gym_id": gym_id(task)}
     assert env_name("Room-5x5") == "minihack/room-5x5"
 
 
@@ -55,7 +55,7 @@ def test_default_policy_is_the_nethack_encoder_on_a_vector_batch():
     spec = get_registry().get("minihack/corridor-r2")
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=2)
     obs, _ = venv.reset(seed=0)
-    agent = build_agent(venv.obs_spec, venv.act_spec, {"hidden_size": 32}, resolve(spec.policy))
+    agent = build_agent(venv.obs_spec, venv.act_spec, {"hidden_size": 32}, resolve(spec.training.policy))
     assert isinstance(agent.encoder, NetHackEncoder)
     action, *_ = agent.act(torch.from_numpy(obs))
     assert action.shape == (2,) and int(action.max()) < venv.act_spec.space.n

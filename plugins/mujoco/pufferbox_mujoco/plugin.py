@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gymnasium
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"mujoco": "mujoco==3.3.7"}
 
@@ -77,12 +77,9 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=f"mujoco/{name}",
-                binding=make_mujoco,
-                kwargs={"gym_id": gym_id},
+                build=EnvBuild(binding=make_mujoco, kwargs={"gym_id": gym_id}),
+                training=TrainDefaults(config=DEFAULTS, solved_return=solved),
+                meta=EnvMeta(description=f"MuJoCo {gym_id} (Gymnasium), continuous actions", requires=REQUIRES),
                 aliases=(name,),
-                requires=REQUIRES,
-                defaults=DEFAULTS,
-                solved_return=solved,
-                description=f"MuJoCo {gym_id} (Gymnasium), continuous actions",
             )
         )

@@ -17,7 +17,7 @@ from pufferbox.conformance.testing import assert_unavailable_without, info_json,
 def test_every_task_is_a_gymnasium_v5_id_with_its_threshold_under_two_names():
     for name, (gym_id, solved) in TASKS.items():
         spec = get_registry().get(name)
-        assert spec is get_registry().get(f"mujoco/{name}") and spec.kwargs == {"gym_id": gym_id}
+        assert spec is get_registry().get(f"mujoco/{name}") and spec.build.kwargs == {"gym_id": gym_id}
         assert gymnasium.spec(gym_id).reward_threshold == solved
     assert {"hopper", "halfcheetah", "walker2d", "ant", "humanoid"} <= set(TASKS)
 
@@ -60,7 +60,7 @@ def test_default_policy_is_the_tanh_mlp_with_a_gaussian_head():
     spec = get_registry().get("ant")
     venv = pufferbox.vector.make("ant", backend="serial", num_envs=2)
     obs, _ = venv.reset(seed=0)
-    agent = build_agent(venv.obs_spec, venv.act_spec, spec.defaults["policy"])
+    agent = build_agent(venv.obs_spec, venv.act_spec, spec.training.config["policy"])
     assert isinstance(agent.encoder, MLPEncoder)
     action, *_ = agent.act(torch.from_numpy(obs))
     assert action.shape == (2, 8) and action.dtype == torch.float32

@@ -263,6 +263,8 @@ def time_limit_of(env: gymnasium.Env) -> int | None:
 class NetHackNative(NativeBlock):
     """``num_envs`` NLE task envs (one buffer row each) stepped through their C cores."""
 
+    writes_final_observations = True
+
     def __init__(
         self,
         num_envs: int,
@@ -339,6 +341,10 @@ class NetHackNative(NativeBlock):
             game.episode_return += reward
             if terminated or truncated:
                 ended.append(Episodes.one(i, game.episode_return, game.steps, game.end_info(status)))
+                if truncated and not terminated:  # nle wrote the last obs into the row: keep it past the reset
+                    if game.copies:
+                        game.write_copies()
+                    b.final_observations[i] = b.observations[i]
                 game.reset(None)
             elif game.copies:
                 game.write_copies()

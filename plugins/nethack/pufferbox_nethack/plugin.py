@@ -38,7 +38,7 @@ from typing import Any, SupportsFloat
 import gymnasium
 import numpy as np
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 REQUIRES = {"nle": "nle==1.3.0"}
 TASKS = {
@@ -237,14 +237,16 @@ def register_envs(register):
         register(
             EnvSpec(
                 name="nethack" if task == "score" else f"nethack/{task}",
-                binding=make_nethack,
-                kwargs={"task": task},
-                native=make_native if task in NATIVE_TASKS else None,
-                episode_metrics=("end_status", "is_ascended"),
+                build=EnvBuild(
+                    binding=make_nethack,
+                    kwargs={"task": task},
+                    native=make_native if task in NATIVE_TASKS else None,
+                    episode_metrics=("end_status", "is_ascended"),
+                ),
+                training=TrainDefaults(config=DEFAULTS, policy="pufferbox_nethack.policy:NetHackEncoder"),
+                meta=EnvMeta(
+                    description=f"NetHack ({gym_id}, nle 1.3.0): glyphs + bottom-line stats + message", requires=REQUIRES
+                ),
                 aliases=("nethack/score",) if task == "score" else (),
-                requires=REQUIRES,
-                policy="pufferbox_nethack.policy:NetHackEncoder",
-                defaults=DEFAULTS,
-                description=f"NetHack ({gym_id}, nle 1.3.0): glyphs + bottom-line stats + message",
             )
         )

@@ -45,6 +45,8 @@ class OceanBlock(NativeBlock):
     truncated)`` (float64, bool, bool arrays) and ``write_observations()``.
     """
 
+    writes_final_observations = True
+
     def __init__(self, num_envs: int, single: Any, name: str):
         self.obs_spec = ObservationSpec(single.observation_space)
         self.act_spec = ActionSpec(single.action_space)
@@ -87,6 +89,10 @@ class OceanBlock(NativeBlock):
         infos = episodes_ended(ended, self.episode_return, self.episode_length)
         done = np.flatnonzero(ended)
         if done.size:
+            cut = truncated & ~terminated
+            if cut.any():  # keep the truncated episodes' last observations past their reset
+                self.write_observations()
+                b.final_observations[cut] = b.observations[cut]
             self.episode_return[done] = 0.0
             self.episode_length[done] = 0
             self.reset_envs(done)
@@ -313,6 +319,8 @@ class MultiagentNative(NativeBlock):
     episode returns are the mean over agents of float32 rewards summed in float64, as
     :class:`~pufferbox.emulation.PettingZooEmulator` reports them.
     """
+
+    writes_final_observations = True  # its episodes end by termination only: nothing to keep
 
     agents_per_env = 2
     is_multiagent = True

@@ -7,7 +7,7 @@ within a minute on a laptop CPU.
 
 from __future__ import annotations
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_ocean import envs, native
 
 # name, single env, native twin, solved_return (0.9 x optimum), training steps
@@ -55,11 +55,9 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=name,
-                binding=single,
-                native=batched,
-                description=summary(single),
-                solved_return=solved,
-                defaults=defaults_for(name, steps),
+                build=EnvBuild(binding=single, native=batched),
+                training=TrainDefaults(config=defaults_for(name, steps), solved_return=solved),
+                meta=EnvMeta(description=summary(single)),
                 aliases=(f"ocean/{name}",),
             )
         )

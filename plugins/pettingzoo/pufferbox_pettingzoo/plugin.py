@@ -25,7 +25,7 @@ import importlib
 import os
 from typing import Any
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 BUTTERFLY_REQUIRES = {"pygame": "pygame-ce==2.5.8", "pymunk": "pymunk==7.3.1", "pettingzoo": "pettingzoo[butterfly]==1.27.0"}
 MPE_REQUIRES = {"mpe2": "mpe2==1.1.1", "pettingzoo": "pettingzoo==1.27.0"}
@@ -114,13 +114,10 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=name,
-                binding=make_butterfly,
-                kwargs={"module": module, **kwargs},
+                build=EnvBuild(binding=make_butterfly, kwargs={"module": module, **kwargs}),
+                training=TrainDefaults(config=BUTTERFLY_DEFAULTS, groups=team_groups if name in TEAMS else None),
+                meta=EnvMeta(description=f"PettingZoo butterfly {module}: {what}", requires=BUTTERFLY_REQUIRES),
                 aliases=(f"butterfly/{name}",),
-                requires=BUTTERFLY_REQUIRES,
-                defaults=BUTTERFLY_DEFAULTS,
-                groups=team_groups if name in TEAMS else None,
-                description=f"PettingZoo butterfly {module}: {what}",
             )
         )
     for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
@@ -128,11 +125,11 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=f"mpe/{name}",
-                binding=make_mpe,
-                kwargs={"module": module, "pad": padded},
-                requires=MPE_REQUIRES,
-                defaults=MPE_DEFAULTS,
-                groups=team_groups if f"mpe/{name}" in TEAMS else None,
-                description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
+                build=EnvBuild(binding=make_mpe, kwargs={"module": module, "pad": padded}),
+                training=TrainDefaults(config=MPE_DEFAULTS, groups=team_groups if f"mpe/{name}" in TEAMS else None),
+                meta=EnvMeta(
+                    description=f"MPE {module} (mpe2)" + (": observations padded, role one-hot appended" if padded else ""),
+                    requires=MPE_REQUIRES,
+                ),
             )
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_procgen.envs import GAMES, ProcgenBlock, ProcgenEnv
 
 REQUIRES = {"procgen": "procgen-mirror==0.10.7", "gym3": "gym3==0.3.3"}
@@ -52,13 +52,16 @@ def register_envs(register):
         register(
             EnvSpec(
                 name=f"procgen/{game}",
-                binding=make_procgen,
-                native=ProcgenBlock,
-                episode_metrics=("prev_level_complete",),
-                kwargs={"game": game},
-                requires=REQUIRES,
-                policy="pufferbox_procgen.policy:ImpalaResNet",
-                defaults=DEFAULTS,
-                description=f"Procgen {game}: 64x64 RGB, 15 actions, procedurally generated levels (gym3, batched)",
+                build=EnvBuild(
+                    binding=make_procgen,
+                    kwargs={"game": game},
+                    native=ProcgenBlock,
+                    episode_metrics=("prev_level_complete",),
+                ),
+                training=TrainDefaults(config=DEFAULTS, policy="pufferbox_procgen.policy:ImpalaResNet"),
+                meta=EnvMeta(
+                    description=f"Procgen {game}: 64x64 RGB, 15 actions, procedurally generated levels (gym3, batched)",
+                    requires=REQUIRES,
+                ),
             )
         )

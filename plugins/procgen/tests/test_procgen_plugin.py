@@ -22,7 +22,7 @@ def test_all_sixteen_games_are_registered_with_a_native_block():
     registry = get_registry()
     for game in GAMES:
         spec = registry.get(f"procgen/{game}")
-        assert spec.native is ProcgenBlock and spec.kwargs == {"game": game}
+        assert spec.build.native is ProcgenBlock and spec.build.kwargs == {"game": game}
 
 
 def test_gymnasium_conformance_of_the_adapter():

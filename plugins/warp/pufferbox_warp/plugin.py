@@ -7,7 +7,7 @@ Gymnasium env that trains on any CPU backend), ``cuda`` describes the kernel for
 
 from __future__ import annotations
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox.api import CudaImplementation
 from pufferbox_warp import cartpole, tag, tag_continuous
 
@@ -68,40 +68,44 @@ def register_envs(register):
     register(
         EnvSpec(
             name="tag",
-            binding=make_tag,
-            implementation="cuda",
-            cuda=TAG,
+            build=EnvBuild(binding=make_tag, kwargs={"num_taggers": 1, "num_runners": 4}, implementation="cuda", cuda=TAG),
+            training=TrainDefaults(
+                config={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
+                groups=tag_groups,
+                outcome=tag_outcome,
+            ),
+            meta=EnvMeta(
+                description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference)."
+            ),
             aliases=("warp_tag",),
-            kwargs={"num_taggers": 1, "num_runners": 4},
-            groups=tag_groups,
-            outcome=tag_outcome,
-            description="WarpDrive's discrete Tag: taggers chase runners on a grid (PyCUDA kernel + CPU reference).",
-            defaults={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
         )
     )
     register(
         EnvSpec(
             name="tag_continuous",
-            binding=make_tag_continuous,
-            implementation="cuda",
-            cuda=TAG_CONTINUOUS,
+            build=EnvBuild(
+                binding=make_tag_continuous,
+                kwargs={"num_taggers": 2, "num_runners": 10},
+                implementation="cuda",
+                cuda=TAG_CONTINUOUS,
+            ),
+            training=TrainDefaults(
+                config={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
+                groups=tag_groups,
+                outcome=tag_outcome,
+            ),
+            meta=EnvMeta(
+                description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
+                "(PyCUDA kernel + CPU reference)."
+            ),
             aliases=("warp_tag_continuous",),
-            kwargs={"num_taggers": 2, "num_runners": 10},
-            groups=tag_groups,
-            outcome=tag_outcome,
-            description="WarpDrive's continuous Tag: accelerate/turn in a 2-D world, tag within a radius "
-            "(PyCUDA kernel + CPU reference).",
-            defaults={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
         )
     )
     register(
         EnvSpec(
             name="cuda_cartpole",
-            binding=make_cuda_cartpole,
-            implementation="cuda",
-            cuda=CARTPOLE,
-            description="CartPole as a PyCUDA kernel, one thread per env (float32 CPU reference).",
-            solved_return=475.0,
-            defaults={"train": {"total_steps": 200_000}},
+            build=EnvBuild(binding=make_cuda_cartpole, implementation="cuda", cuda=CARTPOLE),
+            training=TrainDefaults(config={"train": {"total_steps": 200_000}}, solved_return=475.0),
+            meta=EnvMeta(description="CartPole as a PyCUDA kernel, one thread per env (float32 CPU reference)."),
         )
     )

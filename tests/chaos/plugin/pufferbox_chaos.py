@@ -4,7 +4,7 @@ run without the variable trains the same env healthily."""
 
 import os
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, hookimpl
 from pufferbox.vector.testenvs import FaultyEnv
 
 
@@ -27,4 +27,10 @@ def make_chaos_env() -> FaultyEnv:
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="chaosfault", binding=make_chaos_env, description="FaultyEnv driven by the chaos suite"))
+    register(
+        EnvSpec(
+            name="chaosfault",
+            build=EnvBuild(binding=make_chaos_env),
+            meta=EnvMeta(description="FaultyEnv driven by the chaos suite"),
+        )
+    )

@@ -2,7 +2,7 @@
 
 import gymnasium
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvSpec, hookimpl
 
 
 def make_cartpole() -> gymnasium.Env:
@@ -11,4 +11,4 @@ def make_cartpole() -> gymnasium.Env:
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="cartpole", binding=make_cartpole))
+    register(EnvSpec(name="cartpole", build=EnvBuild(binding=make_cartpole)))

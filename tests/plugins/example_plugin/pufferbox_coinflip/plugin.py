@@ -4,7 +4,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 
 
 class CoinFlip(gymnasium.Env):
@@ -31,4 +31,11 @@ class CoinFlip(gymnasium.Env):
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="coinflip", binding=CoinFlip, solved_return=9.0, description="Name the coin you are shown."))
+    register(
+        EnvSpec(
+            name="coinflip",
+            build=EnvBuild(binding=CoinFlip),
+            training=TrainDefaults(solved_return=9.0),
+            meta=EnvMeta(description="Name the coin you are shown."),
+        )
+    )

@@ -2,7 +2,7 @@
 
 import gymnasium
 
-from pufferbox import EnvSpec, hookimpl
+from pufferbox import EnvBuild, EnvSpec, hookimpl
 
 
 def make_thief() -> gymnasium.Env:
@@ -11,4 +11,4 @@ def make_thief() -> gymnasium.Env:
 
 @hookimpl
 def register_envs(register):
-    register(EnvSpec(name="thief", binding=make_thief, aliases=("squared", "cartpole", "robber")))
+    register(EnvSpec(name="thief", build=EnvBuild(binding=make_thief), aliases=("squared", "cartpole", "robber")))
