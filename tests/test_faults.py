@@ -76,6 +76,19 @@ def test_main_envs_errors_name_the_env_and_its_process(failing_env: int, where: 
     assert venv.closed and not live_children() and not segment_exists(name)
 
 
+def test_serial_env_exception_is_a_worker_error_that_keeps_the_env_s_own() -> None:
+    venv = vector.make(env_spec_for("faulty", fail_at=3, fail_env_seed=2), backend="serial", num_envs=4)
+    venv.reset(seed=0)
+    with pytest.raises(WorkerError) as err:
+        for _ in range(5):
+            venv.step(np.zeros(4, dtype=np.int64))
+    message = str(err.value)
+    assert message.startswith("faulty: env 2 in the main process (pid ")
+    assert "raised ValueError: deliberate failure at step 3" in message and "testenvs.py" in message
+    assert isinstance(err.value.__cause__, ValueError)  # library callers still reach the env's exception
+    venv.close()
+
+
 def test_main_envs_close_reaps_workers_and_frees_shared_memory() -> None:
     venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=1, main_envs=2, native=False)
     name = venv.resources.shared.name

@@ -162,11 +162,17 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "mode, needle", [("raise", "raised ValueError: deliberate failure at step 40"), ("exit", "exited with status 3")]
+    "backend, mode, needle",
+    [
+        ("multiprocessing", "raise", "raised ValueError: deliberate failure at step 40"),
+        ("multiprocessing", "exit", "exited with status 3"),
+        ("serial", "raise", "env 0 in the main process (pid"),
+    ],
 )
 @pytest.mark.timeout(90)
-def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monkeypatch, mode, needle):
-    """Found by the chaos suite: a worker that raised or died ended `pufferbox train` with a traceback."""
+def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monkeypatch, backend, mode, needle):
+    """Found by the chaos suite: a worker that raised or died ended `pufferbox train` with a traceback
+    (and on the serial backend an env's own exception did, until it became a WorkerError too)."""
     from pufferbox.registry import get_registry
     from pufferbox.vector.testenvs import env_spec_for
 
@@ -185,9 +191,8 @@ def test_a_broken_env_worker_is_one_line_naming_it_and_the_resume(tmp_path, monk
             "--run-dir",
             str(run_dir),
             "--backend",
-            "multiprocessing",
-            "--num-workers",
-            "2",
+            backend,
+            *(["--num-workers", "2"] if backend == "multiprocessing" else []),
             "--num-envs",
             "4",
             "--set",

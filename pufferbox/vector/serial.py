@@ -2,17 +2,29 @@
 
 The reference every other backend is tested against, and often the fastest choice
 for envs that step in microseconds (no IPC at all).
+
+An env that raises in ``step``/``reset`` surfaces as :class:`~pufferbox.vector.base.WorkerError`
+naming the env, with its traceback in the message and the env's own exception as ``__cause__``
+(what the other backends raise too, so ``pufferbox train`` shows one line on every backend).
+pufferbox's own one-line errors about the env's contract (:class:`~pufferbox.spaces.SpaceError`,
+:class:`~pufferbox.emulation.APIUsageError`) pass through as they are.
 """
 
 from __future__ import annotations
 
+import os
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
-from pufferbox.episodes import NO_EPISODES
-from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
+from pufferbox.emulation import APIUsageError
+from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.spaces import SpaceError
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, WorkerError
+from pufferbox.vector.pool import last_line
 from pufferbox.vector.stepper import BlockStepper
 
 
@@ -57,14 +69,27 @@ class SerialVectorEnv(VectorEnv):
         self.episodes = NO_EPISODES
 
     def async_reset(self, seed: int | None = 0) -> None:
-        self.episodes = self.stepper.reset(seed)
+        self.episodes = self.run_envs(lambda: self.stepper.reset(seed))
 
     def send(self, actions: np.ndarray) -> None:
         if type(actions) is not np.ndarray or actions.shape != self.action_shape:  # the common case skips a call
             actions = self.check_actions(actions)
         if actions is not self.buffers.actions:
             self.buffers.actions[:] = actions
-        self.episodes = self.stepper.step()
+        self.episodes = self.run_envs(self.stepper.step)
+
+    def run_envs(self, run: Callable[[], Episodes]) -> Episodes:
+        """Step or reset every env; an env's own exception becomes a :class:`WorkerError` naming it."""
+        try:
+            return run()
+        except (SpaceError, APIUsageError):
+            raise
+        except Exception as exc:  # KeyboardInterrupt and the like propagate as they are
+            tb = traceback.format_exc()
+            raise WorkerError(
+                f"{self.env_name}: env {self.stepper.failed_env} in the main process (pid {os.getpid()}) raised "
+                f"{last_line(tb)}. Traceback:\n{tb}"
+            ) from exc
 
     def recv(self):
         b = self.buffers

@@ -31,9 +31,9 @@ import torch
 
 HERE = Path(__file__).parent
 SIGNAL_FAULTS = ["sigkill_trainer", "sigterm_trainer", "sigstop_trainer", "poison_checkpoint"]
-# the serial backend re-raises an env's own exception with its traceback (it is the debugging backend), and an
-# os._exit there ends the trainer itself: those two env faults run on multiprocessing, like the worker faults
-WORKER_FAULTS = ["sigkill_worker", "sigstop_worker", "sigterm_worker", "env_hang", "env_raise", "env_exit"]
+# on the serial backend an os._exit ends the trainer itself and a hang has no deadline (no process to stop):
+# those two env faults run on multiprocessing, like the worker faults; an env that raises runs on either
+WORKER_FAULTS = ["sigkill_worker", "sigstop_worker", "sigterm_worker", "env_hang", "env_exit"]
 ENV_FAULTS = ["env_raise", "env_exit", "env_nan_reward", "env_hang"]
 FAULTS = SIGNAL_FAULTS + WORKER_FAULTS[:3] + ENV_FAULTS
 STEP_TIMEOUT = 3.0
