@@ -8,6 +8,7 @@ the mean return of the last 20 episodes at the end and the step at which it firs
 ``solved_return``. Steps, not seconds: sample efficiency does not depend on the machine's load.
 
     python benchmarks/bench_truncation.py --envs pendulum cartpole --seeds 1 2 3 > trunc.jsonl
+    python benchmarks/bench_truncation.py --envs cartpole --set train.stop_on_solve=false > trunc-long.jsonl
     python benchmarks/bench_truncation.py --table trunc.jsonl     # the markdown table of RESULTS.md
 """
 
@@ -27,9 +28,9 @@ from pufferbox.train.ppo import Trainer
 ARMS = {"bootstrap": "train.bootstrap_truncation=true", "terminate": "train.bootstrap_truncation=false"}
 
 
-def run(env: str, arm: str, seed: int, budget: int | None) -> dict:
+def run(env: str, arm: str, seed: int, budget: int | None, extra: list[str] = ()) -> dict:
     spec = get_registry().get(env)
-    overrides = [ARMS[arm], "train.checkpoint_interval=0", f"train.seed={seed}"]
+    overrides = [*extra, ARMS[arm], "train.checkpoint_interval=0", f"train.seed={seed}"]
     if budget:
         overrides.append(f"train.total_steps={budget}")
     config = resolve_config(spec.training.config, overrides=overrides)
@@ -43,6 +44,7 @@ def run(env: str, arm: str, seed: int, budget: int | None) -> dict:
         "env": env,
         "arm": arm,
         "seed": seed,
+        "overrides": list(extra),
         "steps": result.global_step,
         "solved_return": spec.training.solved_return,
         "final_return": result.episode_return,
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--total-steps", type=int, help="override every env's default step budget")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
     parser.add_argument("--table", metavar="JSONL", help="print the markdown table of an earlier run's output")
     args = parser.parse_args()
     if args.table:
@@ -88,7 +91,7 @@ def main() -> None:
     for env in args.envs:
         for seed in args.seeds:
             for arm in args.arms:  # arms interleaved: a drift in machine load hits both alike
-                print(json.dumps(run(env, arm, seed, args.total_steps)), flush=True)
+                print(json.dumps(run(env, arm, seed, args.total_steps, args.set)), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Truncation is not termination: final observations survive the autoreset on every CPU backend,
+"""Truncation is not termination: final observations survive the autoreset on every backend,
 and the collectors bootstrap a truncated step's value target from them."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import torch
 
 import pufferbox.vector as vector
 from pufferbox.conformance.checks import CheckConfig, ConformanceError, check_native, check_truncation
+from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import EnvBuild, EnvSpec, Registry
-from pufferbox.train.collector import HostCollector
+from pufferbox.train.collector import DeviceCollector, HostCollector
 from pufferbox.train.config import PolicyConfig
 from pufferbox.train.learner import gae
 from pufferbox.train.policies import build_agent
@@ -160,3 +161,53 @@ def test_conformance_catches_a_time_limit_reported_as_termination() -> None:
     with pytest.raises(ConformanceError, match="reached the time limit \\(3 steps\\) ended terminated"):
         check_truncation(EnvSpec(name="overruns", build=EnvBuild(binding=make_overruns)), CheckConfig(steps=10))
     check_truncation(cartpole(), CheckConfig(steps=50, env_kwargs=(("max_episode_steps", LIMIT),)))
+
+
+needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="the host kernel simulator needs a C++ compiler (g++)")
+
+
+@needs_cxx
+def test_cuda_backend_keeps_the_observation_before_the_reset() -> None:
+    """Tag's 4th feature is t / episode_length: 1 in the final observation of a truncated episode,
+    0 in the first observation of the next one (the kernels run on the host simulator)."""
+    with vector.make("tag", backend="cuda", device="host", num_envs=3, env_kwargs={"episode_length": 4}) as venv:
+        venv.reset(seed=0)
+        for _ in range(4):
+            venv.send(torch.zeros(venv.num_agents, dtype=torch.int32))
+            obs, _, terminals, truncations, _, _, _ = venv.recv()
+        cut = truncations & ~terminals
+        assert cut.any()
+        final = venv.final_observations()
+        assert torch.equal(final[cut, 3], torch.ones(int(cut.sum())))
+        assert torch.equal(obs[cut, 3], torch.zeros(int(cut.sum())))
+
+
+@needs_cxx
+@pytest.mark.parametrize("gamma", [0.0, 0.9])
+def test_device_collector_bootstraps_from_the_kernels_final_observation(gamma: float) -> None:
+    """As for the host collector: a truncated step's stored reward is r + gamma * V(final obs), read
+    back from a second kernel env replaying the same actions; every other reward stays 1."""
+    env_kwargs, horizon = {"max_steps": LIMIT}, 3 * LIMIT
+    with vector.make("cuda_cartpole", backend="cuda", device="host", num_envs=2, env_kwargs=env_kwargs) as venv:
+        agent = agent_for(venv)
+        collector = DeviceCollector(venv, agent, horizon=horizon, bootstrap_gamma=gamma)
+        collector.reset(seed=7)
+        batch = {k: v.clone() for k, v in collector.collect().batch.items()}
+    finals: dict[tuple[int, int], torch.Tensor] = {}
+    with vector.make("cuda_cartpole", backend="cuda", device="host", num_envs=2, env_kwargs=env_kwargs) as replay:
+        for t in range(horizon):
+            replay.send(batch["actions"][:, t])
+            _, _, term, trunc, _, _, _ = replay.recv()
+            for row in torch.nonzero(trunc & ~term).flatten().tolist():
+                finals[(row, t)] = replay.final_observations()[row].clone()
+    assert len(finals) == 2 * (horizon // LIMIT)
+    rewards = batch["rewards"]
+    for (row, t), final in finals.items():
+        assert batch["starts"][row, t + 1]
+        with torch.no_grad():
+            value = float(agent.act(final[None])[3])
+        assert float(rewards[row, t]) == pytest.approx(1.0 + gamma * value, abs=1e-6)
+    others = torch.ones_like(rewards[:, :horizon], dtype=torch.bool)
+    for row, t in finals:
+        others[row, t] = False
+    assert bool((rewards[:, :horizon][others] == 1.0).all())

@@ -91,7 +91,7 @@ def compare(step: int, name: str, cpu: np.ndarray, kernel: np.ndarray, agents: i
     for env, col in np.argwhere(bad):
         agent, feature = (
             (col // obs_dim, col % obs_dim)
-            if name == "observations"
+            if name in ("observations", "final_observations")
             else ((col, None) if cpu.shape[1] == agents else (None, int(col)))
         )
         out.append(
@@ -169,6 +169,14 @@ def check_env(
         report.steps = step + 1
         for name in ref.argument_order:
             report.mismatches += compare(step, name, ref.arrays[name], kernel.pull(name), ref.num_agents, ref.obs_dim)
+        report.mismatches += compare(
+            step,
+            "final_observations",
+            ref.final_observations,
+            kernel.pull("final_observations"),
+            ref.num_agents,
+            ref.obs_dim,
+        )
         expected.append(episodes.update(ref.arrays["rewards"], ref.arrays["done"]))
         if (step + 1) % EPISODE_READ_EVERY == 0 or step + 1 == steps:
             report.mismatches += compare_episodes(step, Episodes.concat(expected), kernel.episodes.collect())

@@ -90,7 +90,9 @@ class BatchedReference:
         for kernel in self.step_kernels:
             if autoreset or kernel not in self.autoreset_kernels:
                 getattr(self, kernel)()
-        if autoreset:
+        if autoreset:  # every env's observation before the reset, as the backend keeps it (final_observations)
+            self.observe()
+            self.final_observations = self.arrays["observations"].copy()
             self.restore_done()
         self.observe()
 

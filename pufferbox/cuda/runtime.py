@@ -2,8 +2,10 @@
 
 The first reset runs on the CPU reference (as in WarpDrive) and its arrays are pushed once;
 after that a step is only kernel launches on device-resident arrays: the env's step kernels,
-the episode statistics kernel (:mod:`pufferbox.cuda.episodes`), the core reset kernel restoring
-done envs from their saved initial state, the observe kernel.
+the episode statistics kernel (:mod:`pufferbox.cuda.episodes`), the observe kernel writing into
+``final_observations`` (every env's observation before any reset, so a learner can bootstrap a
+truncated episode from its last observation), the core reset kernel restoring done envs from
+their saved initial state, the observe kernel.
 
 Example:
     >>> from pufferbox.registry import get_registry                         # doctest: +SKIP
@@ -84,12 +86,15 @@ class KernelEnv:
             self.data.push(name, ref.arrays[name])
         for name in ref.reset_arrays:
             self.data.push("initial/" + name, ref.initial[name])
+        self.data.push("final_observations", ref.arrays["observations"])
         self.data.push("sampler/counters", np.zeros(num_envs * ref.num_agents, np.uint32))
         self.sampler_key = np.uint32(mix32(np.uint32(seed ^ 0x5EED)))
         source = impl.source_text() + f'\n#include "{CORE_SOURCE.name}"\n'
         self.text = assemble(source, ref.constants(), search=(_folder(impl.source),))
         self.functions.compile(self.text, [*impl.kernel_names, *CORE_KERNELS])
         self.args = [self.data.pointer(name) for name in ref.argument_order]
+        # the observe kernel run once more before the reset, its observations argument swapped
+        self.final_args = [self.data.pointer("final_observations"), *self.args[1:]]
         if impl.layout == "agent_per_thread":
             self.grid, self.block = agent_geometry(num_envs, ref.num_agents, max_block)
         else:
@@ -127,6 +132,7 @@ class KernelEnv:
         for kernel in self.impl.step_kernels:
             self.functions.launch(kernel, self.grid, self.block, self.args)
         self.episodes.launch(self.data.pointer("rewards"), self.data.pointer("done"))
+        self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.final_args)
         for kernel, grid, block, args in self.reset_launches:
             self.functions.launch(kernel, grid, block, args)
         self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.args)

@@ -5,8 +5,12 @@ Every kernel of an env takes the same pointer arguments, in this order: the stan
 per env: ``observations`` ``(num_agents * obs_dim)``, ``actions``/``rewards``/``terminals``/
 ``truncations``/``masks`` ``(num_agents)``, ``done`` ``(1)`` (0 running, 1 terminated, 2 truncated).
 
-A step runs ``step_kernels`` in order, then restores ``reference.reset_arrays`` of done envs
-from the copy saved at the first reset (the core reset kernel), then ``observe_kernel``.
+A step runs ``step_kernels`` in order, then ``observe_kernel`` with ``final_observations`` in
+place of ``observations`` (the last observation of an episode that ends, for the bootstrap of a
+truncated one), then restores ``reference.reset_arrays`` of done envs from the copy saved at the
+first reset (the core reset kernel), then ``observe_kernel``. So the observe kernel must be safe to
+run twice in a step: apart from the observations it may only write what it writes the same way
+both times (masks, the done flags it reports).
 The CPU reference (``reference``, a :class:`~pufferbox.cuda.reference.BatchedReference`) runs
 the same phases in numpy with the same float32 arithmetic.
 

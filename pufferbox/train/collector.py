@@ -21,12 +21,12 @@ the env steps they hold, the finished :class:`~pufferbox.episodes.Episodes` and 
 Autoreset is SAME_STEP: the obs that comes with ``done`` starts the next episode, so
 ``starts[row, t]`` is CleanRL's ``dones[t]``; ``masks[row, t]`` False marks a padded agent slot.
 
-Truncation (a time limit, not the end of the task): with ``bootstrap_gamma`` > 0 a host or Ray
-collector stores the reward of a truncated, not terminated step as ``r + gamma * V(final obs)``,
-the value of the episode's last observation (``venv.final_observations()``, kept by the backend
-past the autoreset), so the return is cut there without pretending the task ended (SB3's fix of the
-time-limit bias). Backends without final observations (``--backend cuda``, blocks that do not
-keep them) leave truncation counted as termination.
+Truncation (a time limit, not the end of the task): with ``bootstrap_gamma`` > 0 every collector
+(host, device, Ray) stores the reward of a truncated, not terminated step as
+``r + gamma * V(final obs)``, the value of the episode's last observation
+(``venv.final_observations()``, kept by the backend past the autoreset), so the return is cut
+there without pretending the task ended (SB3's fix of the time-limit bias). Native blocks that do
+not keep final observations leave truncation counted as termination.
 
 Example:
     >>> collector = make_collector(spec, venv, agent, horizon=32, device="cpu")  # doctest: +SKIP
@@ -144,7 +144,7 @@ def make_collector(
         return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
     if venv.backend == "cuda":
         events = getattr(spec.build.cuda, "events", None) or {}
-        return DeviceCollector(venv, agent, horizon, events)
+        return DeviceCollector(venv, agent, horizon, events, bootstrap_gamma=bootstrap_gamma)
     return HostCollector(venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma)
 
 
@@ -434,7 +434,14 @@ class DeviceCollector:
     (events per env and step over the rollout), as the plugin declares in ``CudaImplementation.events``.
     """
 
-    def __init__(self, venv: Any, agent: Any, horizon: int, events: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        venv: Any,
+        agent: Any,
+        horizon: int,
+        events: Mapping[str, str] | None = None,
+        bootstrap_gamma: float = 0.0,
+    ):
         self.venv, self.agent, self.horizon = venv, agent, horizon
         self.device = torch.device(venv.device)
         self.rows = self.num_rows = venv.num_agents
@@ -451,6 +458,13 @@ class DeviceCollector:
         self.lstm = agent.lstm_size > 0
         if self.lstm:
             self.h, self.c = tensor((agent.lstm_size,), torch.float32), tensor((agent.lstm_size,), torch.float32)
+        # Truncated rows keep their final observation per slot; their bootstrap values are computed
+        # once per rollout, only for the slots where some row was cut (one host sync to find them).
+        final = venv.final_observations() if bootstrap_gamma else None
+        self.bootstrap_gamma = bootstrap_gamma if final is not None else 0.0
+        if self.bootstrap_gamma:
+            self.final_obs = tensor((obs_spec.flat_size,), torch_dtype(obs_spec.flat_dtype))
+            self.cut = tensor((), torch.bool)
         # Discrete actions come from the backend's sampler kernel (one launch, written where the env reads them).
         self.use_sampler = isinstance(act_spec.flat_space, spaces.Discrete) and hasattr(venv, "sample")
         space = act_spec.flat_space
@@ -527,6 +541,8 @@ class DeviceCollector:
         for t in range(first, steps + 1):
             self.step(t)
         self.last = steps
+        if self.bootstrap_gamma:
+            self.bootstrap_truncated(first, steps)
         t0 = time.perf_counter()
         episodes = self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else NO_EPISODES
         per_env_step = max(1, self.num_envs * self.sent_steps)
@@ -536,6 +552,18 @@ class DeviceCollector:
         self.phase_time["env"] += time.perf_counter() - t0
         batch = {name: x[:, : steps + 1] for name, x in self.batch().items()}
         return Collected(batch, self.rows * steps, episodes, metrics)
+
+    def bootstrap_truncated(self, first: int, steps: int) -> None:
+        """Add ``bootstrap_gamma * V(final obs)`` to the reward before each slot where a row was truncated.
+
+        Every row of such a slot goes through the policy (grouped policies see the rows they expect),
+        with the LSTM state the row carried into that slot (no reset)."""
+        cut_slots = torch.nonzero(self.cut[:, first : steps + 1].any(dim=0)).flatten().tolist()
+        for t in (first + i for i in cut_slots):
+            state = (self.h[:, t], self.c[:, t]) if self.lstm else None
+            hidden, _ = self.agent.hidden(self.final_obs[:, t], state, None)
+            value = self.agent.heads(hidden)[1].float()
+            self.rewards[:, t - 1] += self.bootstrap_gamma * value * self.cut[:, t]
 
     def step(self, t: int) -> None:
         """Send the pending actions, store what comes back at slot ``t``, choose the next actions."""
@@ -551,6 +579,9 @@ class DeviceCollector:
             for metric, flags in self.events.items():
                 self.event_totals[metric] += flags.sum()
         starts = terminals | truncations
+        if self.bootstrap_gamma:
+            self.cut[:, t] = truncations & ~terminals & (t > 0)
+            self.final_obs[:, t] = self.venv.final_observations()
         if self.fresh:
             starts.fill_(True)
             self.fresh = False

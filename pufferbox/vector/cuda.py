@@ -14,6 +14,10 @@ episode finished since the previous call. A trainer calls it once per rollout; `
 the episodes an env may finish between calls (older ones are dropped and counted in
 ``episodes_dropped``).
 
+Truncation: :meth:`CudaVectorEnv.final_observations` is a device tensor of every row's
+observation before this step's resets (the observe kernel run once more, into its own array),
+so a learner bootstraps a truncated episode from its last observation without a host copy.
+
 ``device="host"`` runs the same kernel sources on the CPU (:mod:`pufferbox.cuda.hostsim`, one
 thread at a time: slow, for tests of this backend on machines without a GPU).
 
@@ -91,8 +95,10 @@ class CudaVectorEnv(VectorEnv):
         self.actions = self.kernel.tensor("actions").view(-1)
         rows = num_envs * self.kernel.num_agents
         self.views = {
-            name: self.kernel.tensor(name).view(rows, -1) if name == "observations" else self.kernel.tensor(name).view(rows)
-            for name in ("observations", "rewards", "terminals", "truncations", "masks")
+            name: self.kernel.tensor(name).view(rows, -1)
+            if name.endswith("observations")
+            else self.kernel.tensor(name).view(rows)
+            for name in ("observations", "rewards", "terminals", "truncations", "masks", "final_observations")
         }
         import torch
 
@@ -119,6 +125,10 @@ class CudaVectorEnv(VectorEnv):
             self.env_ids,
             v["masks"].bool(),
         )
+
+    def final_observations(self) -> Any:
+        """Every row's observation before the last step's resets (a device tensor, rows x obs)."""
+        return self.views["final_observations"]
 
     def episode_stats(self) -> Episodes:
         """The episodes finished since the last call (the once-per-rollout drain of the device log).
