@@ -50,6 +50,7 @@ __all__ = [
     "GroupedAgent",
     "Pool",
     "groups_by_prefix",
+    "grouped_agent",
     "resolve_layout",
 ]
 
@@ -463,22 +464,34 @@ class League:
         return out
 
 
-def build_groups(trainer: Any, config: Mapping[str, Any]) -> tuple[GroupedAgent, GroupLearner, League]:
-    """The grouped agent, its learners and league for a :class:`~pufferbox.train.ppo.Trainer` with a layout."""
-    from pufferbox.train.config import typed
+def grouped_agent(spec: Any, layout: GroupLayout, venv: Any, pc: Any) -> GroupedAgent:
+    """One freshly drawn policy per group of ``layout`` (on the CPU), action limits applied."""
     from pufferbox.train.policies import build_agent
 
-    layout, tc = trainer.layout, trainer.tc
     limits = layout.action_limits or {}
     agents = {
-        name: limit_actions(
-            build_agent(trainer.obs_spec, trainer.act_spec, trainer.pc, trainer.spec.load_policy()), limits.get(name)
-        )
+        name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
         for name in layout.names
     }
-    grouped = GroupedAgent(agents, layout).to(trainer.device)
+    return GroupedAgent(agents, layout)
+
+
+def build_groups(
+    spec: Any,
+    layout: GroupLayout,
+    venv: Any,
+    pc: Any,
+    tc: TrainConfig,
+    device: torch.device,
+    run_dir: str | None,
+    config: Mapping[str, Any],
+) -> tuple[GroupedAgent, GroupLearner, League]:
+    """The grouped agent, its learners and league for a run whose env has agent groups."""
+    from pufferbox.train.config import typed
+
+    grouped = grouped_agent(spec, layout, venv, pc).to(device)
     cfg = typed(LeagueConfig, config.get("league", {}), "league")
     learner = GroupLearner(grouped, tc, seed=tc.seed, compile=tc.compile, frozen=cfg.frozen)
-    rule = trainer.spec.training.outcome
-    league = League(grouped, learner, cfg, trainer.run_dir, tc.seed, trainer.num_rows, rule, config.get("env", {}))
+    rule = spec.training.outcome
+    league = League(grouped, learner, cfg, run_dir, tc.seed, venv.num_agents, rule, config.get("env", {}))
     return grouped, learner, league

@@ -1,6 +1,7 @@
 """PPO over any pufferbox vector backend: the loop that wires a Collector, a Learner and checkpoints.
 
-Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segments (on the host,
+The parts come from :func:`~pufferbox.train.assembly.assemble` (envs, device, policy, learner,
+collector, normalizer, built and checked once). Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segments (on the host,
 or on the kernels' device for ``--backend cuda``), the :class:`~pufferbox.train.learner.Learner`
 runs GAE and the clipped PPO epochs on it, and this module counts steps, tracks finished
 episodes (solve detection), writes checkpoints and sends each update's metrics to callbacks.
@@ -24,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import collections
-import copy
 import math
 import os
 import time
@@ -38,15 +38,12 @@ import torch
 
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
+from pufferbox.train.assembly import assemble, fresh_policy
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
-from pufferbox.train.collector import Collected, HostCollector, make_collector, make_vec_env
-from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
-from pufferbox.train.groups import GroupedAgent, GroupLearner, build_groups, resolve_layout
-from pufferbox.train.hardware import Hardware, pick_device, policy_macs, resolve_hardware
-from pufferbox.train.learner import Learner
-from pufferbox.train.normalize import make_normalizer
-from pufferbox.train.overlap import OverlapCollector, vtrace_targets
-from pufferbox.train.policies import Agent, build_agent
+from pufferbox.train.collector import Collected
+from pufferbox.train.config import ConfigError, updated
+from pufferbox.train.groups import GroupLearner
+from pufferbox.train.overlap import vtrace_targets
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
 
@@ -78,29 +75,6 @@ class TrainResult:
 
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "history"}
-
-
-def setup_torch(tc: TrainConfig) -> torch.device:
-    """Seed torch and set its determinism; returns the device ``train.device`` names (threads: see
-    :func:`~pufferbox.train.hardware.resolve_hardware`, once the vector env is known)."""
-    device = pick_device(tc.device)
-    if tc.deterministic:
-        torch.use_deterministic_algorithms(True)
-    torch.manual_seed(tc.seed)
-    return device
-
-
-def training_device(tc: TrainConfig, venv: Any, device: torch.device) -> torch.device:
-    """Where the policy trains: with ``--backend cuda`` where the kernels run (``recv()`` returns tensors
-    there, so rollout, sampling and update stay there), else ``device``."""
-    if venv.backend != "cuda":
-        return device
-    if tc.device not in ("cpu", "auto") and torch.device(tc.device) != venv.device:
-        raise ConfigError(
-            f"train.device={tc.device!r}: with --backend cuda the policy trains where the kernels "
-            f"run ({venv.device}); drop --device"
-        )
-    return torch.device(venv.device)
 
 
 class Scoreboard:
@@ -175,72 +149,23 @@ class Trainer:
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
-        self.tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
-        self.pc = typed(PolicyConfig, config["policy"])
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.callbacks = list(callbacks or [])
-        tc = self.tc
-        if tc.overlap and vc.backend == "cuda":
-            raise ConfigError(
-                "train.overlap=true: --backend cuda already steps the envs on the policy's device "
-                "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)"
-            )
-        device = setup_torch(tc)
-        # the group map is checked before any env worker starts (a bad map is a one-line error)
-        self.layout = resolve_layout(self.spec, config.get("env", {}), config.get("groups"))
-        grouped = self.layout is not None and not self.layout.single
-        if tc.overlap and self.layout is not None and grouped:
-            raise ConfigError(
-                f"train.overlap: not supported with agent groups yet ({self.spec.name} trains "
-                f"{', '.join(self.layout.names)} as separate policies); drop train.overlap"
-            )
-        if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
-            from pufferbox.train.ray_collector import make_ray_rollouts
-
-            self.venv = make_ray_rollouts(self.spec, vc, config.get("env", {}), tc.seed)
-        else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
-            self.venv = make_vec_env(self.spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
-        self.device = training_device(tc, self.venv, device)
+        self.parts = parts = assemble(self.spec, config, self.run_dir, lambda: self.update, self.prefetch_horizon)
+        self.tc, self.pc, self.venv, self.device, self.layout = parts.tc, parts.pc, parts.venv, parts.device, parts.layout
+        self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
+        self.collector, self.normalizer = parts.collector, parts.normalizer
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
-        self.agents_per_env, self.num_rows, self.num_steps = self.venv.agents_per_env, self.venv.num_agents, tc.num_steps
-        self.league = None
-        self.agent: Agent | GroupedAgent
-        self.learner: Learner | GroupLearner
-        if self.layout is None or self.layout.single:  # one shared policy: the single-group path
-            self.agent = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy()).to(self.device)
-            self.learner = Learner(self.agent, tc, seed=tc.seed, compile=tc.compile)
-        else:
-            self.agent, self.learner, self.league = build_groups(self, config)
-        macs = policy_macs(self.agent, self.obs_spec) if not tc.torch_threads else float("inf")
-        self.hardware: Hardware = resolve_hardware(self.device, tc.device, tc.torch_threads, self.venv, macs=macs)
-        torch.set_num_threads(self.hardware.torch_threads)
-        self.collector = self.build_collector(tc)
-        self.normalizer = make_normalizer(self.obs_spec, self.num_rows, tc)
-        if self.normalizer is not None:
-            host = getattr(self.collector, "inner", self.collector)  # an OverlapCollector wraps the host one
-            if not isinstance(host, HostCollector):
-                raise ConfigError(
-                    "train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
-                    "backends); drop them for --backend cuda or ray"
-                )
-            host.norm = self.normalizer
-        self.scores = Scoreboard(tc.solve_window, self.spec.training.solved_return)
+        self.agents_per_env, self.num_rows = self.venv.agents_per_env, self.venv.num_agents
+        self.num_steps = self.tc.num_steps
+        self.scores = Scoreboard(self.tc.solve_window, self.spec.training.solved_return)
         self.global_step = self.update = 0
-        self.total_updates = max(1, math.ceil(tc.total_steps / (self.num_rows * self.num_steps)))
+        self.total_updates = max(1, math.ceil(self.tc.total_steps / (self.num_rows * self.num_steps)))
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
         self.last_checkpoint: str | None = None
         self.stop_requested = False
         self.history: list[dict] = []
         self.collector.reset(self.env_seed())
-
-    def build_collector(self, tc: TrainConfig) -> Any:
-        """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy."""
-        gamma = tc.gamma if tc.bootstrap_truncation else 0.0
-        if not tc.overlap:
-            return make_collector(self.spec, self.venv, self.agent, self.num_steps, self.device, tc.compile, gamma)
-        actor = copy.deepcopy(self.agent)
-        inner = make_collector(self.spec, self.venv, actor, self.num_steps, self.device, tc.compile, gamma)
-        return OverlapCollector(inner, actor, self.agent, version=lambda: self.update, plan=self.prefetch_horizon)
 
     def prefetch_horizon(self, pending: int) -> int | None:
         """Horizon of the rollout to collect next while ``pending`` steps are being learned on (0: the budget is spent)."""
@@ -376,13 +301,7 @@ class Trainer:
         """A checkpoint's model and optimizer moments, or (``state`` None) fresh ones drawn from ``seed``."""
         if state is not None:
             return self.learner.load_weights(state)
-        torch.manual_seed(seed)
-        fresh: Agent | GroupedAgent
-        if self.league is not None:
-            fresh = build_groups(self, self.config)[0]
-        else:
-            fresh = build_agent(self.obs_spec, self.act_spec, self.pc, self.spec.load_policy())
-        self.agent.load_state_dict(fresh.state_dict())
+        self.agent.load_state_dict(fresh_policy(self.spec, self.parts, seed).state_dict())
         self.learner.reset_optimizer()
 
     def restart_rollout(self) -> int:

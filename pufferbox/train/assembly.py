@@ -1,0 +1,163 @@
+"""What a :class:`~pufferbox.train.ppo.Trainer` trains with, built once from the layered config.
+
+:func:`assemble` turns ``(spec, config)`` into :class:`TrainingParts`: the vector env (or Ray's
+remote rollouts), the device, the policy (one shared :class:`~pufferbox.train.policies.Agent`, or
+one per agent group with its league), the learner, the thread policy, the collector and the
+observation/reward normalizer. Every combination that cannot work is refused here, in one line,
+before a worker starts or a weight is drawn; the Trainer only runs the loop over what it gets.
+
+Example:
+    >>> from pufferbox.train.config import resolve_config
+    >>> parts = assemble(get_registry().get("cartpole"), resolve_config())  # doctest: +SKIP
+    >>> parts.collector.collect().steps                                      # doctest: +SKIP
+    4096
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pufferbox.registry import EnvSpec
+from pufferbox.train.collector import HostCollector, make_collector, make_vec_env
+from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed
+from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
+from pufferbox.train.hardware import Hardware, pick_device, policy_macs, resolve_hardware
+from pufferbox.train.learner import Learner
+from pufferbox.train.normalize import Normalizer, make_normalizer
+from pufferbox.train.overlap import OverlapCollector
+from pufferbox.train.policies import Agent, build_agent
+
+__all__ = ["TrainingParts", "assemble", "fresh_policy", "setup_torch", "training_device"]
+
+
+@dataclass
+class TrainingParts:
+    """The pieces one training run wires together (see :func:`assemble`)."""
+
+    tc: TrainConfig
+    pc: PolicyConfig
+    venv: Any
+    device: torch.device
+    layout: Any  # GroupLayout | None: the env's agent groups, None for one shared policy
+    agent: Agent | GroupedAgent
+    learner: Learner | GroupLearner
+    league: League | None
+    hardware: Hardware
+    collector: Any
+    normalizer: Normalizer | None
+
+
+def setup_torch(tc: TrainConfig) -> torch.device:
+    """Seed torch and set its determinism; returns the device ``train.device`` names (threads: see
+    :func:`~pufferbox.train.hardware.resolve_hardware`, once the vector env is known)."""
+    device = pick_device(tc.device)
+    if tc.deterministic:
+        torch.use_deterministic_algorithms(True)
+    torch.manual_seed(tc.seed)
+    return device
+
+
+def training_device(tc: TrainConfig, venv: Any, device: torch.device) -> torch.device:
+    """Where the policy trains: with ``--backend cuda`` where the kernels run (``recv()`` returns tensors
+    there, so rollout, sampling and update stay there), else ``device``."""
+    if venv.backend != "cuda":
+        return device
+    if tc.device not in ("cpu", "auto") and torch.device(tc.device) != venv.device:
+        raise ConfigError(
+            f"train.device={tc.device!r}: with --backend cuda the policy trains where the kernels "
+            f"run ({venv.device}); drop --device"
+        )
+    return torch.device(venv.device)
+
+
+def refuse_impossible(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, layout: Any) -> None:
+    """One line for the combinations no collector supports (before any env worker starts)."""
+    if tc.overlap and vc.backend == "cuda":
+        raise ConfigError(
+            "train.overlap=true: --backend cuda already steps the envs on the policy's device "
+            "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)"
+        )
+    if tc.overlap and layout is not None and not layout.single:
+        raise ConfigError(
+            f"train.overlap: not supported with agent groups yet ({spec.name} trains "
+            f"{', '.join(layout.names)} as separate policies); drop train.overlap"
+        )
+
+
+def assemble(
+    spec: EnvSpec,
+    config: Mapping[str, Any],
+    run_dir: str | None = None,
+    version: Callable[[], int] = lambda: 0,
+    plan: Callable[[int], int | None] = lambda pending: None,
+) -> TrainingParts:
+    """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (the layered dict);
+    ``version``/``plan``: see :func:`build_collector`."""
+    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
+    pc = typed(PolicyConfig, config["policy"])
+    device = setup_torch(tc)
+    layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))  # a bad map: one line, no workers
+    refuse_impossible(spec, tc, vc, layout)
+    grouped_layout = layout if layout is not None and not layout.single else None
+    grouped = grouped_layout is not None
+    if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
+        from pufferbox.train.ray_collector import make_ray_rollouts
+
+        venv = make_ray_rollouts(spec, vc, config.get("env", {}), tc.seed)
+    else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
+        venv = make_vec_env(spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
+    device = training_device(tc, venv, device)
+    league: League | None = None
+    agent: Agent | GroupedAgent
+    learner: Learner | GroupLearner
+    if grouped_layout is not None:
+        agent, learner, league = build_groups(spec, grouped_layout, venv, pc, tc, device, run_dir, config)
+    else:  # one shared policy: the single-group path
+        agent = build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()).to(device)
+        learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile)
+    macs = policy_macs(agent, venv.obs_spec) if not tc.torch_threads else float("inf")
+    hardware = resolve_hardware(device, tc.device, tc.torch_threads, venv, macs=macs)
+    torch.set_num_threads(hardware.torch_threads)
+    collector = build_collector(spec, tc, venv, agent, device, version, plan)
+    normalizer = make_normalizer(venv.obs_spec, venv.num_agents, tc)
+    if normalizer is not None:
+        host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
+        if not isinstance(host, HostCollector):
+            raise ConfigError(
+                "train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
+                "backends); drop them for --backend cuda or ray"
+            )
+        host.norm = normalizer
+    return TrainingParts(tc, pc, venv, device, layout, agent, learner, league, hardware, collector, normalizer)
+
+
+def build_collector(
+    spec: EnvSpec,
+    tc: TrainConfig,
+    venv: Any,
+    agent: Any,
+    device: torch.device,
+    version: Callable[[], int],
+    plan: Callable[[int], int | None] = lambda pending: None,
+) -> Any:
+    """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy
+    (``version`` numbers the learner's updates, ``plan`` sizes the rollout collected during one)."""
+    gamma = tc.gamma if tc.bootstrap_truncation else 0.0
+    if not tc.overlap:
+        return make_collector(spec, venv, agent, tc.num_steps, device, tc.compile, gamma)
+    actor = copy.deepcopy(agent)
+    inner = make_collector(spec, venv, actor, tc.num_steps, device, tc.compile, gamma)
+    return OverlapCollector(inner, actor, agent, version=version, plan=plan)
+
+
+def fresh_policy(spec: EnvSpec, parts: TrainingParts, seed: int) -> Agent | GroupedAgent:
+    """Newly drawn weights (from ``seed``) of the same architecture as ``parts.agent``, on the CPU."""
+    torch.manual_seed(seed)
+    if parts.layout is not None and not parts.layout.single:
+        return grouped_agent(spec, parts.layout, parts.venv, parts.pc)
+    return build_agent(parts.venv.obs_spec, parts.venv.act_spec, parts.pc, spec.load_policy())
