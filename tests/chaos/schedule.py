@@ -19,6 +19,8 @@ import glob
 import math
 import os
 import random
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -90,12 +92,14 @@ def plugin_env(tmp: Path, fault: str | None = None) -> dict[str, str]:
 
 
 class Tracked:
-    """A ``pufferbox`` subprocess in its own session; a thread records every pid of its tree."""
+    """A ``pufferbox`` subprocess in its own session; a thread records every pid of its tree.
 
-    def __init__(self, args: list[str], env: dict[str, str], schedule: Schedule):
+    ``command`` replaces ``python -m pufferbox ARGS`` (e.g. a shell that mounts a small tmpfs first)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], schedule: Schedule, command: list[str] | None = None):
         self.schedule = schedule
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pufferbox", *args],
+            command or [sys.executable, "-m", "pufferbox", *args],
             env=env,
             start_new_session=True,
             stdout=subprocess.PIPE,
@@ -339,3 +343,42 @@ def trainer_round(s: Schedule, tmp: Path, index: int) -> None:
     extra = ["--set", f"vec.step_timeout={STEP_TIMEOUT}"]
     if run_dir.exists():
         assert_resumable(run_dir, tmp, s, extra)
+
+
+def can_mount() -> bool:
+    """Whether this machine lets a test mount a private tmpfs (``unshare -m``: root or CAP_SYS_ADMIN)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def disk_full_round(s: Schedule, tmp: Path, index: int) -> None:
+    """A trainer whose run dir lives on a tmpfs of a random small size, in a private mount namespace:
+    it must stop with one line naming ENOSPC (or finish its budget) and leave no temp file; a copy of
+    what it wrote, on a real disk, resumes from a finite checkpoint or is refused in one line."""
+    plan = {
+        "fault": "disk_full",
+        "backend": s.rng.choice(["serial", "multiprocessing"]),
+        "size_kb": s.rng.randint(48, 400),
+        "interval": s.rng.choice([1, 2, 3]),
+    }
+    s.log(f"round {index}: {plan}")
+    mnt, copy = tmp / f"round{index}-tmpfs", tmp / f"round{index}"
+    mnt.mkdir()
+    args = trainer_args(mnt / "run", plan)
+    args[args.index("10000000")] = "200000"  # ends by itself if the disk never fills
+    script = (
+        f"mount -t tmpfs -o size={plan['size_kb']}k tmpfs {mnt} || exit 99; "
+        f"{shlex.join([sys.executable, '-m', 'pufferbox', *args])}; rc=$?; "
+        f"if [ -d {mnt}/run ]; then cp -a {mnt}/run {copy}; fi; exit $rc"
+    )
+    t = Tracked(args, plugin_env(tmp), s, command=["unshare", "-m", "sh", "-c", script])
+    rc = t.wait()
+    s.check(rc != 99, f"could not mount the tmpfs\n{t.tail()}")
+    s.check("Traceback" not in t.out + t.err, f"traceback from the trainer\n{t.tail()}")
+    if rc != 0:
+        assert_one_line_error(t, "ENOSPC")
+    assert_nothing_left(t, copy)
+    if copy.exists():
+        assert_resumable(copy, tmp, s, ["--set", f"vec.step_timeout={STEP_TIMEOUT}"])

@@ -1,7 +1,8 @@
 """The chaos suite: rounds of random faults against trainers, workers and envs (see ``schedule.py``).
 
 ``PUFFERBOX_CHAOS_SEED=N`` replays a run (the seed is in every failure); ``PUFFERBOX_CHAOS_ROUNDS=N``
-sets the number of rounds. In CI (every ``make test``) the short run uses a fixed seed: its schedule is
+sets the number of rounds; after them, one disk-full round per ten (at least one) where a private
+tmpfs can be mounted. In CI (every ``make test``) the short run uses a fixed seed: its schedule is
 random but the same on every run, so a CI failure replays exactly (about a minute on 2 cores). The long
 run draws a fresh seed each time and runs when ``PUFFERBOX_CHAOS_LONG=1`` (about 7 minutes on 2 cores:
 a soak to run before a release, with its own time limit).
@@ -13,7 +14,7 @@ import os
 
 import pytest
 
-from .schedule import Schedule, chaos_rounds, chaos_seed, trainer_round
+from .schedule import Schedule, can_mount, chaos_rounds, chaos_seed, disk_full_round, trainer_round
 
 CI_SEED = 12  # one of the seeds (3, 11, 12) whose 6-round schedules were checked when the suite was written
 
@@ -23,6 +24,12 @@ def run_rounds(rounds: int, tmp_path, seed: int | None = None) -> None:
     print(f"chaos seed {schedule.seed}")
     for index in range(rounds):
         trainer_round(schedule, tmp_path, index)
+    # after the other rounds, so their schedule is the same whether or not this machine can mount
+    if not can_mount():
+        print("disk-full rounds skipped: `unshare -m` + mount is not permitted here (needs root or CAP_SYS_ADMIN)")
+        return
+    for index in range(rounds, rounds + max(1, rounds // 10)):
+        disk_full_round(schedule, tmp_path, index)
 
 
 @pytest.mark.timeout(600)
