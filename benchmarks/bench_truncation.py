@@ -45,6 +45,7 @@ def run(env: str, arm: str, seed: int, budget: int | None, extra: list[str] = ()
         "arm": arm,
         "seed": seed,
         "overrides": list(extra),
+        "budget": trainer.tc.total_steps,
         "steps": result.global_step,
         "solved_return": spec.training.solved_return,
         "final_return": result.episode_return,
@@ -57,7 +58,7 @@ def run(env: str, arm: str, seed: int, budget: int | None, extra: list[str] = ()
 def table(path: str) -> str:
     """Markdown: one row per env, one column per arm: mean final return (solved seeds, median steps)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.startswith('{"env"')]
-    out = ["| env (threshold, steps) | " + " | ".join(ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
+    out = ["| env (threshold, step budget) | " + " | ".join(ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
     for env in dict.fromkeys(r["env"] for r in rows):
         cells = []
         for arm in ARMS:
@@ -71,7 +72,8 @@ def table(path: str) -> str:
             at = f", median {statistics.median(solved) / 1000:.0f}k steps" if solved else ""
             cells.append(f"{statistics.mean(finals):.1f} ({each}; {len(solved)}/{len(runs)} solved{at})")
         first = next(r for r in rows if r["env"] == env)
-        out.append(f"| {env} ({first['solved_return']}, {first['steps'] // 1000}k) | " + " | ".join(cells) + " |")
+        budget = first.get("budget", first["steps"]) // 1000
+        out.append(f"| {env} ({first['solved_return']}, {budget}k) | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
