@@ -163,6 +163,29 @@ def test_a_killed_actor_is_replaced_with_its_envs_rebuilt_from_their_seeds(local
         r.close()
 
 
+def test_an_actor_that_dies_before_a_reset_is_replaced_and_reset(local_ray) -> None:
+    """Found by the chaos suite: an actor killed while the trainer re-seeds at a checkpoint made
+    ``reset`` raise Ray's ActorDiedError (a traceback); the setup calls now replace it too."""
+    from pufferbox.train.policies import build_agent
+    from pufferbox.train.ray_collector import RayCollector
+
+    r = rollouts("uneven", env_kwargs={"mean_step_s": 0.0}, num_envs=4, num_workers=2)
+    try:
+        collector = RayCollector(r, build_agent(r.obs_spec, r.act_spec, {"hidden_size": 16}), horizon=8)
+        collector.reset(seed=7)
+        victim = r.actors[0]
+        local_ray.kill(victim)
+        collector.reset(seed=11)  # reset (every actor) reaches the dead one: replaced, then reset
+        assert r.actors[0] is not victim and r.replaced == 1
+        got = collector.collect()
+        spec = env_spec_for("uneven", mean_step_s=0.0)
+        with vector.make(spec, backend="serial", num_envs=4) as serial:
+            reset_obs, _ = serial.reset(seed=11)
+        np.testing.assert_array_equal(got.batch["obs"][:, 0].numpy(), reset_obs)
+    finally:
+        r.close()
+
+
 def test_train_cli_with_the_ray_backend_uses_remote_rollouts(local_ray, tmp_path) -> None:
     import json
 

@@ -1,10 +1,11 @@
 """PPO over any pufferbox vector backend: the loop that wires a Collector, a Learner and checkpoints.
 
 The parts come from :func:`~pufferbox.train.assembly.assemble` (envs, device, policy, learner,
-collector, normalizer, built and checked once). Each update: the :mod:`~pufferbox.train.collector` fills a batch of full segments (on the host,
-or on the kernels' device for ``--backend cuda``), the :class:`~pufferbox.train.learner.Learner`
-runs GAE and the clipped PPO epochs on it, and this module counts steps, tracks finished
-episodes (solve detection), writes checkpoints and sends each update's metrics to callbacks.
+collector, normalizer, built and checked once). Each update: the :mod:`~pufferbox.train.collector`
+fills a batch of full segments (on the host, or on the kernels' device for ``--backend cuda``), the
+:class:`~pufferbox.train.learner.Learner` runs GAE and the clipped PPO epochs on it, and this module
+counts steps, tracks finished episodes (solve detection), writes checkpoints and sends each update's
+metrics to callbacks.
 With ``train.overlap`` the collector is an :class:`~pufferbox.train.overlap.OverlapCollector`
 (the next rollout is collected while the learner updates) and lagged batches get V-trace targets.
 

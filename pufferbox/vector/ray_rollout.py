@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ MIN_CALL_SECONDS = 0.01  # simulation one call should carry, so Ray's per-call c
 MAX_AUTO_STEPS = 4096
 STARTUP_SECONDS = 120.0  # setup calls (reset, policy) may wait for actor processes to start on a busy node
 SUSPECT_SECONDS = 60.0  # a node that lost an actor gets no replacement for this long (unless it is the only one)
+SETUP_ATTEMPTS = 3  # a setup call re-sent to a replacement actor at most this often before giving up
 
 
 @dataclass
@@ -317,7 +318,7 @@ class RayRollouts:
         """Every actor gets a copy of ``module`` (a CPU ``nn.Module``), sent once through the object store;
         ``bootstrap_gamma`` > 0 bootstraps truncated steps from their final observation."""
         self.policy_ref, self.bootstrap_gamma = self.ray.put(module), bootstrap_gamma
-        self.setup([a.set_policy.remote(self.policy_ref, bootstrap_gamma) for a in self.actors], "set_policy")
+        self.setup(lambda a: a.set_policy.remote(self.policy_ref, bootstrap_gamma), "set_policy")
         self.loaded = [0] * self.num_workers
 
     def set_weights(self, state_dict: Mapping[str, Any]) -> int:
@@ -331,12 +332,12 @@ class RayRollouts:
         """Drop the rollouts in flight, reset every env (env ``i`` with ``seed + i``)."""
         self.drain()
         self.reset_seed = seed
-        self.setup([a.reset.remote(seed) for a in self.actors], "reset")
+        self.setup(lambda a: a.reset.remote(seed), "reset")
 
     def restart(self) -> int:
         """Drop the rollouts in flight (their steps are returned) and every actor's carried slot and LSTM state."""
         dropped = self.drain()
-        self.setup([a.restart.remote() for a in self.actors], "restart")
+        self.setup(lambda a: a.restart.remote(), "restart")
         return dropped
 
     def drain(self) -> int:
@@ -347,18 +348,34 @@ class RayRollouts:
         self.pending = {}
         return steps
 
-    def setup(self, refs: list, what: str) -> list:
-        """Results of a setup call on every actor; :class:`WorkerTimeoutError` after ``STARTUP_SECONDS``
-        (+ ``step_timeout``): actor processes may still be starting."""
-        try:
-            return self.ray.get(refs, timeout=STARTUP_SECONDS + self.step_timeout)
-        except self.ray.exceptions.GetTimeoutError:
-            self.close(graceful=False)
-            raise WorkerTimeoutError(
-                f"{self.env_name}: rollout actors did not answer {what}() within "
-                f"{STARTUP_SECONDS + self.step_timeout:g}s (a cluster without room for them, "
-                f"or a hung env); the rollout actors are closed"
-            ) from None
+    def setup(self, call: Callable[[Any], Any], what: str) -> list:
+        """Results of ``call(actor)`` (a setup call) on every actor. An actor that died is replaced
+        (:meth:`respawn`) and called again, up to :data:`SETUP_ATTEMPTS` times; :class:`WorkerTimeoutError`
+        after ``STARTUP_SECONDS`` (+ ``step_timeout``): actor processes may still be starting."""
+        refs = [call(a) for a in self.actors]
+        results = []
+        for w in range(len(refs)):
+            for attempt in range(1, SETUP_ATTEMPTS + 1):
+                try:
+                    results.append(self.ray.get(refs[w], timeout=STARTUP_SECONDS + self.step_timeout))
+                    break
+                except self.ray.exceptions.GetTimeoutError:
+                    self.close(graceful=False)
+                    raise WorkerTimeoutError(
+                        f"{self.env_name}: rollout actors did not answer {what}() within "
+                        f"{STARTUP_SECONDS + self.step_timeout:g}s (a cluster without room for them, "
+                        f"or a hung env); the rollout actors are closed"
+                    ) from None
+                except (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError):
+                    if attempt == SETUP_ATTEMPTS:
+                        self.close(graceful=False)
+                        raise WorkerError(
+                            f"{self.env_name}: rollout worker {w} died {attempt} times in a row during "
+                            f"{what}(); the rollout actors are closed"
+                        ) from None
+                    self.respawn(w)
+                    refs[w] = call(self.actors[w])
+        return results
 
     # -- rollouts ------------------------------------------------------------------------------
     def idle(self) -> list[int]:
@@ -424,6 +441,12 @@ class RayRollouts:
         also = [ref for ref, (other, _) in self.pending.items() if other == w]  # its other calls in flight
         again = [steps] + [self.pending.pop(ref)[1] for ref in also]
         self.lost_steps += sum(again) * self.rows_per_worker
+        self.respawn(w)
+        for k in again:
+            self.submit(w, k)
+
+    def respawn(self, w: int) -> None:
+        """A new actor ``w`` in place of a dead one: envs rebuilt from the last reset's seeds, policy sent."""
         self.replaced += 1
         self.ray.kill(self.actors[w])  # already dead; frees its name and handle
         node_id = self.actor_nodes[w]
@@ -434,8 +457,6 @@ class RayRollouts:
         self.loaded[w] = 0
         if self.policy_ref is not None:
             actor.set_policy.remote(self.policy_ref, self.bootstrap_gamma)
-        for k in again:
-            self.submit(w, k)
 
     def timeout(self) -> None:
         late = sorted(w for w, _ in self.pending.values())
@@ -449,7 +470,7 @@ class RayRollouts:
 
     def nodes(self) -> list[str]:
         """The Ray node id of each actor (where its envs run)."""
-        return self.setup([a.node.remote() for a in self.actors], "node")
+        return self.setup(lambda a: a.node.remote(), "node")
 
     def close(self, graceful: bool = True) -> None:
         if self.closed:

@@ -1,7 +1,7 @@
 """A seeded fault schedule: what to break, when, and the invariants checked after every round.
 
-A round starts a ``pufferbox train`` (or tournament) subprocess in its own session, breaks it at
-a random moment (a signal to the trainer or a worker, an env fault, a full disk), waits for it
+A round starts a ``pufferbox train`` subprocess in its own session, breaks it at a random moment
+(a signal to the trainer, a worker or a Ray rollout actor, an env fault, a full disk), waits for it
 with a deadline, and then checks: no process of its tree is left, no ``/dev/shm/pufferbox_<pid>_*``
 segment, no temp file; the run dir resumes (or is refused in one ``Error:`` line, exit 2), never
 from a checkpoint with non-finite weights. Every event is logged; a failure dumps the log and the
@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import glob
+import json
 import math
 import os
 import random
@@ -24,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -382,3 +384,66 @@ def disk_full_round(s: Schedule, tmp: Path, index: int) -> None:
     assert_nothing_left(t, copy)
     if copy.exists():
         assert_resumable(copy, tmp, s, ["--set", f"vec.step_timeout={STEP_TIMEOUT}"])
+
+
+def ray_workers(t: Tracked) -> list[psutil.Process]:
+    """The trainer's live Ray rollout actors (``ray::RolloutWorker...`` processes of its tree)."""
+    out = []
+    for p in list(t.seen.values()):
+        try:
+            if p.is_running() and "RolloutWorker" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def ray_round(s: Schedule, tmp: Path, index: int) -> None:
+    """``train --backend ray`` (a private local Ray): SIGKILL a rollout actor at a random moment (the
+    run goes on with a replacement and finishes its budget, or stops in one line), or SIGTERM the
+    trainer (143 with a checkpoint). Then: no process of the tree and no Ray session dir is left."""
+    plan = {
+        "fault": s.rng.choice(["kill_actor", "kill_actor", "sigterm_trainer"]),
+        "backend": "ray",
+        "lines": s.rng.randint(1, 3),
+        "delay": s.rng.uniform(0, 0.5),
+        "interval": s.rng.choice([1, 2, 3]),
+    }
+    s.log(f"round {index}: {plan}")
+    run_dir = tmp / f"round{index}"
+    args = trainer_args(run_dir, plan)
+    args[args.index("10000000")] = "40000"
+    args += ["--num-workers", "2"]
+    ray_root = Path(tempfile.mkdtemp(prefix="pbc", dir="/tmp"))  # short: Ray's socket paths are limited to 107 bytes
+    env = {**plugin_env(tmp), "PUFFERBOX_RAY_TMPDIR": str(ray_root)}
+    env.pop("RAY_ADDRESS", None)
+    t = Tracked(args, env, s)
+    try:
+        if t.wait_for_lines(run_dir, plan["lines"]):
+            time.sleep(plan["delay"])
+            if plan["fault"] == "sigterm_trainer":
+                t.signal(signal.SIGTERM)
+            else:
+                workers = ray_workers(t)
+                s.check(bool(workers), f"no RolloutWorker process under pid {t.proc.pid}")
+                t.signal(signal.SIGKILL, s.rng.choice(workers).pid)
+        rc = t.wait(timeout=2 * WAIT)
+        s.check("Traceback" not in t.out + t.err, f"traceback from the trainer\n{t.tail()}")
+        if plan["fault"] == "sigterm_trainer":
+            s.check(rc in (0, 143), f"SIGTERM: exit {rc}, expected 143 (or 0 if it had finished)\n{t.tail()}")
+            s.check(bool(checkpoints(run_dir)), f"no checkpoint after SIGTERM\n{t.tail()}")
+        elif rc != 0:
+            assert_one_line_error(t)
+        else:
+            lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            s.check(lines[-1]["global_step"] >= 40000, f"finished short of its budget: {lines[-1]['global_step']}")
+            s.log(f"actors replaced: {sum(x.get('actors_replaced', 0) for x in lines)}")
+        assert_nothing_left(t, run_dir)
+        left = [str(p) for p in ray_root.iterdir()]
+        s.check(not left, f"Ray session dirs left: {left}")
+    finally:
+        if t.proc.poll() is None:
+            os.killpg(t.proc.pid, signal.SIGKILL)
+            t.proc.communicate(timeout=30)
+        shutil.rmtree(ray_root, ignore_errors=True)
+    assert_resumable(run_dir, tmp, s, [])

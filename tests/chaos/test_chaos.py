@@ -1,10 +1,11 @@
 """The chaos suite: rounds of random faults against trainers, workers and envs (see ``schedule.py``).
 
 ``PUFFERBOX_CHAOS_SEED=N`` replays a run (the seed is in every failure); ``PUFFERBOX_CHAOS_ROUNDS=N``
-sets the number of rounds; after them, one disk-full round per ten (at least one) where a private
-tmpfs can be mounted. In CI (every ``make test``) the short run uses a fixed seed: its schedule is
-random but the same on every run, so a CI failure replays exactly (about a minute on 2 cores). The long
-run draws a fresh seed each time and runs when ``PUFFERBOX_CHAOS_LONG=1`` (about 7 minutes on 2 cores:
+sets the number of rounds; after them, per ten rounds (at least one each) a Ray round (a rollout
+actor killed, or the trainer stopped, mid-run) and a disk-full round where a private tmpfs can be
+mounted. In CI (every ``make test``) the short run uses a fixed seed: its schedule is random but the
+same on every run, so a CI failure replays exactly (about 1.5 minutes on 2 cores). The long run
+draws a fresh seed each time and runs when ``PUFFERBOX_CHAOS_LONG=1`` (about 10 minutes on 2 cores:
 a soak to run before a release, with its own time limit).
 """
 
@@ -14,7 +15,7 @@ import os
 
 import pytest
 
-from .schedule import Schedule, can_mount, chaos_rounds, chaos_seed, disk_full_round, trainer_round
+from .schedule import Schedule, can_mount, chaos_rounds, chaos_seed, disk_full_round, ray_round, trainer_round
 
 CI_SEED = 12  # one of the seeds (3, 11, 12) whose 6-round schedules were checked when the suite was written
 
@@ -24,11 +25,13 @@ def run_rounds(rounds: int, tmp_path, seed: int | None = None) -> None:
     print(f"chaos seed {schedule.seed}")
     for index in range(rounds):
         trainer_round(schedule, tmp_path, index)
-    # after the other rounds, so their schedule is the same whether or not this machine can mount
+    extra = max(1, rounds // 10)
+    for index in range(rounds, rounds + extra):  # after the trainer rounds: their schedule never depends on these
+        ray_round(schedule, tmp_path, index)
     if not can_mount():
         print("disk-full rounds skipped: `unshare -m` + mount is not permitted here (needs root or CAP_SYS_ADMIN)")
         return
-    for index in range(rounds, rounds + max(1, rounds // 10)):
+    for index in range(rounds + extra, rounds + 2 * extra):
         disk_full_round(schedule, tmp_path, index)
 
 
