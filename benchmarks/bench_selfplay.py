@@ -63,16 +63,28 @@ def margin_ci(outcomes: list[float], seed: int, draws: int = 2000) -> tuple[floa
     return float(x.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
-def matches(run_dir: Path, episodes: int, seed: int) -> list[dict]:
+def difference_ci(a: list[float], b: list[float], seed: int, draws: int = 2000) -> tuple[float, float, float]:
+    """mean(a) - mean(b) of two independent samples and its 95% bootstrap interval."""
+    x, y, rng = np.asarray(a), np.asarray(b), np.random.default_rng(seed)
+    diffs = x[rng.integers(0, len(x), (draws, len(x)))].mean(1) - y[rng.integers(0, len(y), (draws, len(y)))].mean(1)
+    return float(x.mean() - y.mean()), float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))
+
+
+def matches(run_dir: Path, episodes: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Win/draw/loss of the final checkpoint on each side against random and the earliest checkpoint, and
+    (two-group envs) each side's return margin: the trained side vs a random or early one on that side,
+    both against the trained other side. The margin stays informative where the env's win rule is
+    lopsided (one tagger can rarely tag every runner, so Tag's runners win nearly every game)."""
     ckpts = list_checkpoints(run_dir / "checkpoints")
     final, early = ckpts[-1], ckpts[0]
     import torch
 
     sides = list(torch.load(final, weights_only=True)["groups"])
-    out = []
+    out, played = [], {}
     for side in sides:
         for opponent in (RANDOM, early):
             result = play_match(final, opponent, episodes=episodes, side=side, seed=seed)
+            played[(side, "random" if opponent == RANDOM else "early")] = result
             mean, low, high = margin_ci(result.outcomes, seed)
             out.append(
                 result.summary()
@@ -83,7 +95,27 @@ def matches(run_dir: Path, episodes: int, seed: int) -> list[dict]:
                     "significant": low > 0 or high < 0,
                 }
             )
-    return out
+    margins = []
+    if len(sides) == 2:
+        both = play_match(final, final, episodes=episodes, side=sides[0], seed=seed)
+        for side, other in (sides, sides[::-1]):
+            trained = [r[side] for r in both.returns]
+            for baseline in ("random", "early"):
+                # the final policy plays `other`, the baseline plays `side`
+                base = [r[side] for r in played[(other, baseline)].returns]
+                mean, low, high = difference_ci(trained, base, seed)
+                margins.append(
+                    {
+                        "side": side,
+                        "baseline": baseline,
+                        "trained_return": round(float(np.mean(trained)), 4),
+                        "baseline_return": round(float(np.mean(base)), 4),
+                        "return_margin": round(mean, 4),
+                        "return_margin_ci95": [round(low, 4), round(high, 4)],
+                        "significant": low > 0 or high < 0,
+                    }
+                )
+    return out, margins
 
 
 def plot(history: list[dict], groups: list[str], path: Path, env: str) -> None:
@@ -126,6 +158,7 @@ def main() -> None:
     groups = sorted({k.split("/")[0] for m in history for k in m if k.endswith("/episode_return")})
     if args.plot:
         plot(history, groups, args.plot, args.env)
+    played, margins = matches(run_dir, args.episodes, args.seed)
     curves = {
         g: [(m["global_step"], m[f"{g}/episode_return"]) for m in history if m.get(f"{g}/episode_return") is not None]
         for g in groups
@@ -138,7 +171,8 @@ def main() -> None:
                 "steps": history[-1]["global_step"],
                 "sps": history[-1]["sps"],
                 "curves": curves,
-                "matches": matches(run_dir, args.episodes, args.seed),
+                "matches": played,
+                "return_margins": margins,
             },
             indent=1,
         )

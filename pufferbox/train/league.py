@@ -23,7 +23,7 @@ import math
 import sqlite3
 import time
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -56,7 +56,8 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 @dataclass
 class MatchResult:
-    """Wins, draws and losses of ``a`` (playing ``side``) against ``b``; the per-game outcomes (1, 0.5, 0)."""
+    """Wins, draws and losses of ``a`` (playing ``side``) against ``b``; the per-game outcomes (1, 0.5, 0)
+    and each game's group returns (mean over a group's agents)."""
 
     a: str
     b: str
@@ -65,6 +66,7 @@ class MatchResult:
     draws: int
     losses: int
     outcomes: list[float]
+    returns: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def games(self) -> int:
@@ -171,9 +173,8 @@ def play_match(
         venv.close()
     outcomes = [score(r, side, spec.training.outcome, env_kwargs) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
-    return MatchResult(
-        checkpoint_file(checkpoint), b, side, outcomes.count(1.0), outcomes.count(0.5), outcomes.count(0.0), outcomes
-    )
+    wins, draws, losses = (outcomes.count(x) for x in (1.0, 0.5, 0.0))
+    return MatchResult(checkpoint_file(checkpoint), b, side, wins, draws, losses, outcomes, returns)
 
 
 def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: Any = None) -> float:
