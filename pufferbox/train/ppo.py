@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import tomli_w
 import torch
 
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
+from pufferbox.train import snapshot
 from pufferbox.train.assembly import assemble, fresh_policy
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected
@@ -47,8 +47,6 @@ from pufferbox.train.groups import GroupLearner
 from pufferbox.train.overlap import vtrace_targets
 
 __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
-
-CHECKPOINT_FORMAT = 1
 
 
 class NonFiniteError(ConfigError):
@@ -76,6 +74,26 @@ class TrainResult:
 
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "history"}
+
+    @classmethod
+    def of(cls, trainer: Trainer) -> TrainResult:
+        """Where ``trainer`` stands now (its run may go on)."""
+        wall, s = trainer.wall_time(), trainer.scores
+        return cls(
+            env=trainer.spec.name,
+            run_dir=trainer.run_dir,
+            global_step=trainer.global_step,
+            updates=trainer.update,
+            wall_time=wall,
+            sps=trainer.global_step / max(wall, 1e-9),
+            episode_return=s.recent(),
+            solved_return=s.solved_return,
+            solved_at_step=s.solved_at_step,
+            solved_at_time=s.solved_at_time,
+            checkpoint=trainer.last_checkpoint,
+            interrupted=trainer.stop_requested,
+            history=trainer.history,
+        )
 
 
 class Scoreboard:
@@ -265,22 +283,7 @@ class Trainer:
         return self.result()
 
     def result(self) -> TrainResult:
-        wall, s = self.wall_time(), self.scores
-        return TrainResult(
-            env=self.spec.name,
-            run_dir=self.run_dir,
-            global_step=self.global_step,
-            updates=self.update,
-            wall_time=wall,
-            sps=self.global_step / max(wall, 1e-9),
-            episode_return=s.recent(),
-            solved_return=s.solved_return,
-            solved_at_step=s.solved_at_step,
-            solved_at_time=s.solved_at_time,
-            checkpoint=self.last_checkpoint,
-            interrupted=self.stop_requested,
-            history=self.history,
-        )
+        return TrainResult.of(self)
 
     # -- tournaments: new settings and weights between slices, envs kept running ---------------
     def set_hyperparameters(self, train: Mapping[str, Any]) -> None:
@@ -312,20 +315,7 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_state(self) -> dict:
-        return {
-            "format": CHECKPOINT_FORMAT,
-            "env": self.spec.name,
-            "config": tomli_w.dumps(self.config),
-            **self.learner.state_dict(),
-            "global_step": self.global_step,
-            "update": self.update,
-            "wall_time": self.wall_time(),
-            "torch_rng": torch.get_rng_state(),
-            "shuffle_rng": self.learner.generator.get_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            **self.scores.state_dict(),
-            **({"normalizer": self.normalizer.state_dict()} if self.normalizer is not None else {}),
-        }
+        return snapshot.take(self)
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
@@ -344,25 +334,7 @@ class Trainer:
 
     def load_checkpoint(self, path: str | os.PathLike) -> None:
         """Restore model, optimizer, counters and RNG states; envs are re-seeded as at that update."""
-        state = load_checkpoint(path, map_location=self.device)
-        if state.get("env") != self.spec.name:
-            raise ConfigError(f"checkpoint {path} is for env {state.get('env')!r}, not {self.spec.name!r}")
-        if ("groups" in state) != (self.league is not None):
-            raise ConfigError(
-                f"checkpoint {path} holds {'agent groups' if 'groups' in state else 'one shared policy'}"
-                f", this run {'agent groups' if self.league is not None else 'one shared policy'}: "
-                "resume with the run's own [groups]"
-            )
-        self.learner.load_weights(state)
-        self.global_step, self.update = int(state["global_step"]), int(state["update"])
-        self.elapsed_before, self.start_time = float(state["wall_time"]), time.perf_counter()
-        torch.set_rng_state(state["torch_rng"].cpu())
-        self.learner.generator.set_state(state["shuffle_rng"].cpu())
-        if state["cuda_rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
-        self.scores.load_state_dict(state)
-        if self.normalizer is not None and "normalizer" in state:
-            self.normalizer.load_state_dict(state["normalizer"])
+        snapshot.put(self, load_checkpoint(path, map_location=self.device), path)
         self.collector.reset(self.env_seed())
 
     def close(self) -> None:
