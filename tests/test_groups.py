@@ -239,16 +239,21 @@ def test_wilson_interval():
     assert wilson(10, 10)[1] == 1.0 and wilson(10, 10)[0] > 0.65
 
 
-def test_ratings_update_and_persist(tmp_path):
+def test_ratings_update_and_persist_per_checkpoint_and_group(tmp_path):
     path = tmp_path / "league.sqlite"
     ratings = Ratings(path)
-    ratings.record(MatchResult("a.pt", "b.pt", "tagger", 4, 1, 0, [1.0, 1.0, 0.5, 1.0, 1.0]))
-    table = {row["name"]: row for row in Ratings(path).table()}  # a new connection: read from disk
-    assert table["a.pt"]["mu"] > 25.0 > table["b.pt"]["mu"]
-    assert (table["a.pt"]["wins"], table["a.pt"]["draws"], table["b.pt"]["losses"]) == (4, 1, 4)
-    assert [row["name"] for row in Ratings(path).table()] == ["a.pt", "b.pt"]
-    Ratings(path).record(MatchResult("b.pt", "a.pt", "tagger", 3, 0, 0, [1.0] * 3))
-    assert {r["name"]: r["games"] for r in Ratings(path).table()} == {"a.pt": 8, "b.pt": 8}
+    ratings.record(MatchResult("a.pt", "b.pt", "tagger", 4, 1, 0, [1.0, 1.0, 0.5, 1.0, 1.0], opponent_side="runner"))
+    table = {(row["name"], row["group"]): row for row in Ratings(path).table()}  # a new connection: from disk
+    assert table[("a.pt", "tagger")]["mu"] > 25.0 > table[("b.pt", "runner")]["mu"]
+    assert (table[("a.pt", "tagger")]["wins"], table[("a.pt", "tagger")]["draws"]) == (4, 1)
+    assert table[("b.pt", "runner")]["losses"] == 4
+    # b's tagger is another player than b's runner: its rating starts fresh, a's runner's too
+    Ratings(path).record(MatchResult("b.pt", "a.pt", "tagger", 3, 0, 0, [1.0] * 3, opponent_side="runner"))
+    games = {(r["name"], r["group"]): r["games"] for r in Ratings(path).table()}
+    assert games == {("a.pt", "tagger"): 5, ("b.pt", "runner"): 5, ("b.pt", "tagger"): 3, ("a.pt", "runner"): 3}
+    rows = Ratings(path).table()
+    assert [r["group"] for r in rows] == ["runner", "runner", "tagger", "tagger"]  # each group ranked on its own
+    assert rows[0]["ordinal"] >= rows[1]["ordinal"] and rows[2]["ordinal"] >= rows[3]["ordinal"]
 
 
 @pytest.fixture(scope="module")
@@ -478,8 +483,9 @@ def test_league_play_rates_every_checkpoint_against_random(tag_run, tmp_path):
     result = CliRunner().invoke(cli, ["league", str(run), "--play", "2"])
     assert result.exit_code == 0, result.output
     table = Ratings(run / "league.sqlite").table()
-    assert {r["name"] for r in table} == {str(p) for p in (run / "checkpoints").glob("ckpt-*.pt")} | {"random"}
-    assert all(r["games"] == 4 for r in table)  # 2 episodes on each of the 2 sides
+    players = {str(p) for p in (run / "checkpoints").glob("ckpt-*.pt")} | {"random"}
+    assert {(r["name"], r["group"]) for r in table} == {(p, g) for p in players for g in ("tagger", "runner")}
+    assert all(r["games"] == 2 * (len(players) - 1) for r in table)  # 2 episodes against each other player
     empty = CliRunner().invoke(cli, ["league", str(tmp_path)])
     assert empty.exit_code == 2 and "no league.sqlite yet" in empty.output
 

@@ -247,7 +247,7 @@ def print_match(env, checkpoint, opponent, episodes, side, seed, deterministic, 
 )
 @click.option("--seed", type=int, default=12345, show_default=True)
 def league(run_dir, episodes, seed):
-    """Ratings of a multi-agent run's checkpoints (RUN_DIR/league.sqlite), best first."""
+    """Ratings of a multi-agent run's checkpoints per group (RUN_DIR/league.sqlite), best first."""
     from rich.console import Console
     from rich.table import Table
 
@@ -261,11 +261,14 @@ def league(run_dir, episodes, seed):
             f"{run_dir}: no league.sqlite yet; rate the checkpoints with `pufferbox league {run_dir} "
             "--play 20` or `pufferbox eval --checkpoint A --opponent B --league DIR`"
         )
-    table = Table(title=f"league: {run_dir}")
-    for column in ("rank", "checkpoint", "mu - 3 sigma", "mu", "sigma", "games", "W", "D", "L"):
-        table.add_column(column, justify="left" if column == "checkpoint" else "right")
-    for rank, row in enumerate(Ratings(path).table(), 1):
+    table = Table(title=f"league: {run_dir} (each checkpoint rated per group it played)")
+    for column in ("group", "rank", "checkpoint", "mu - 3 sigma", "mu", "sigma", "games", "W", "D", "L"):
+        table.add_column(column, justify="left" if column in ("group", "checkpoint") else "right")
+    rank, group = 0, None
+    for row in Ratings(path).table():
+        rank, group = (rank + 1 if row["group"] == group else 1), row["group"]
         table.add_row(
+            row["group"],
             str(rank),
             row["name"],
             f"{row['ordinal']:.2f}",

@@ -67,6 +67,7 @@ class MatchResult:
     losses: int
     outcomes: list[float]
     returns: list[dict[str, float]] = field(default_factory=list)
+    opponent_side: str = ""  # the group(s) ``b`` played ("runner"; "a+b" for several); "" if unknown
 
     @property
     def games(self) -> int:
@@ -174,7 +175,8 @@ def play_match(
     outcomes = [score(r, side, spec.training.outcome, env_kwargs) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
     wins, draws, losses = (outcomes.count(x) for x in (1.0, 0.5, 0.0))
-    return MatchResult(checkpoint_file(checkpoint), b, side, wins, draws, losses, outcomes, returns)
+    others = "+".join(name for name in layout.names if name != side)
+    return MatchResult(checkpoint_file(checkpoint), b, side, wins, draws, losses, outcomes, returns, others)
 
 
 def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: Any = None) -> float:
@@ -213,14 +215,18 @@ def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy:
 
 
 class Ratings:
-    """OpenSkill ratings per checkpoint in a SQLite file (``RUN_DIR/league.sqlite``).
+    """OpenSkill ratings per (checkpoint, group) in a SQLite file (``RUN_DIR/league.sqlite``).
+
+    A checkpoint holds one policy per group, and in an asymmetric game (taggers vs runners) how well
+    its tagger plays says nothing about its runner: each (checkpoint, group) is its own player, rated
+    against the players it met on the other side.
 
     Example:
         >>> import tempfile, os
         >>> r = Ratings(os.path.join(tempfile.mkdtemp(), "league.sqlite"))
-        >>> r.record(MatchResult("a", "b", "tagger", 3, 0, 0, [1.0, 1.0, 1.0]))
-        >>> [row["name"] for row in r.table()]
-        ['a', 'b']
+        >>> r.record(MatchResult("a", "b", "tagger", 3, 0, 0, [1.0, 1.0, 1.0], opponent_side="runner"))
+        >>> [(row["name"], row["group"]) for row in r.table()]
+        [('b', 'runner'), ('a', 'tagger')]
     """
 
     def __init__(self, path: str | Path):
@@ -231,8 +237,8 @@ class Ratings:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect() as db:
             db.execute(
-                "CREATE TABLE IF NOT EXISTS ratings (name TEXT PRIMARY KEY, mu REAL, sigma REAL, "
-                "games INTEGER, wins INTEGER, draws INTEGER, losses INTEGER)"
+                "CREATE TABLE IF NOT EXISTS group_ratings (name TEXT, grp TEXT, mu REAL, sigma REAL, "
+                "games INTEGER, wins INTEGER, draws INTEGER, losses INTEGER, PRIMARY KEY (name, grp))"
             )
             db.execute(
                 "CREATE TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT, b TEXT, "
@@ -242,27 +248,31 @@ class Ratings:
     def connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
 
-    def get(self, db: sqlite3.Connection, name: str) -> list:
-        row = db.execute("SELECT mu, sigma, games, wins, draws, losses FROM ratings WHERE name = ?", (name,)).fetchone()
+    def get(self, db: sqlite3.Connection, name: str, group: str) -> list:
+        row = db.execute(
+            "SELECT mu, sigma, games, wins, draws, losses FROM group_ratings WHERE name = ? AND grp = ?", (name, group)
+        ).fetchone()
         if row is None:
             fresh = self.model.rating(name=name)
             return [fresh.mu, fresh.sigma, 0, 0, 0, 0]
         return list(row)
 
     def record(self, match: MatchResult) -> None:
-        """Update both ratings game by game (ranks: winner first, a draw ties them) and log the match."""
+        """Update both players' ratings game by game (ranks: winner first, a draw ties them) and log the match:
+        ``(match.a, match.side)`` against ``(match.b, match.opponent_side)``."""
+        group_a, group_b = match.side, match.opponent_side or "others"
         with self.connect() as db:
-            a, b = self.get(db, match.a), self.get(db, match.b)
+            a, b = self.get(db, match.a, group_a), self.get(db, match.b, group_b)
             ra, rb = self.model.rating(mu=a[0], sigma=a[1]), self.model.rating(mu=b[0], sigma=b[1])
             for outcome in match.outcomes:
                 ranks = [1.0, 2.0] if outcome == 1.0 else [2.0, 1.0] if outcome == 0.0 else [1.0, 1.0]
                 [[ra], [rb]] = self.model.rate([[ra], [rb]], ranks=ranks)
             wins, draws, losses = match.wins, match.draws, match.losses
-            sides = ((match.a, ra, a, (wins, draws, losses)), (match.b, rb, b, (losses, draws, wins)))
-            for name, r, old, (w, d, lost) in sides:
+            sides = ((match.a, group_a, ra, a, (wins, draws, losses)), (match.b, group_b, rb, b, (losses, draws, wins)))
+            for name, group, r, old, (w, d, lost) in sides:
                 db.execute(
-                    "INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (name, r.mu, r.sigma, old[2] + w + d + lost, old[3] + w, old[4] + d, old[5] + lost),
+                    "INSERT OR REPLACE INTO group_ratings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (name, group, r.mu, r.sigma, old[2] + w + d + lost, old[3] + w, old[4] + d, old[5] + lost),
                 )
             db.execute(
                 "INSERT INTO matches (a, b, side, wins, draws, losses, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -270,13 +280,13 @@ class Ratings:
             )
 
     def table(self) -> list[dict[str, Any]]:
-        """Every rated checkpoint, best conservative estimate (``mu - 3 sigma``) first."""
+        """Every rated (checkpoint, group), by group, best conservative estimate (``mu - 3 sigma``) first."""
         with self.connect() as db:
-            rows = db.execute("SELECT name, mu, sigma, games, wins, draws, losses FROM ratings").fetchall()
-        out = [dict(zip(("name", "mu", "sigma", "games", "wins", "draws", "losses"), r)) for r in rows]
+            rows = db.execute("SELECT name, grp, mu, sigma, games, wins, draws, losses FROM group_ratings").fetchall()
+        out = [dict(zip(("name", "group", "mu", "sigma", "games", "wins", "draws", "losses"), r)) for r in rows]
         for row in out:
             row["ordinal"] = row["mu"] - 3 * row["sigma"]
-        return sorted(out, key=lambda r: -r["ordinal"])
+        return sorted(out, key=lambda r: (r["group"], -r["ordinal"]))
 
 
 def round_robin(run_dir: str | Path, episodes: int = 20, seed: int = 12345) -> list[MatchResult]:
