@@ -516,6 +516,22 @@ def test_grouped_resume_replays_an_uninterrupted_run(tmp_path):
     assert all(torch.equal(whole["model"][k], split["model"][k]) for k in whole["model"])
 
 
-def test_overlap_with_groups_is_refused():
-    with pytest.raises(Exception, match="train.overlap: not supported with agent groups yet"):
-        tag_trainer(["train.overlap=true"])
+def test_groups_train_overlapped_with_v_trace_per_group(monkeypatch):
+    """With train.overlap the next rollout runs during the update (policy lag 1); each learning group's
+    segments are re-based on that group's own current policy (V-trace) before its PPO update."""
+    import pufferbox.train.ppo as ppo
+
+    retargeted = []
+    real = ppo.vtrace_targets
+    monkeypatch.setattr(ppo, "vtrace_targets", lambda agent, b, *a: retargeted.append(agent) or real(agent, b, *a))
+    trainer = tag_trainer(["train.overlap=true"])
+    try:
+        before = {g: group_params(trainer, g) for g in ("tagger", "runner")}
+        history = [trainer.train_update() for _ in range(3)]
+        groups = trainer.agent.groups
+        assert retargeted[:2] == [groups["tagger"], groups["runner"]] and len(retargeted) == 6
+        assert [h["policy_lag"] for h in history] == [0.0, 1.0, 1.0]
+        assert all(np.isfinite(h[f"{g}/policy_loss"]) for h in history for g in ("tagger", "runner"))
+        assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
+    finally:
+        trainer.close()

@@ -75,17 +75,12 @@ def training_device(tc: TrainConfig, venv: Any, device: torch.device) -> torch.d
     return torch.device(venv.device)
 
 
-def refuse_impossible(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, layout: Any) -> None:
+def refuse_impossible(tc: TrainConfig, vc: VecConfig) -> None:
     """One line for the combinations no collector supports (before any env worker starts)."""
     if tc.overlap and vc.backend == "cuda":
         raise ConfigError(
             "train.overlap=true: --backend cuda already steps the envs on the policy's device "
             "without the host; drop train.overlap or use a CPU backend (e.g. multiprocessing)"
-        )
-    if tc.overlap and layout is not None and not layout.single:
-        raise ConfigError(
-            f"train.overlap: not supported with agent groups yet ({spec.name} trains "
-            f"{', '.join(layout.names)} as separate policies); drop train.overlap"
         )
 
 
@@ -102,7 +97,7 @@ def assemble(
     pc = typed(PolicyConfig, config["policy"])
     device = setup_torch(tc)
     layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))  # a bad map: one line, no workers
-    refuse_impossible(spec, tc, vc, layout)
+    refuse_impossible(tc, vc)
     grouped_layout = layout if layout is not None and not layout.single else None
     grouped = grouped_layout is not None
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)

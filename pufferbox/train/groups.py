@@ -233,9 +233,16 @@ class GroupLearner:
         return {name: torch.from_numpy(np.nonzero(group == g)[0]) for g, name in enumerate(self.grouped.layout.names)}
 
     def update(
-        self, batch: dict[str, torch.Tensor], progress: float = 0.0, rows: np.ndarray | None = None
+        self,
+        batch: dict[str, torch.Tensor],
+        progress: float = 0.0,
+        rows: np.ndarray | None = None,
+        targets: Any = None,
     ) -> dict[str, float]:
-        """Each learning group's PPO update on its own segments; metrics ``<group>/<name>`` and their means."""
+        """Each learning group's PPO update on its own segments; metrics ``<group>/<name>`` and their means.
+
+        ``targets(agent, group_batch) -> group_batch`` re-bases a group's segments on its current policy
+        first (V-trace for a batch acted by an older policy, ``train.overlap``)."""
         out: dict[str, float] = {}
         segments = self.segments_of(rows, len(batch["obs"]))
         for name in self.learning:
@@ -243,7 +250,10 @@ class GroupLearner:
             if len(idx) == 0:
                 continue
             idx = idx.to(batch["obs"].device)
-            losses = self.learners[name].update({k: v[idx] for k, v in batch.items()}, progress)
+            mine = {k: v[idx] for k, v in batch.items()}
+            if targets is not None:
+                mine = targets(self.grouped.groups[name], mine)
+            losses = self.learners[name].update(mine, progress)
             out |= {f"{name}/{k}": v for k, v in losses.items()}
         for key in {k.split("/", 1)[1] for k in out}:
             values = [v for k, v in out.items() if k.endswith("/" + key) and np.isfinite(v)]

@@ -210,13 +210,13 @@ class Trainer:
         update's metrics (also sent to callbacks)."""
         rollout = self.collector.collect(horizon)
         t0 = time.perf_counter()
-        batch = rollout.batch
+        batch, progress, tc = rollout.batch, self.update / self.total_updates, self.tc
+        lagged = tc.overlap and tc.lag_correction == "vtrace"  # the batch was acted by an older policy
+        retarget = (lambda agent, b: vtrace_targets(agent, b, tc.gamma, tc.gae_lambda)) if lagged else None
         if isinstance(self.learner, GroupLearner):  # one learner per agent group, each on its own rows
-            losses = self.learner.update(batch, progress=self.update / self.total_updates, rows=rollout.rows)
+            losses = self.learner.update(batch, progress=progress, rows=rollout.rows, targets=retarget)
         else:
-            if self.tc.overlap and self.tc.lag_correction == "vtrace":  # the batch was acted by an older policy
-                batch = vtrace_targets(self.agent, batch, self.tc.gamma, self.tc.gae_lambda)
-            losses = self.learner.update(batch, progress=self.update / self.total_updates)
+            losses = self.learner.update(batch if retarget is None else retarget(self.agent, batch), progress=progress)
         self.learn_time += time.perf_counter() - t0
         if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
             raise NonFiniteError(
