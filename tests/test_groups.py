@@ -475,6 +475,16 @@ def test_groups_train_on_ray(local_ray):
         trainer.close()
 
 
+def test_plot_draws_each_groups_curve(tag_run, tmp_path):
+    from pufferbox.train.plot import plot_runs, read_curves
+
+    curves = dict(read_curves(tag_run))
+    assert set(curves) == {tag_run.name, f"{tag_run.name}: runner", f"{tag_run.name}: tagger"}
+    steps, _, returns = curves[f"{tag_run.name}: tagger"]
+    assert steps and len(steps) == len(returns) and all(np.isfinite(returns))
+    assert (tmp_path / "curves.png").samefile(plot_runs([tag_run], tmp_path / "curves.png"))
+
+
 def test_league_play_rates_every_checkpoint_against_random(tag_run, tmp_path):
     import shutil
 

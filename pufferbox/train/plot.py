@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["plot_curves", "plot_runs", "read_curve", "read_metrics"]
+__all__ = ["plot_curves", "plot_runs", "read_curve", "read_curves", "read_metrics"]
 
 Curve = tuple[list[float], list[float], list[float]]  # (steps, wall times, values)
 
@@ -24,6 +24,21 @@ def read_curve(run_dir: str | Path) -> Curve:
     """``(steps, wall_times, values)``: the recent mean return of a ``pufferbox train`` run."""
     rows = [r for r in read_metrics(run_dir) if r.get("return_recent") is not None]
     return [r["global_step"] for r in rows], [r["wall_time"] for r in rows], [r["return_recent"] for r in rows]
+
+
+def read_curves(run_dir: str | Path) -> list[tuple[str, Curve]]:
+    """The run's curve (labelled by its directory name) and, for a run with agent groups, one per group:
+    that group's mean episode return of each update (``<group>/episode_return``)."""
+    name, rows = Path(run_dir).name, read_metrics(run_dir)
+    groups = sorted({k.split("/", 1)[0] for r in rows for k in r if k.endswith("/episode_return")})
+    out = [(name, read_curve(run_dir))]
+    for group in groups:
+        key = f"{group}/episode_return"
+        mine = [r for r in rows if r.get(key) is not None]
+        out.append(
+            (f"{name}: {group}", ([r["global_step"] for r in mine], [r["wall_time"] for r in mine], [r[key] for r in mine]))
+        )
+    return out
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
@@ -38,10 +53,11 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 
 def plot_runs(run_dirs: list[str | Path], output: str | Path) -> str:
-    """One PNG with two panels (return vs steps, return vs wall time), one line per training run."""
+    """One PNG with two panels (return vs steps, return vs wall time), one line per training run and,
+    for runs with agent groups, one per group."""
     if not run_dirs:
         raise ConfigError("plot: name at least one run directory")
-    return plot_curves([(Path(d).name, read_curve(d), False) for d in run_dirs], output)
+    return plot_curves([(label, curve, False) for d in run_dirs for label, curve in read_curves(d)], output)
 
 
 def plot_curves(curves: list[tuple[str, Curve, bool]], output: str | Path) -> str:
