@@ -57,7 +57,8 @@ def test_steps_per_call_follow_the_measured_step_time(local_ray) -> None:
         r.submit_idle(steps=50)
         r.wait(2)
         measured = float(np.mean(r.step_seconds))
-        assert 0.8e-3 <= measured <= 5e-3, f"one env per actor, ~1 ms per step (busy machines stretch it): {measured}"
+        # a lower bound only: the env sleeps ~1 ms a step, and a busy machine stretches that without limit
+        assert measured >= 0.8e-3, f"one env per actor, ~1 ms per step: {measured}"
         assert r.auto_steps() == int(np.ceil(0.02 / measured))  # ~20 steps carry the 20 ms
 
 
