@@ -126,11 +126,13 @@ step "podman-compose up (CPU variant: compose.cpu.yaml)"
 container=$(podman ps --filter "label=io.podman.compose.project=$project" --format '{{.Names}}' | head -1)
 [ -n "$container" ] || fail "no running container for project $project"
 for _ in $(seq 60); do   # the entrypoint's banner ends with how to run commands ("Ready.")
-  podman logs "$container" 2>&1 | grep -q 'Ready\.' && break
+  grep -q 'Ready\.' <<<"$(podman logs "$container" 2>&1)" && break
   sleep 1
 done
-podman logs "$container"
-podman logs "$container" 2>&1 | grep -q 'docker compose exec tank pufferbox train nethack' \
+banner=$(podman logs "$container" 2>&1)
+echo "$banner"
+# a here-string, not a pipe: with pipefail, `podman logs | grep -q` fails when grep exits first (SIGPIPE)
+grep -q 'docker compose exec tank pufferbox train nethack' <<<"$banner" \
   || fail "the banner does not say how to run a command in the tank"
 tank() { echo "+ $*"; podman exec "$container" "$@"; }
 
