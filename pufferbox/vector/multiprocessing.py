@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import traceback
 import weakref
 from typing import Any
 
@@ -57,7 +56,7 @@ from pufferbox.vector.base import (
     WorkerTimeoutError,
     check_step_timeout,
 )
-from pufferbox.vector.pool import NoAsyncCallError, Resources, WorkerPool, last_line
+from pufferbox.vector.pool import NoAsyncCallError, Resources, WorkerPool, main_process_error
 from pufferbox.vector.shm import SharedArrays, backend_layout, buffers_of
 from pufferbox.vector.stepper import BlockStepper
 from pufferbox.vector.worker import RESET, STEP, Waiter, WorkerArgs, worker_main
@@ -288,12 +287,9 @@ class MultiprocessingVectorEnv(VectorEnv):
             self.main_episodes = run()
         except Exception:  # KeyboardInterrupt and the like propagate as they are
             env = self.main_stepper.failed_env if self.main_stepper is not None else None
-            tb = traceback.format_exc()
+            error = main_process_error(self.env_name, env, "; the vector env is closed")
             self.close()
-            raise WorkerError(
-                f"{self.env_name}: env {env} in the main process (pid {os.getpid()}) raised "
-                f"{last_line(tb)}; the vector env is closed. Traceback:\n{tb}"
-            ) from None
+            raise error from None
 
     def recv(self):
         self.require_open()

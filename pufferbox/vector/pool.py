@@ -11,8 +11,10 @@ stopped worker is named even while the other workers keep answering.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +39,15 @@ class NoAsyncCallError(RuntimeError):
 def last_line(tb: str) -> str:
     """The ``ValueError: ...`` line of a formatted traceback."""
     return tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+
+
+def main_process_error(env_name: str, env: Any, after: str = "") -> WorkerError:
+    """The :class:`WorkerError` for the exception being handled, raised by env ``env`` stepped in this
+    process (serial, ``main_envs``): names the env, the pid, the error line, then the traceback."""
+    tb = traceback.format_exc()
+    return WorkerError(
+        f"{env_name}: env {env} in the main process (pid {os.getpid()}) raised {last_line(tb)}{after}. Traceback:\n{tb}"
+    )
 
 
 def process_state(pid: int) -> str:

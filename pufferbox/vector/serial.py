@@ -12,8 +12,6 @@ pufferbox's own one-line errors about the env's contract (:class:`~pufferbox.spa
 
 from __future__ import annotations
 
-import os
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +21,8 @@ from pufferbox.buffers import Buffers
 from pufferbox.emulation import APIUsageError
 from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.spaces import SpaceError
-from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv, WorkerError
-from pufferbox.vector.pool import last_line
+from pufferbox.vector.base import EnvFactory, VectorConfigError, VectorEnv
+from pufferbox.vector.pool import main_process_error
 from pufferbox.vector.stepper import BlockStepper
 
 
@@ -85,11 +83,7 @@ class SerialVectorEnv(VectorEnv):
         except (SpaceError, APIUsageError):
             raise
         except Exception as exc:  # KeyboardInterrupt and the like propagate as they are
-            tb = traceback.format_exc()
-            raise WorkerError(
-                f"{self.env_name}: env {self.stepper.failed_env} in the main process (pid {os.getpid()}) raised "
-                f"{last_line(tb)}. Traceback:\n{tb}"
-            ) from exc
+            raise main_process_error(self.env_name, self.stepper.failed_env) from exc
 
     def recv(self):
         b = self.buffers
