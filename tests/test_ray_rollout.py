@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -164,6 +165,18 @@ def test_a_killed_actor_is_replaced_with_its_envs_rebuilt_from_their_seeds(local
         r.close()
 
 
+def wait_until_dead(ray, actor, timeout_s: float = 30.0) -> None:
+    """Block until ``actor`` answers calls with Ray's actor-died error (``ray.kill`` only requests it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.pid.remote(), timeout=timeout_s)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the killed actor still answers after {timeout_s} s")
+
+
 def test_an_actor_that_dies_before_a_reset_is_replaced_and_reset(local_ray) -> None:
     """Found by the chaos suite: an actor killed while the trainer re-seeds at a checkpoint made
     ``reset`` raise Ray's ActorDiedError (a traceback); the setup calls now replace it too."""
@@ -176,6 +189,7 @@ def test_an_actor_that_dies_before_a_reset_is_replaced_and_reset(local_ray) -> N
         collector.reset(seed=7)
         victim = r.actors[0]
         local_ray.kill(victim)
+        wait_until_dead(local_ray, victim)  # ray.kill is asynchronous: a call sent right after may still run
         collector.reset(seed=11)  # reset (every actor) reaches the dead one: replaced, then reset
         assert r.actors[0] is not victim and r.replaced == 1
         got = collector.collect()
