@@ -97,6 +97,7 @@ RUN_BY: dict[str, str] = {
     "pufferbox train cartpole --backend ray --ray-address HEAD_IP:6379": "tests/test_ray_dir.py::test_train_with_a_wrong_ray_address_is_one_line_within_seconds",
     "pufferbox eval tag --checkpoint runs/tag-a --opponent random --side runner --episodes 200": "tests/test_groups.py::test_eval_opponent_reports_counts_and_interval",
     "pufferbox eval tag --checkpoint runs/tag-a --opponent runs/tag-a/checkpoints/ckpt-00000100.pt --league runs/tag-a": "tests/test_groups.py::test_eval_opponent_reports_counts_and_interval",
+    "pufferbox tournament tag --pods 4 --total-steps 2000000 --score-group runner --score-opponent random": "tests/test_tournament_groups.py::test_a_tournament_on_tag_scores_and_stores_the_runner_group",
     "pufferbox league runs/tag-a --play 50": "tests/test_groups.py::test_league_play_rates_every_checkpoint_against_random",
     "pufferbox sweep cartpole --trials 30 --run-dir runs/cp-sweep --set train.total_steps=200000": "tests/test_sweep.py::test_a_killed_sweep_continues_where_it_stopped",
     "pufferbox sweep cartpole --trials 40 --run-dir runs/cp-sweep ...": "tests/test_sweep.py::test_a_killed_sweep_continues_where_it_stopped",

@@ -58,6 +58,19 @@ from pufferbox.cli import UserError, cli
     show_default=True,
     help="Ray CPUs each pod reserves; the pool shrinks to what the cluster has.",
 )
+@click.option(
+    "--score-group",
+    metavar="GROUP",
+    help="Env with agent groups: score a checkpoint by this group's mean return (default: its first learning group).",
+)
+@click.option(
+    "--score-opponent",
+    type=click.Choice(["self", "random"]),
+    default="self",
+    show_default=True,
+    help="Who plays the other groups when a checkpoint is scored: its own policies, or uniform random "
+    "actions (comparable across checkpoints; turns --truncate-below off).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override the pods' config.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Default: runs/<env>-tournament-<timestamp>.")
@@ -77,6 +90,8 @@ def tournament(
     eval_episodes,
     capacity,
     cpus_per_pod,
+    score_group,
+    score_opponent,
     seed,
     overrides,
     run_dir,
@@ -121,6 +136,8 @@ def tournament(
             capacity=capacity,
             cpus_per_pod=cpus_per_pod,
             seed=seed,
+            score_group=score_group,
+            score_opponent=score_opponent,
             ray_address=ray_address,
             overrides=list(overrides),
             resume=resume,

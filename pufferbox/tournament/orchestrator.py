@@ -50,6 +50,7 @@ from pufferbox.tournament.pod import Pod, SliceResult
 __all__ = ["Settings", "Tournament", "TournamentError", "TournamentResult", "lagging", "run_tournament"]
 
 POLL_SECONDS = 0.25  # how often the updater looks at the pods' progress
+SCORE_OPPONENTS = ("self", "random")
 
 
 class TournamentError(RuntimeError):
@@ -126,11 +127,22 @@ class Settings:
     capacity: int
     cpus_per_pod: float
     seed: int
+    # An env with agent groups scores a checkpoint by one group's mean return ("tagger"), playing
+    # its own checkpoint's other groups ("self") or uniform random actions there ("random").
+    score_group: str | None = None
+    score_opponent: str = "self"
 
     @classmethod
     def from_board(cls, stored: dict) -> Settings:
-        # Boards written before the slice schedule existed trained fixed slices and never truncated.
-        old = {"first_slice_steps": stored["slice_steps"], "slice_growth": 1.0, "truncate_below": 0.0, "halving": False}
+        # Boards written before the slice schedule existed trained fixed slices and never truncated;
+        # before group scoring, every board scored the mean return over all agents.
+        old = {
+            "first_slice_steps": stored["slice_steps"],
+            "slice_growth": 1.0,
+            "truncate_below": 0.0,
+            "halving": False,
+            "score_opponent": "self",
+        }
         return cls(**{f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)})
 
 
@@ -149,14 +161,21 @@ def new_settings(
     capacity: int,
     cpus_per_pod: float | None,
     seed: int,
+    score_group: str | None = None,
+    score_opponent: str = "self",
 ) -> Settings:
-    """Check a new tournament's settings and fill in the slice lengths left out."""
+    """Check a new tournament's settings and fill in the slice lengths left out (``score_group``: already
+    resolved by :func:`score_group_of`)."""
     if (total_steps is None) == (hours is None):
         raise TournamentError("give exactly one budget: --total-steps T or --hours H")
     if pods < 1:
         raise TournamentError(f"--pods must be at least 1, got {pods}")
     if slice_growth < 1:
         raise TournamentError(f"--slice-growth must be at least 1, got {slice_growth}")
+    if score_opponent not in SCORE_OPPONENTS:
+        raise TournamentError(f"--score-opponent: {score_opponent!r} is not one of {', '.join(SCORE_OPPONENTS)}")
+    if score_opponent == "random":
+        truncate_below = 0.0  # training returns (against itself) do not compare with scores against random play
     update = config["train"]["num_steps"] * config["vec"]["num_envs"]
     if slice_steps is None:  # the longest slice: about four per pod, long enough to learn
         slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
@@ -176,7 +195,32 @@ def new_settings(
         capacity=capacity,
         cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0,
         seed=seed,
+        score_group=score_group,
+        score_opponent=score_opponent,
     )
+
+
+def score_group_of(spec: Any, config: dict, asked: str | None) -> str | None:
+    """The group whose return scores ``spec``'s checkpoints: ``asked`` (checked against the env's groups),
+    else the first learning group of an env with groups; None for one shared policy (every agent's return)."""
+    from pufferbox.groups import GroupError, resolve_layout
+
+    try:
+        layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))
+    except GroupError as exc:
+        raise TournamentError(str(exc)) from None
+    if layout is None or len(layout.names) < 2:
+        if asked is not None:
+            raise TournamentError(
+                f"--score-group {asked}: {spec.name} trains one shared policy (no agent groups); drop --score-group"
+            )
+        return None
+    if asked is None:
+        frozen = set(config.get("league", {}).get("frozen", []))
+        return next((name for name in layout.names if name not in frozen), layout.names[0])
+    if asked not in layout.names:
+        raise TournamentError(f"--score-group: unknown group {asked!r}; {spec.name}'s groups are {layout.names}")
+    return asked
 
 
 def tournament_started(run_dir: Path) -> bool:
@@ -272,6 +316,7 @@ class Tournament:
             config = resolve_config(spec.training.config, overrides=list(overrides or []))
             # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
             config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
+            budget["score_group"] = score_group_of(spec, config, budget.get("score_group"))
             settings = new_settings(spec.name, pods, config, **budget)
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
             board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
@@ -346,6 +391,7 @@ class Tournament:
             slice_steps=s.slice_steps,
             first_slice_steps=s.first_slice_steps,
             slice_growth=s.slice_growth,
+            **({"score_group": s.score_group, "score_opponent": s.score_opponent} if s.score_group else {}),
         )
         try:
             while self.schedule():
@@ -383,13 +429,13 @@ class Tournament:
 
     def dispatch(self, task: PodTask) -> None:
         """Send ``task`` to the lowest free slot, starting a pod actor there if it has none."""
-        taken = {b for b, _, _ in self.busy.values()}
+        settings, taken = self.settings, {b for b, _, _ in self.busy.values()}
         slot = next(s for s in range(len(self.busy) + len(self.slots) + 1) if s not in taken)
         if slot not in self.slots:
             self.actor_names[slot] = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
-            self.slots[slot] = self.PodActor.options(
-                num_cpus=self.settings.cpus_per_pod, name=self.actor_names[slot]
-            ).remote(self.settings.env, self.config, str(self.run_dir), slot)
+            self.slots[slot] = self.PodActor.options(num_cpus=settings.cpus_per_pod, name=self.actor_names[slot]).remote(
+                settings.env, self.config, str(self.run_dir), slot, settings.score_group, settings.score_opponent
+            )
             self.slot_since[slot] = time.perf_counter()
         ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
         self.busy[ref] = (slot, task, time.perf_counter())
@@ -576,6 +622,8 @@ def run_tournament(
     overrides: list[str] | None = None,
     resume: bool = False,
     on_event: Callable[[dict], None] | None = None,
+    score_group: str | None = None,
+    score_opponent: str = "self",
 ) -> TournamentResult:
     """Run (or, with ``resume``, continue) a tournament; returns when the step or time budget is spent.
 
@@ -584,7 +632,10 @@ def run_tournament(
     ``truncate_below``: truncate a pod whose training returns fall below
     ``best - truncate_below * |best|`` of the board (0: never truncate). ``halving``: start a
     generation-``g`` slice only while fewer than ``ceil(pods / slice_growth**g)`` slices run
-    (slots left idle: fewer env steps per result, less throughput).
+    (slots left idle: fewer env steps per result, less throughput). ``score_group``: the agent group
+    whose mean return scores a checkpoint of an env with groups (default: its first learning group),
+    against the checkpoint's own other groups (``score_opponent="self"``) or random actions (``"random"``,
+    which turns truncation off: training returns are against itself).
     """
     return Tournament.open(
         env,
@@ -605,4 +656,6 @@ def run_tournament(
         capacity=capacity,
         cpus_per_pod=cpus_per_pod,
         seed=seed,
+        score_group=score_group,
+        score_opponent=score_opponent,
     ).run()

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pufferbox.tournament.generator import PodTask
 
 KEEP_TRAINERS = 3  # trainers (envs + rollout buffers) kept per pod, one per rollout length in use
@@ -70,9 +72,12 @@ class Pod:
     the generator perturbs, so the pod keeps one trainer per length in use (a few at most).
     """
 
-    def __init__(self, env: str, config: dict, run_dir: str, pod_slot: int):
+    def __init__(
+        self, env: str, config: dict, run_dir: str, pod_slot: int, score_group: str | None = None, opponent: str = "self"
+    ):
         self.env = env
         self.config = config
+        self.score_group, self.opponent = score_group, opponent  # see Settings.score_group
         self.dir = Path(run_dir) / "pods" / f"slot-{pod_slot}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trainers: OrderedDict[int, Any] = OrderedDict()  # num_steps -> Trainer, least recently used first
@@ -107,7 +112,6 @@ class Pod:
 
     def run_slice(self, task: PodTask, steps: int, eval_episodes: int) -> SliceResult:
         from pufferbox.train.checkpoint import load_checkpoint
-        from pufferbox.train.evaluate import evaluate
 
         t0 = time.perf_counter()
         self.current, self.stop_reason = task.pod, ""
@@ -160,7 +164,7 @@ class Pod:
             return result
         checkpoint = trainer.save_checkpoint(str(self.dir / f"task-{task.pod}"))
         t3 = time.perf_counter()
-        evaluation = evaluate(self.env, checkpoint, episodes=eval_episodes, seed=task.seed + 1)
+        evaluation = self.evaluate(checkpoint, eval_episodes, task.seed + 1)
         weights = Path(checkpoint).read_bytes()
         shutil.rmtree(self.dir / f"task-{task.pod}", ignore_errors=True)  # scratch: the board keeps its own copy
         t4 = time.perf_counter()
@@ -176,6 +180,33 @@ class Pod:
             **common,
         )
 
+    def evaluate(self, checkpoint: str, episodes: int, seed: int) -> dict[str, Any]:
+        """The slice's score: the mean episode return, or with a score group that group's mean return
+        (over its agents) with the checkpoint's own policies on the other groups, or uniform actions there."""
+        from pufferbox.train.evaluate import evaluate
+        from pufferbox.train.league import RANDOM, play_match
+
+        if self.score_group is None:
+            return evaluate(self.env, checkpoint, episodes=episodes, seed=seed)
+        opponent = checkpoint if self.opponent == "self" else RANDOM
+        match = play_match(checkpoint, opponent, episodes=episodes, side=self.score_group, seed=seed)
+        scores = np.array([game[self.score_group] for game in match.returns])
+        return {
+            "mean_return": float(scores.mean()),
+            "std_return": float(scores.std()),
+            "episodes": len(scores),
+            "mean_length": match.steps / max(1, len(scores)),
+        }
+
+    def training_return(self, metrics: dict) -> float | None:
+        """What the driver compares with the board while a slice trains: the score group's return when
+        it plays its own checkpoint (as in training), else the run's; None when the two do not compare."""
+        if self.score_group is None:
+            return metrics["episode_return"] if metrics["episodes"] else None
+        if self.opponent != "self":
+            return None
+        return metrics.get(f"{self.score_group}/episode_return")
+
     def train_steps(self, trainer: Any, pod: int, before: int, steps: int) -> tuple[dict, float | None]:
         """Train ``steps`` more env steps (or until the driver stops the pod); returns the last update's
         metrics and the mean training return, keeping ``live`` current for the driver's progress reads."""
@@ -184,9 +215,10 @@ class Pod:
         episodes, return_sum = 0, 0.0
         while trainer.global_step < target and not self.stop_reason:
             metrics = trainer.train_update()
-            if metrics["episodes"]:
+            mean = self.training_return(metrics)
+            if metrics["episodes"] and mean is not None:
                 episodes += metrics["episodes"]
-                return_sum += metrics["episode_return"] * metrics["episodes"]
+                return_sum += mean * metrics["episodes"]
             self.live = {
                 "pod": pod,
                 "steps": trainer.global_step - before,

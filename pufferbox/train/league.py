@@ -68,6 +68,7 @@ class MatchResult:
     outcomes: list[float]
     returns: list[dict[str, float]] = field(default_factory=list)
     opponent_side: str = ""  # the group(s) ``b`` played ("runner"; "a+b" for several); "" if unknown
+    steps: int = 0  # env steps the match took (every env of the vector, finished episodes or not)
 
     @property
     def games(self) -> int:
@@ -169,14 +170,14 @@ def play_match(
             raise ConfigError(f"--side: unknown group {side!r}; groups are {layout.names}")
         torch.manual_seed(seed)
         agent = build_match_agent(spec, venv, config, layout, side, state_a, state_b)
-        returns = play_episodes(HostCollector(venv, agent, horizon=1), layout, episodes, seed, deterministic)
+        returns, steps = play_episodes(HostCollector(venv, agent, horizon=1), layout, episodes, seed, deterministic)
     finally:
         venv.close()
     outcomes = [score(r, side, spec.training.outcome, env_kwargs) for r in returns]
     b = RANDOM if state_b is None else checkpoint_file(opponent)
     wins, draws, losses = (outcomes.count(x) for x in (1.0, 0.5, 0.0))
     others = "+".join(name for name in layout.names if name != side)
-    return MatchResult(checkpoint_file(checkpoint), b, side, wins, draws, losses, outcomes, returns, others)
+    return MatchResult(checkpoint_file(checkpoint), b, side, wins, draws, losses, outcomes, returns, others, steps)
 
 
 def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: Any = None) -> float:
@@ -190,18 +191,20 @@ def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: An
 
 
 @torch.no_grad()
-def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy: bool) -> list[dict[str, float]]:
-    """Per finished episode, each group's return (mean over its agents). An env's episode ends where all its
-    rows start together (finished agents are terminal at every step until then)."""
+def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy: bool) -> tuple[list[dict[str, float]], int]:
+    """Per finished episode, each group's return (mean over its agents), and the env steps played. An env's
+    episode ends where all its rows start together (finished agents are terminal at every step until then)."""
     apr, venv = len(layout.slot_group), collector.venv
     acc = np.zeros(venv.num_agents, dtype=np.float64)
     out: list[dict[str, float]] = []
+    steps = 0
     collector.reset(seed)
     while len(out) < episodes:
         if collector.pending is not None:
             venv.send(collector.pending)
         obs, rewards, terminals, truncations, _, env_ids, _ = venv.recv()
         rows = collector.rows_of(env_ids)
+        steps += len(rows) // apr
         fresh = collector.first[rows].reshape(-1, apr).all(1)
         starts = np.logical_or(terminals, truncations) | collector.first[rows]
         collector.first[rows] = False
@@ -211,7 +214,7 @@ def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy:
             out.append({name: float(acc[env_rows][layout.slot_group == g].mean()) for g, name in enumerate(layout.names)})
             acc[env_rows] = 0.0
         collector.pending = collector.choose(obs, starts, rows, greedy)[0]
-    return out[:episodes]
+    return out[:episodes], steps
 
 
 class Ratings:

@@ -1,0 +1,143 @@
+"""Tournaments on an env with agent groups score a checkpoint by one group (issue 16): which group,
+against whom, persisted with the tournament, and refused in one line when it cannot be."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pufferbox.registry import get_registry
+from pufferbox.tournament.generator import PodTask
+from pufferbox.tournament.orchestrator import Settings, TournamentError, score_group_of
+from pufferbox.tournament.pod import Pod
+from pufferbox.train.config import resolve_config
+from pufferbox.train.league import RANDOM, play_match
+
+QUICK = ["vec.num_envs=2", "train.num_steps=32", "train.checkpoint_interval=0", "policy.hidden_size=16"]
+
+
+def pod_config(env: str, extra: list[str] | None = None) -> dict:
+    spec = get_registry().get(env)
+    config = resolve_config(spec.training.config, overrides=[*QUICK, *(extra or [])])
+    config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
+    return config
+
+
+def test_the_score_group_defaults_to_the_first_learning_group():
+    tag = get_registry().get("tag")
+    assert score_group_of(tag, pod_config("tag"), None) == "tagger"
+    assert score_group_of(tag, pod_config("tag", ['league.frozen=["tagger"]']), None) == "runner"
+    assert score_group_of(tag, pod_config("tag"), "runner") == "runner"
+    assert score_group_of(get_registry().get("cartpole"), pod_config("cartpole"), None) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "asked", "message"),
+    [
+        ("tag", "seeker", "--score-group: unknown group 'seeker'; tag's groups are ['tagger', 'runner']"),
+        ("cartpole", "tagger", "--score-group tagger: cartpole trains one shared policy (no agent groups)"),
+    ],
+)
+def test_a_bad_score_group_is_one_line(env, asked, message):
+    with pytest.raises(TournamentError) as err:
+        score_group_of(get_registry().get(env), pod_config(env), asked)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_boards_from_before_group_scoring_resume_as_they_were_scored():
+    stored = {
+        "env": "cartpole",
+        "pods": 2,
+        "total_steps": 100,
+        "hours": None,
+        "slice_steps": 50,
+        "eval_episodes": 2,
+        "capacity": 3,
+        "cpus_per_pod": 1.0,
+        "seed": 0,
+    }
+    settings = Settings.from_board(stored)
+    assert settings.score_group is None and settings.score_opponent == "self"
+
+
+def run_pod_slice(tmp_path, group: str | None, opponent: str = "self"):
+    pod = Pod("tag", pod_config("tag"), str(tmp_path), 0, score_group=group, opponent=opponent)
+    try:
+        return pod.run_slice(PodTask(pod=0, hyperparams={}, seed=3), steps=128, eval_episodes=4)
+    finally:
+        pod.close()
+
+
+@pytest.mark.parametrize("opponent", ["self", "random"])
+def test_a_pod_scores_a_grouped_checkpoint_by_its_group(tmp_path, opponent):
+    result = run_pod_slice(tmp_path / "pods", "runner", opponent)
+    checkpoint = tmp_path / "slice.pt"
+    checkpoint.write_bytes(result.checkpoint)
+    # The score is the runners' mean return over 4 games of the slice's checkpoint on the runner side,
+    # the same checkpoint (or uniform actions) tagging: replayed here with the pod's evaluation seed.
+    match = play_match(checkpoint, checkpoint if opponent == "self" else RANDOM, episodes=4, side="runner", seed=4)
+    runner_returns = [game["runner"] for game in match.returns]
+    assert result.episodes == 4
+    assert result.score == pytest.approx(np.mean(runner_returns))
+    assert result.score_std == pytest.approx(np.std(runner_returns))
+    assert result.score <= 0.0, "a runner's return is minus its tag penalties"
+    assert result.eval_steps == match.steps > 0
+
+
+def test_without_a_group_a_pod_scores_every_agent_as_before(tmp_path):
+    from pufferbox.train.evaluate import evaluate
+
+    result = run_pod_slice(tmp_path / "pods", None)
+    checkpoint = tmp_path / "slice.pt"
+    checkpoint.write_bytes(result.checkpoint)
+    assert result.score == pytest.approx(evaluate("tag", checkpoint, episodes=4, seed=4)["mean_return"])
+
+
+def test_the_pods_training_return_is_the_score_groups():
+    pod = Pod.__new__(Pod)
+    metrics = {"episodes": 3, "episode_return": 0.25, "tagger/episode_return": 1.5, "runner/episode_return": -0.4}
+    pod.score_group, pod.opponent = "runner", "self"
+    assert pod.training_return(metrics) == -0.4
+    pod.opponent = "random"  # scores against random play do not compare with returns against itself
+    assert pod.training_return(metrics) is None
+    pod.score_group = None
+    assert pod.training_return(metrics) == 0.25
+
+
+@pytest.mark.slow
+def test_a_tournament_on_tag_scores_and_stores_the_runner_group(local_ray, tmp_path):
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+    from pufferbox.tournament.leaderboard import Leaderboard
+
+    load_commands()
+    run_dir = tmp_path / "t"
+    args = ["tournament", "tag", "--pods", "1", "--total-steps", "256", "--slice-steps", "128"]
+    args += [
+        "--eval-episodes",
+        "2",
+        "--score-group",
+        "runner",
+        "--score-opponent",
+        "self",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+    ]
+    args += [arg for override in QUICK for arg in ("--set", override)]
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    board = Leaderboard.open_read_only(run_dir)
+    try:
+        settings = Settings.from_board(board.get_state("settings"))
+        scores = [entry.score for entry in board.entries()]
+    finally:
+        board.close()
+    assert settings.score_group == "runner" and settings.score_opponent == "self"
+    assert scores and all(score <= 0.0 for score in scores), scores
+
+    bad = CliRunner().invoke(
+        cli, ["tournament", "tag", "--total-steps", "256", "--score-group", "seeker", "--run-dir", str(tmp_path / "bad")]
+    )
+    assert bad.exit_code == 2 and "unknown group 'seeker'" in bad.output
