@@ -43,7 +43,16 @@ import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, format_path, get_path
+from pufferbox.spaces import (
+    ActionSpec,
+    InRow,
+    ObservationSpec,
+    SpaceError,
+    format_path,
+    get_path,
+    row_action_spec,
+    row_observation_spec,
+)
 
 __all__ = ["APIUsageError", "BIND_OBSERVATION_BUFFERS", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
 
@@ -236,8 +245,11 @@ class GymnasiumEmulator(gymnasium.Env):
 class PettingZooEmulator:
     """A PettingZoo ``ParallelEnv`` with fixed agent slots and flat per-agent rows.
 
-    All agents must share one observation space and one action space (the flat row
-    layout is per agent). Rows follow ``possible_agents``.
+    Rows follow ``possible_agents`` and have one width. Agents with their own spaces (roles such as
+    MPE's speaker and listener) each write their own record at the start of their row
+    (:class:`~pufferbox.spaces.InRow`, zero padded) and read their action with their own spec;
+    ``agent_specs[slot]`` holds each slot's ``(ObservationSpec, ActionSpec)``, and agent groups give
+    each role its own policy on them (:mod:`pufferbox.groups`).
     """
 
     num_envs = 1
@@ -260,21 +272,12 @@ class PettingZooEmulator:
         self.check_obs = check_obs
         self.possible_agents = list(env.possible_agents)
         self.num_agents = len(self.possible_agents)
-        first = self.possible_agents[0]
-        obs_space, act_space = env.observation_space(first), env.action_space(first)
-        for agent in self.possible_agents[1:]:
-            if env.observation_space(agent) != obs_space:
-                raise SpaceError(
-                    f"{name}: agent {agent!r} has observation space {env.observation_space(agent)}, "
-                    f"agent {first!r} has {obs_space}; pad them to one space for fixed agent slots"
-                )
-            if env.action_space(agent) != act_space:
-                raise SpaceError(
-                    f"{name}: agent {agent!r} has action space {env.action_space(agent)}, "
-                    f"agent {first!r} has {act_space}; give all agents one action space"
-                )
-        self.obs_spec = obs_spec or ObservationSpec(obs_space)
-        self.act_spec = act_spec or ActionSpec(act_space)
+        own = agent_specs(env, self.possible_agents, name, obs_spec, act_spec)
+        self.obs_spec = row_observation_spec([o for o, _ in own], f"{name} observation")
+        self.act_spec = row_action_spec([a for _, a in own], f"{name} action")
+        self.agent_specs = [
+            (o if o.space == self.obs_spec.space else InRow(o.space, self.obs_spec, o.name), a) for o, a in own
+        ]
         self.single_observation_space = self.obs_spec.flat_space
         self.single_action_space = self.act_spec.flat_space
         self.metadata = dict(getattr(env, "metadata", {}) or {})
@@ -290,14 +293,16 @@ class PettingZooEmulator:
         return self.single_observation_space
 
     def action_space(self, agent: Any) -> gymnasium.Space:
-        return self.single_action_space
+        """The agent's own flat action space (its range where roles act differently)."""
+        return self.agent_specs[self.slot[agent]][1].flat_space if agent in self.slot else self.single_action_space
 
     # -- backend API ------------------------------------------------------------------
     def set_buffers(self, buffers: Buffers) -> None:
         if len(buffers) != self.num_agents:
             raise ValueError(f"{self.name}: needs {self.num_agents} buffer rows (one per agent), got {len(buffers)}")
         self.buffers = buffers
-        self.obs_views = self.obs_spec.leaf_views(buffers.observations)
+        shared = self.obs_spec.leaf_views(buffers.observations)
+        self.obs_views = [shared if o is self.obs_spec else o.leaf_views(buffers.observations) for o, _ in self.agent_specs]
 
     def write_observations(self, observations: dict) -> None:
         b = self.buffers
@@ -307,14 +312,15 @@ class PettingZooEmulator:
             if agent not in self.slot:
                 raise SpaceError(f"{self.name}: agent {agent!r} is not in possible_agents {self.possible_agents}")
             who = f"{self.name} agent {agent!r}"
-            if not self.obs_checked or self.check_obs:
-                check_observation(self.obs_spec, obs, who, self.episode_length, self.check_obs)
             row = self.slot[agent]
-            for leaf, view in zip(self.obs_spec.leaves, self.obs_views):
+            spec = self.agent_specs[row][0]
+            if not self.obs_checked or self.check_obs:
+                check_observation(spec, obs, who, self.episode_length, self.check_obs)
+            for leaf, view in zip(spec.leaves, self.obs_views[row]):
                 value = obs
                 for key in leaf.path:
                     value = value[key]
-                check_leaf(value, view[row], self.obs_spec, leaf.path, who, self.episode_length)
+                check_leaf(value, view[row], spec, leaf.path, who, self.episode_length)
                 view[row] = value
             b.masks[row] = True
         self.obs_checked = True
@@ -338,11 +344,13 @@ class PettingZooEmulator:
     def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
+        specs = self.agent_specs
         if not self.act_checked:
             for agent in self.agents:
-                check_action(self.act_spec, actions[self.slot[agent]], f"{self.name} agent {agent!r}")
+                row = self.slot[agent]
+                check_action(specs[row][1], actions[row], f"{self.name} agent {agent!r}")
             self.act_checked = True
-        act = {agent: self.act_spec.unflatten(actions[self.slot[agent]]) for agent in self.env.agents}
+        act = {agent: specs[self.slot[agent]][1].unflatten(actions[self.slot[agent]]) for agent in self.env.agents}
         observations, rewards, terminations, truncations, infos = self.env.step(act)
         b = self.buffers
         b.rewards[:] = 0.0
@@ -388,10 +396,11 @@ class PettingZooEmulator:
             raise APIUsageError(f"{self.name}: step() before reset()")
         act = {}
         for agent, action in actions.items():
-            flat = np.asarray(action, dtype=self.act_spec.dtype).reshape(self.act_spec.shape)
+            spec = self.agent_specs[self.slot[agent]][1] if agent in self.slot else self.act_spec
+            flat = np.asarray(action, dtype=spec.dtype).reshape(spec.shape)
             if not self.act_checked:
-                check_action(self.act_spec, flat, f"{self.name} agent {agent!r}")
-            act[agent] = self.act_spec.unflatten(flat)
+                check_action(spec, flat, f"{self.name} agent {agent!r}")
+            act[agent] = spec.unflatten(flat)
         self.act_checked = True
         observations, rewards, terminations, truncations, infos = self.env.step(act)
         self.write_observations(observations)
@@ -415,6 +424,22 @@ class PettingZooEmulator:
     @property
     def unwrapped(self) -> PettingZooEmulator:
         return self
+
+
+def agent_specs(
+    env: Any, agents: list, name: str, obs_spec: ObservationSpec | None, act_spec: ActionSpec | None
+) -> list[tuple[ObservationSpec, ActionSpec]]:
+    """Each agent's own ``(ObservationSpec, ActionSpec)``, one object per distinct space; a plugin's
+    declared specs when every agent shares one space."""
+    spaces_of = [(env.observation_space(a), env.action_space(a)) for a in agents]
+    if all(s == spaces_of[0] for s in spaces_of):
+        shared = (obs_spec or ObservationSpec(spaces_of[0][0]), act_spec or ActionSpec(spaces_of[0][1]))
+        return [shared] * len(agents)
+    made: dict[str, Any] = {}
+    for o, a in spaces_of:
+        made.setdefault(f"o{o!r}", ObservationSpec(o, f"{name} observation"))
+        made.setdefault(f"a{a!r}", ActionSpec(a, f"{name} action"))
+    return [(made[f"o{o!r}"], made[f"a{a!r}"]) for o, a in spaces_of]
 
 
 def own_rows(emulator: GymnasiumEmulator | PettingZooEmulator) -> None:

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,6 @@ import numpy as np
 __all__ = [
     "GroupError",
     "GroupLayout",
-    "action_limits",
     "agent_spaces",
     "checkpoint_layout",
     "resolve_layout",
@@ -39,7 +38,8 @@ class GroupLayout:
     names: list[str]
     slot_group: np.ndarray  # (agents_per_env,) int
     agents: list[str]  # agent id per slot
-    action_limits: dict | None = None  # {group: n}: its Discrete actions past n are illegal (padded layout)
+    # {group: (observation space, action space)}: the group's own spaces (before any padding to a shared row)
+    spaces: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def single(self) -> bool:
@@ -99,10 +99,11 @@ def agent_spaces(raw: Any, agent: str) -> tuple[Any, Any]:
 
 def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any], user_groups: Mapping[str, Any] | None) -> GroupLayout | None:
     """The group layout of ``spec`` built with ``env_kwargs``: the user's ``[groups]``, else the plugin's
-    ``EnvSpec.groups``; None (one shared policy) without either. Raises :class:`GroupError` for a bad map."""
+    ``EnvSpec.groups``, else one group per distinct pair of agent spaces when the agents' spaces differ
+    (:func:`spaces_layout`); None (one shared policy) otherwise. Raises :class:`GroupError` for a bad map."""
     declared = spec.training.groups
     if not user_groups and declared is None:
-        return None
+        return spaces_layout(spec, env_kwargs)
     raw = spec.make_raw(**env_kwargs)
     try:
         if not hasattr(raw, "possible_agents"):
@@ -117,16 +118,47 @@ def resolve_layout(spec: Any, env_kwargs: Mapping[str, Any], user_groups: Mappin
             assert declared is not None  # returned above when neither the user nor the plugin groups
             mapping: Mapping[str, Any] = declared(raw) if callable(declared) else declared
             layout = GroupLayout.build(mapping, agents, f"{spec.name} (plugin groups)")
-        layout.action_limits = action_limits(raw, layout)
-        for name in layout.names:
-            slots = layout.slots(name)
-            first = agent_spaces(raw, raw.possible_agents[slots[0]])
-            for s in slots[1:]:
-                if agent_spaces(raw, raw.possible_agents[s]) != first:
-                    raise GroupError(
-                        f"[groups]: agent {agents[s]!r} has other spaces than {agents[slots[0]]!r} "
-                        f"in group {name!r}; put agents with different spaces in separate groups"
-                    )
+        fill_spaces(raw, layout)
+    finally:
+        raw.close()
+    return layout
+
+
+def fill_spaces(raw: Any, layout: GroupLayout) -> None:
+    """Record each group's own spaces; refuse a group whose agents' spaces differ."""
+    for name in layout.names:
+        slots = layout.slots(name)
+        first = agent_spaces(raw, raw.possible_agents[slots[0]])
+        for s in slots[1:]:
+            if agent_spaces(raw, raw.possible_agents[s]) != first:
+                raise GroupError(
+                    f"[groups]: agent {layout.agents[s]!r} has other spaces than {layout.agents[slots[0]]!r} "
+                    f"in group {name!r}; put agents with different spaces in separate groups"
+                )
+        layout.spaces[name] = first
+
+
+def spaces_layout(spec: Any, env_kwargs: Mapping[str, Any]) -> GroupLayout | None:
+    """One group per distinct pair of agent spaces (named by the first such agent's id prefix:
+    ``speaker_0`` -> ``speaker``) for an env whose agents' spaces differ, else None. Envs with a native
+    block (one row layout by construction) or without a Python binding are never split."""
+    if spec.build.native is not None or spec.build.binding is None:
+        return None
+    specs = spec.agent_specs(**env_kwargs)
+    if specs is None or len({(repr(o.space), repr(a.space)) for o, a in specs}) < 2:
+        return None
+    raw = spec.make_raw(**env_kwargs)
+    try:
+        agents = [str(a) for a in raw.possible_agents]
+        by_spaces: dict[str, list[str]] = {}
+        for agent in agents:
+            by_spaces.setdefault(repr(agent_spaces(raw, agent)), []).append(agent)
+        mapping: dict[str, list[str]] = {}
+        for members in by_spaces.values():
+            name = members[0].rsplit("_", 1)[0]
+            mapping[name if name not in mapping else f"{name}{len(mapping)}"] = members
+        layout = GroupLayout.build(mapping, agents, f"{spec.name} (one group per agent spaces)")
+        fill_spaces(raw, layout)
     finally:
         raw.close()
     return layout
@@ -140,23 +172,10 @@ def checkpoint_layout(
     try:
         agents = [str(a) for a in raw.possible_agents]
         layout = GroupLayout.build({n: g["slots"].tolist() for n, g in state["groups"].items()}, agents, source)
-        layout.action_limits = action_limits(raw, layout)
+        fill_spaces(raw, layout)
     finally:
         raw.close()
     return layout
-
-
-def action_limits(raw: Any, layout: GroupLayout) -> dict[str, int]:
-    """Groups whose own ``Discrete(n)`` was padded to a larger shared one (e.g. MPE speaker 3 of 5)."""
-    from gymnasium import spaces
-
-    out = {}
-    for name in layout.names:
-        agent = raw.possible_agents[layout.slots(name)[0]]
-        own, shared = agent_spaces(raw, agent)[1], raw.action_space(agent)
-        if isinstance(own, spaces.Discrete) and isinstance(shared, spaces.Discrete) and own.n < shared.n:
-            out[name] = int(own.n)
-    return out
 
 
 def winner(returns: Mapping[str, float], rule: Any = None, env_kwargs: Mapping[str, Any] | None = None) -> str | None:

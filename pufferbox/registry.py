@@ -264,8 +264,15 @@ class EnvSpec:
         if key not in cache:
             env = self.make_emulated(**kwargs)
             cache[key] = (env.obs_spec, env.act_spec, env.num_agents)
+            self.__dict__.setdefault("_agent_specs", {})[key] = getattr(env, "agent_specs", None)
             env.close()
         return cache[key]
+
+    def agent_specs(self, **kwargs: Any) -> list | None:
+        """Each agent slot's own ``(ObservationSpec, ActionSpec)`` of the emulated env (None for one agent),
+        cached with :meth:`flattening`."""
+        self.flattening(**kwargs)
+        return self.__dict__["_agent_specs"][tuple(sorted((k, repr(v)) for k, v in kwargs.items()))]
 
     def load_policy(self) -> Any:
         """The plugin's default policy class, or None."""

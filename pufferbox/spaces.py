@@ -34,7 +34,16 @@ from gymnasium import spaces
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SpaceError", "Leaf", "ObservationSpec", "ActionSpec", "leaf_paths"]
+__all__ = [
+    "ActionSpec",
+    "InRow",
+    "Leaf",
+    "ObservationSpec",
+    "SpaceError",
+    "leaf_paths",
+    "row_action_spec",
+    "row_observation_spec",
+]
 
 Path = tuple[Any, ...]
 
@@ -374,3 +383,95 @@ class ActionSpec:
                 value = value - leaf.start
             out[start : start + size] = value.reshape(-1)
         return out
+
+
+# -- agents with their own spaces in rows of one width ---------------------------------------
+ROW_ALIGN = 8  # bytes: a row of mixed-dtype records keeps every record's widest leaf aligned
+
+
+class InRow(ObservationSpec):
+    """An agent's own :class:`ObservationSpec` whose record sits at the start of a wider shared ``row``.
+
+    Multi-agent envs whose roles observe different spaces (MPE's speaker and listener) keep one row per
+    agent of one width (:func:`row_observation_spec`); each agent writes its own record at the start
+    of its row and its group's policy reads it back with :meth:`unflatten_torch` (views only).
+
+    Example:
+        >>> speaker, listener = spaces.Box(0, 1, (3,)), spaces.Box(-1, 1, (11,))
+        >>> row = row_observation_spec([ObservationSpec(speaker), ObservationSpec(listener)])
+        >>> row.flat_dtype, row.flat_size
+        (dtype('float32'), 11)
+        >>> InRow(speaker, row).unflatten(row.zeros(2)).shape
+        (2, 3)
+    """
+
+    def __init__(self, space: spaces.Space, row: ObservationSpec, name: str = "observation"):
+        super().__init__(space, name)
+        if self.dtype.itemsize > row.dtype.itemsize:
+            raise SpaceError(f"{name}: a record of {self.dtype.itemsize} bytes does not fit a row of {row.dtype.itemsize}")
+        self.row = row
+        self.same_dtype = row.flat_dtype == self.flat_dtype
+
+    def own_flat(self, rows: np.ndarray) -> np.ndarray:
+        """The ``(..., flat_size)`` view of this agent's record inside ``(..., row.flat_size)`` rows."""
+        if self.same_dtype:
+            return rows[..., : self.flat_size]
+        return rows.view(np.uint8)[..., : self.dtype.itemsize].view(self.flat_dtype)
+
+    def leaf_views(self, flat: np.ndarray) -> list[np.ndarray]:
+        return super().leaf_views(self.own_flat(flat) if flat.shape[-1] == self.row.flat_size else flat)
+
+    def unflatten_torch(self, flat: torch.Tensor) -> Any:
+        if flat.shape[-1] == self.row.flat_size and flat.shape[-1] != self.flat_size:
+            if self.same_dtype:
+                flat = flat.narrow(-1, 0, self.flat_size)
+            else:
+                import torch
+
+                as_bytes = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
+                flat = as_bytes.narrow(-1, 0, self.dtype.itemsize).view(torch_dtype_of(self.flat_dtype))
+        return super().unflatten_torch(flat)
+
+
+def torch_dtype_of(dtype: np.dtype) -> Any:
+    import torch
+
+    return torch.from_numpy(np.zeros(0, dtype)).dtype
+
+
+def row_observation_spec(specs: list[ObservationSpec], name: str = "observation") -> ObservationSpec:
+    """One flat row wide enough for each spec's record: their common flat dtype, else bytes."""
+    if all(s.space == specs[0].space for s in specs):
+        return specs[0]
+    dtypes = {s.flat_dtype for s in specs}
+    if len(dtypes) == 1:
+        dtype = dtypes.pop()
+        width = max(s.flat_size for s in specs)
+        if np.issubdtype(dtype, np.floating):
+            return ObservationSpec(spaces.Box(-np.inf, np.inf, (width,), dtype.type), name)
+        info = np.iinfo(dtype)
+        return ObservationSpec(spaces.Box(info.min, info.max, (width,), dtype.type), name)
+    nbytes = max(s.dtype.itemsize for s in specs)
+    width = -(-nbytes // ROW_ALIGN) * ROW_ALIGN
+    return ObservationSpec(spaces.Box(0, 255, (width,), np.uint8), name)
+
+
+def row_action_spec(specs: list[ActionSpec], name: str = "action") -> ActionSpec:
+    """The action row of agents with their own action specs: the shared one, the largest ``Discrete``,
+    elementwise largest ``MultiDiscrete`` of one length, or the union of ``Box`` bounds of one shape."""
+    flats: list[Any] = [s.flat_space for s in specs]
+    if all(s.space == specs[0].space for s in specs):
+        return specs[0]
+    if all(isinstance(f, spaces.Discrete) for f in flats):
+        return ActionSpec(spaces.Discrete(max(int(f.n) for f in flats)), name)
+    shapes = {f.shape for f in flats}
+    if len(shapes) == 1 and all(isinstance(f, spaces.MultiDiscrete) for f in flats):
+        return ActionSpec(spaces.MultiDiscrete(np.max([np.asarray(f.nvec) for f in flats], axis=0)), name)
+    if len(shapes) == 1 and all(isinstance(f, spaces.Box) for f in flats):
+        low = np.min([np.asarray(f.low) for f in flats], axis=0)
+        high = np.max([np.asarray(f.high) for f in flats], axis=0)
+        return ActionSpec(spaces.Box(low, high, dtype=np.float32), name)
+    raise SpaceError(
+        f"{name}: the agents' flat action spaces ({', '.join(sorted({str(f) for f in flats}))}) share no row; "
+        "give agents Discrete actions, or MultiDiscrete/Box actions of one shape"
+    )

@@ -394,33 +394,82 @@ def test_conformance_checks_declared_groups():
 
 
 @pytest.mark.parametrize(
-    "env, limited",
-    [("mpe/simple_speaker_listener", {"speaker": 3}), ("mpe/simple_world_comm", {"adversary": 5, "agent": 5})],
+    "env, own",
+    [
+        ("mpe/simple_speaker_listener", {"speaker": (3, 3), "listener": (11, 5)}),
+        ("mpe/simple_world_comm", {"leadadversary": (34, 20), "adversary": (34, 5), "agent": (28, 5)}),
+    ],
 )
-def test_roles_with_fewer_actions_never_take_padded_ones(env, limited):
+@pytest.mark.parametrize("backend", ["serial", "multiprocessing"])
+def test_roles_train_on_their_own_spaces(env, own, backend):
+    """Each role's policy reads its own observation (no padding, no role one-hot) and has its own action
+    head: the speaker 3 logits and the listener 5; rows are as wide as the widest role's observation."""
     spec = get_registry().get(env)
     if spec.unavailable_reason:
         pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
-    trainer = Trainer(env, resolve_config(overrides=QUICK))
+    extra = [f"vec.backend={backend}"] + (["vec.num_workers=2"] if backend == "multiprocessing" else [])
+    trainer = Trainer(env, resolve_config(overrides=[*QUICK, *extra]))
     try:
-        assert trainer.layout.action_limits == limited
+        assert trainer.layout.names == list(own)
+        widest = max(width for width, _ in own.values())
+        assert trainer.venv.obs_spec.flat_size == widest
+        for name, (width, actions) in own.items():
+            agent = trainer.agent.agents[name]
+            assert agent.encoder.net[0].in_features == width and agent.actor.linear.out_features == actions
+        before = {g: group_params(trainer, g) for g in own}
         trainer.train_steps(trainer.num_rows * 32)
+        assert all(changed(before[g], group_params(trainer, g)) for g in own)
         rollout = trainer.collector.collect()
         rows = np.arange(len(rollout.batch["actions"])) if rollout.rows is None else rollout.rows
-        for name, n in limited.items():
-            segs = np.isin(rows % trainer.agents_per_env, trainer.layout.slots(name))
-            assert int(rollout.batch["actions"][torch.from_numpy(segs)].max()) < n
-        others = ~np.isin(rows % trainer.agents_per_env, [s for g in limited for s in trainer.layout.slots(g)])
-        assert int(rollout.batch["actions"][torch.from_numpy(others)].max()) >= max(limited.values())
+        slot = rows % trainer.agents_per_env
+        obs = rollout.batch["obs"]
+        for name, (width, actions) in own.items():
+            mine = torch.from_numpy(np.isin(slot, trainer.layout.slots(name)))
+            assert int(rollout.batch["actions"][mine].max()) < actions
+            assert not obs[mine][..., width:].any(), f"{name}: the row past its own observation stays zero"
     finally:
         trainer.close()
 
 
-def test_padded_actions_past_an_agents_range_are_no_ops():
+def test_an_env_whose_agents_differ_gets_a_group_per_pair_of_spaces():
+    """Without declared groups, agents with different spaces still get their own policies (one shared
+    policy could not act for both); agents alike keep one shared policy."""
+    from pufferbox_pettingzoo.plugin import make_mpe
+
+    from pufferbox import EnvBuild, EnvSpec
+
+    spec = EnvSpec(
+        name="speaker_listener_undeclared",
+        build=EnvBuild(binding=make_mpe, kwargs={"module": "simple_speaker_listener_v4"}),
+    )
+    if get_registry().get("mpe/simple_speaker_listener").unavailable_reason:
+        pytest.skip("mpe2 not installed")
+    layout = resolve_layout(spec, {}, None)
+    assert layout is not None and layout.names == ["speaker", "listener"]
+    assert [str(space) for space in layout.spaces["speaker"]] == ["Box(-inf, inf, (3,), float32)", "Discrete(3)"]
+    assert resolve_layout(get_registry().get("mpe/simple_spread"), {}, None) is None
+
+
+def test_a_role_acting_past_its_own_actions_is_one_line():
+    from pufferbox.emulation import emulate
+    from pufferbox.spaces import SpaceError
+
     spec = get_registry().get("mpe/simple_speaker_listener")
     if spec.unavailable_reason:
         pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
-    raws = [spec.make_raw(), spec.make_raw()]
+    env = emulate(spec.make_raw(), "speaker_listener")
+    env.reset(seed=1)
+    with pytest.raises(SpaceError) as err:
+        env.step({"speaker_0": 4, "listener_0": 4})
+    assert "agent 'speaker_0': action 4 is outside the flat action space Discrete(3)" in str(err.value)
+
+
+def test_padded_actions_past_an_agents_range_are_no_ops():
+    pytest.importorskip("mpe2", reason="mpe2 not installed (pip install -e plugins/pettingzoo)")
+    from mpe2 import simple_speaker_listener_v4
+    from pufferbox_pettingzoo.uniform import PadObservations
+
+    raws = [PadObservations(simple_speaker_listener_v4.parallel_env()) for _ in range(2)]
     obs = [raw.reset(seed=3)[0] for raw in raws]
     assert str(raws[0].action_space("speaker_0")) == "Discrete(5)"
     assert str(raws[0].original_action_space("speaker_0")) == "Discrete(3)"
@@ -545,3 +594,21 @@ def test_groups_train_overlapped_with_v_trace_per_group(monkeypatch):
         assert all(changed(before[g], group_params(trainer, g)) for g in ("tagger", "runner"))
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("backend", ["serial", "multiprocessing"])
+def test_random_actions_of_a_vector_env_stay_in_each_agents_own_range(backend):
+    """``action_space.sample()`` (what `pufferbox bench` and Gymnasium-style loops use) is legal for every
+    role: each row within its own agent's actions."""
+    import pufferbox.vector as vector
+
+    spec = get_registry().get("mpe/simple_speaker_listener")
+    if spec.unavailable_reason:
+        pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
+    kwargs = {"num_workers": 2} if backend == "multiprocessing" else {}
+    with vector.make(spec, backend=backend, num_envs=2, **kwargs) as venv:
+        assert venv.action_space.nvec.tolist() == [3, 5, 3, 5]
+        venv.action_space.seed(0)
+        venv.reset(seed=0)
+        for _ in range(30):
+            venv.step(venv.action_space.sample())

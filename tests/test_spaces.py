@@ -181,3 +181,57 @@ def test_torch_unflatten_has_no_graph_breaks():
     explanation = torch._dynamo.explain(model)(torch.from_numpy(spec.zeros(4)))
     assert explanation.graph_break_count == 0 and not explanation.break_reasons
     assert explanation.graph_count == 1
+
+
+# -- agents with their own spaces in rows of one width (issue 16) ------------------------------
+def test_records_of_other_dtypes_share_a_byte_row_and_read_back_exactly():
+    import torch
+
+    from pufferbox.spaces import InRow, row_observation_spec
+
+    image = spaces.Box(0, 255, (3, 2), np.uint8)
+    mixed = spaces.Dict({"pos": spaces.Box(-1, 1, (3,), np.float32), "hp": spaces.Discrete(7)})
+    row = row_observation_spec([ObservationSpec(image), ObservationSpec(mixed)])
+    assert row.flat_dtype == np.uint8 and row.flat_size % 8 == 0
+    assert row.flat_size >= max(ObservationSpec(image).dtype.itemsize, ObservationSpec(mixed).dtype.itemsize)
+    rows = row.zeros(2)
+    own_image, own_mixed = InRow(image, row), InRow(mixed, row)
+    frame = np.arange(6, dtype=np.uint8).reshape(3, 2)
+    sample = {"pos": np.array([0.5, -0.25, 1.0], np.float32), "hp": 5}
+    own_image.write(rows, 0, frame)
+    own_mixed.write(rows, 1, sample)
+    np.testing.assert_array_equal(own_image.unflatten(rows[:1])[0], frame)
+    back = own_mixed.unflatten(rows[1:])
+    np.testing.assert_array_equal(back["pos"][0], sample["pos"])
+    assert int(back["hp"][0]) == 5
+    tree = own_mixed.unflatten_torch(torch.from_numpy(rows))  # what a group's encoder reads: views of the row
+    torch.testing.assert_close(tree["pos"][1], torch.from_numpy(sample["pos"]))
+    assert int(tree["hp"][1]) == 5
+    assert not rows[0, own_image.dtype.itemsize :].any(), "the row past the record stays zero"
+
+
+def test_rows_of_one_dtype_keep_it_and_a_record_wider_than_its_row_is_refused():
+    from pufferbox.spaces import InRow, row_observation_spec
+
+    short, long = spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (11,), np.float32)
+    row = row_observation_spec([ObservationSpec(short), ObservationSpec(long)])
+    assert (row.flat_dtype, row.flat_size) == (np.float32, 11)
+    assert row_observation_spec([ObservationSpec(short)] * 2).space == short
+    with pytest.raises(SpaceError, match="does not fit a row"):
+        InRow(spaces.Box(-1, 1, (12,), np.float32), row)
+
+
+def test_action_rows_of_agents_with_their_own_action_spaces():
+    from pufferbox.spaces import row_action_spec
+
+    def row_of(*s):
+        return row_action_spec([ActionSpec(x) for x in s]).flat_space
+
+    assert row_of(spaces.Discrete(3), spaces.Discrete(5)) == spaces.Discrete(5)
+    assert row_of(spaces.MultiDiscrete([2, 7]), spaces.MultiDiscrete([4, 3])) == spaces.MultiDiscrete([4, 7])
+    box = row_of(spaces.Box(-1, 1, (2,), np.float32), spaces.Box(-2, 0.5, (2,), np.float32))
+    assert box.low.tolist() == [-2, -2] and box.high.tolist() == [1, 1]
+    with pytest.raises(SpaceError, match="share no row"):
+        row_of(spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (5,), np.float32))
+    with pytest.raises(SpaceError, match="share no row"):
+        row_of(spaces.Discrete(3), spaces.Box(-1, 1, (1,), np.float32))

@@ -209,16 +209,21 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
 
     raw, flat = spec.make_raw(**cfg.kwargs), spec.make_emulated(**cfg.kwargs)
     try:
-        obs_spec, act_spec = flat.obs_spec, flat.act_spec
-        obs_spec.torch_layout()
         multi = is_multiagent(raw)
         pick = random_actions(cfg.seed)
+        # each agent's own specs: agents with their own spaces keep their record at the start of a shared row
+        slot_specs = getattr(flat, "agent_specs", None)
+        own = dict(zip(raw.possible_agents, slot_specs)) if multi and slot_specs else {}
+
+        def specs_of(agent: Any) -> tuple[ObservationSpec, ActionSpec]:
+            return own.get(agent, (flat.obs_spec, flat.act_spec))
 
         def compare(raw_obs: Any, flat_obs: Any, where: str) -> None:
             rows = {a: flat_obs[a] for a in raw_obs} if multi else {None: flat_obs}
             for agent, raw_value in raw_obs.items() if multi else [(None, raw_obs)]:
                 who = where + ("" if agent is None else f" of {agent!r}")
-                row = rows[agent]
+                row, obs_spec = rows[agent], specs_of(agent)[0]
+                obs_spec.torch_layout()
                 same_tree(obs_spec.space, raw_value, _squeeze(obs_spec.unflatten(row[None])), f"{who} (numpy unflatten)")
                 tree = obs_spec.unflatten_torch(torch.from_numpy(np.ascontiguousarray(row[None])))
                 same_tree(obs_spec.space, raw_value, _squeeze(_to_numpy(tree)), f"{who} (torch unflatten)")
@@ -229,10 +234,12 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
         for t in range(cfg.steps):
             act = pick(raw, t)
             if multi:
-                flat_act = {a: act_spec.flatten(v) for a, v in act.items()}
+                flat_act = {a: specs_of(a)[1].flatten(v) for a, v in act.items()}
                 for a, v in act.items():
-                    same_tree(act_spec.space, v, act_spec.unflatten(flat_act[a]), f"step {t}: action of {a!r} round trip")
+                    unflat = specs_of(a)[1].unflatten(flat_act[a])
+                    same_tree(specs_of(a)[1].space, v, unflat, f"step {t}: action of {a!r} round trip")
             else:
+                act_spec = flat.act_spec
                 flat_act = act_spec.flatten(act)
                 same_tree(act_spec.space, act, act_spec.unflatten(flat_act), f"step {t}: action round trip")
             r_obs, r_rew, r_term, r_trunc, _ = raw.step(act)
@@ -273,11 +280,20 @@ def _to_numpy(tree: Any) -> Any:
 class ManualEnvs:
     """Raw envs stepped one by one, with the emulator's padding and autoreset rules spelled out."""
 
-    def __init__(self, spec: EnvSpec, cfg: CheckConfig, obs_spec: ObservationSpec, act_spec: ActionSpec):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        cfg: CheckConfig,
+        obs_spec: ObservationSpec,
+        act_spec: ActionSpec,
+        agent_specs: list[tuple[ObservationSpec, ActionSpec]] | None = None,
+    ):
         self.envs = [spec.make_raw(**cfg.kwargs) for _ in range(cfg.num_envs)]
         self.obs_spec, self.act_spec = obs_spec, act_spec
         self.multi = is_multiagent(self.envs[0])
         self.agents = list(self.envs[0].possible_agents) if self.multi else [None]
+        # each slot's own specs (agents with their own spaces write their record at the start of the row)
+        self.specs = agent_specs or [(obs_spec, act_spec)] * len(self.agents)
         n, k = len(self.envs), len(self.agents)
         self.obs = obs_spec.zeros(n * k)
         self.final = obs_spec.zeros(n * k)  # a truncated (not terminated) row's last observation
@@ -301,7 +317,7 @@ class ManualEnvs:
                 value = observations[agent]
             else:
                 continue
-            self.obs_spec.write(self.obs, i * k + j, value)
+            self.specs[j][0].write(self.obs, i * k + j, value)
             self.masks[i * k + j] = True
 
     def reset(self, seed: int) -> None:
@@ -314,7 +330,7 @@ class ManualEnvs:
         for i, env in enumerate(self.envs):
             base = i * k
             if self.multi:
-                act = {a: self.act_spec.unflatten(actions[base + self.agents.index(a)]) for a in env.agents}
+                act = {a: self.specs[j][1].unflatten(actions[base + j]) for a in env.agents for j in [self.agents.index(a)]}
                 obs, rew, term, trunc, info = env.step(act)
                 metrics = {
                     name: np.mean([metric(i, name) for i in info.values()]) if info else np.nan for name in self.metric_names
@@ -339,7 +355,7 @@ class ManualEnvs:
             for j, agent in enumerate(self.agents):
                 row = base + j
                 if self.truncations[row] and not self.terminals[row] and (not self.multi or agent in obs):
-                    self.obs_spec.write(self.final, row, obs[agent] if self.multi else obs)
+                    self.specs[j][0].write(self.final, row, obs[agent] if self.multi else obs)
             if done:
                 ended.append(Episodes.one(i, float(self.returns[i].mean()), self.lengths[i], metrics))
                 self.returns[i][:] = 0.0
@@ -396,18 +412,19 @@ def compare_final(t: int, names: tuple[str, str], a: Any, b: Any, cut: np.ndarra
         fail(f"step {t}: final observations of truncated rows {rows[:8].tolist()} differ between {names[0]} and {names[1]}")
 
 
-def action_batches(space: gymnasium.Space, rows: int, seed: int) -> Callable[[], np.ndarray]:
-    seeded_sampler(space, seed)
-    return lambda: np.stack([space.sample() for _ in range(rows)])
+def action_batches(venv: Any, seed: int) -> Callable[[], np.ndarray]:
+    """Random action batches for every row of ``venv`` (each agent slot within its own action space)."""
+    space, shape = seeded_sampler(venv.action_space, seed), (venv.num_agents, *venv.single_action_space.shape)
+    return lambda: np.asarray(space.sample()).reshape(shape)
 
 
 def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
     from pufferbox.vector import make
 
     venv = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
-    manual = ManualEnvs(spec, cfg, venv.obs_spec, venv.act_spec)
+    manual = ManualEnvs(spec, cfg, venv.obs_spec, venv.act_spec, spec.agent_specs(**cfg.kwargs))
     try:
-        sample = action_batches(venv.single_action_space, venv.num_agents, cfg.seed)
+        sample = action_batches(venv, cfg.seed)
         venv.async_reset(cfg.seed)
         manual.reset(cfg.seed)
         batch = venv.recv()
@@ -443,7 +460,7 @@ def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
             a, b = getattr(native, what), getattr(emulated, what)
             if a.space != b.space:
                 fail(f"native block {what} {a.space} differs from the env's {b.space}")
-        sample = action_batches(emulated.single_action_space, emulated.num_agents, cfg.seed)
+        sample = action_batches(emulated, cfg.seed)
         native.async_reset(cfg.seed)
         emulated.async_reset(cfg.seed)
         names = ("native", "emulated")

@@ -5,8 +5,9 @@ map* names which slots form which group, e.g. Tag's ``{"tagger": [0], "runner": 
 It comes from the user's ``[groups]`` config table (``tagger = [0]`` or agent ids
 ``runner = ["agent_1", ...]``), else from the plugin (``EnvSpec.groups``: a dict, or a
 module-level ``groups(raw_env)``); without either every slot shares one policy (the
-single-group path, unchanged). Phase 1: every group shares the env's flat observation/action
-layout (padded where roles differ), so the backends only move rows as before.
+single-group path, unchanged); agents whose spaces differ get one group per pair of spaces. Each
+group's policy is built on its own spaces (:func:`group_specs`): it reads its observation from the
+start of the shared rows and acts in its own action space, so the backends only move rows as before.
 
 * :class:`GroupedAgent` acts like one :class:`~pufferbox.train.policies.Agent` for the collectors:
   rows come in whole envs (``env * agents_per_env + slot``), so row ``i``'s slot is
@@ -36,6 +37,7 @@ import torch
 from torch import nn
 
 from pufferbox.groups import GroupError, GroupLayout, resolve_layout, winner
+from pufferbox.spaces import ActionSpec, InRow, ObservationSpec
 from pufferbox.train.config import LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner
 
@@ -64,28 +66,6 @@ def groups_by_prefix(env: Any) -> dict[str, list[str]]:
     for agent in env.possible_agents:
         out.setdefault(str(agent).rsplit("_", 1)[0], []).append(agent)
     return out
-
-
-class MaskedLogits(nn.Module):
-    """The action head's linear layer with the logits of illegal actions (``>= legal``) at -1e9: never sampled."""
-
-    def __init__(self, linear: nn.Linear, legal: int):
-        super().__init__()
-        self.linear = linear
-        mask = torch.zeros(linear.out_features)
-        mask[legal:] = -1e9
-        self.register_buffer("mask", mask)
-        self.out_features = linear.out_features
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.linear(hidden) + self.mask
-
-
-def limit_actions(agent: Agent, legal: int | None) -> Agent:
-    """Mask ``agent``'s Discrete actions from ``legal`` on (a role padded to a larger action space)."""
-    if legal is not None:
-        agent.actor.linear = MaskedLogits(cast(nn.Linear, agent.actor.linear), legal)
-    return agent
 
 
 class GroupedAgent(nn.Module):
@@ -168,13 +148,17 @@ class GroupedAgent(nn.Module):
         return self.scatter(n, [(i, p[0]) for i, p in parts]), self.gather_state(n, [(i, p[1]) for i, p in parts])
 
     def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits, value)`` per row; a group with fewer actions than another (its own action space)
+        has its logits padded with -1e9 (never sampled) to the widest group's."""
         n = hidden.shape[0]
         parts = [
             (idx, agent.heads(hidden[idx]))
             for idx, agent in zip(self.rows(n, hidden.device), self.agents.values())
             if idx.shape[0]
         ]
-        return self.scatter(n, [(i, p[0]) for i, p in parts]), self.scatter(n, [(i, p[1]) for i, p in parts])
+        width = max(p[0].shape[-1] for _, p in parts)
+        logits = [(i, nn.functional.pad(p[0], (0, width - p[0].shape[-1]), value=-1e9)) for i, p in parts]
+        return self.scatter(n, logits), self.scatter(n, [(i, p[1]) for i, p in parts])
 
 
 class GroupLearner:
@@ -290,7 +274,8 @@ class GroupLearner:
                 f"checkpoint groups {sorted(state['groups'])} differ from this run's "
                 f"{sorted(self.learners)}; use the run's own [groups]"
             )
-        self.grouped.load_state_dict(state["model"])
+        for name, agent in self.grouped.groups.items():
+            load_group(agent, name, state["model"])
         for name, learner in self.learners.items():
             learner.optimizer.load_state_dict(state["groups"][name]["optimizer"])
             learner.generator.set_state(state["groups"][name]["shuffle_rng"].cpu())
@@ -474,15 +459,35 @@ class League:
         return out
 
 
+def group_specs(layout: GroupLayout, name: str, venv: Any) -> tuple[ObservationSpec, ActionSpec]:
+    """Group ``name``'s own flattening specs over ``venv``'s shared rows: its observation read from the
+    start of each row (:class:`~pufferbox.spaces.InRow`), its own action space (e.g. MPE's speaker:
+    3 actions where the listener has 5)."""
+    if name not in layout.spaces:  # a layout built without the env (tests): the shared row specs
+        return venv.obs_spec, venv.act_spec
+    obs_space, act_space = layout.spaces[name]
+    obs = venv.obs_spec if obs_space == venv.obs_spec.space else InRow(obs_space, venv.obs_spec, f"{name} observation")
+    act = venv.act_spec if act_space == venv.act_spec.space else ActionSpec(act_space, f"{name} action")
+    return obs, act
+
+
+def load_group(agent: nn.Module, name: str, model: Mapping[str, torch.Tensor]) -> None:
+    """Load group ``name``'s weights out of a grouped checkpoint's ``model``; one line if they do not fit."""
+    prefix = f"groups.{name}."
+    try:
+        agent.load_state_dict({k[len(prefix) :]: v for k, v in model.items() if k.startswith(prefix)})
+    except RuntimeError as exc:
+        raise GroupError(
+            f"group {name!r}: the checkpoint's policy does not fit this env's spaces for the group "
+            f"({str(exc).splitlines()[0]}); was it trained with other [groups] or an older pufferbox?"
+        ) from None
+
+
 def grouped_agent(spec: Any, layout: GroupLayout, venv: Any, pc: Any) -> GroupedAgent:
-    """One freshly drawn policy per group of ``layout`` (on the CPU), action limits applied."""
+    """One freshly drawn policy per group of ``layout`` (on the CPU), each on its own spaces."""
     from pufferbox.train.policies import build_agent
 
-    limits = layout.action_limits or {}
-    agents = {
-        name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
-        for name in layout.names
-    }
+    agents = {name: build_agent(*group_specs(layout, name, venv), pc, spec.load_policy()) for name in layout.names}
     return GroupedAgent(agents, layout)
 
 

@@ -116,25 +116,17 @@ def build_match_agent(
     spec: Any, venv: Any, config: dict, layout: Any, side: str, state_a: dict, state_b: dict | None
 ) -> Any:
     """A :class:`GroupedAgent` with A's weights on ``side`` and B's (or uniform actions) on the rest."""
-    from pufferbox.train.groups import GroupedAgent, limit_actions
-    from pufferbox.train.policies import build_agent
+    from pufferbox.train.groups import grouped_agent, load_group
 
-    pc = typed(PolicyConfig, config["policy"])
-    limits = layout.action_limits or {}
-    agents = {
-        name: limit_actions(build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()), limits.get(name))
-        for name in layout.names
-    }
-    for name, agent in agents.items():
+    grouped = grouped_agent(spec, layout, venv, typed(PolicyConfig, config["policy"]))
+    for name, agent in grouped.agents.items():
         source = state_a if name == side else state_b
         if source is None:  # uniform (legal) actions: zero logits (Box: mean 0, std 1)
-            linear = cast(torch.nn.Linear, getattr(agent.actor.linear, "linear", agent.actor.linear))  # under a mask
+            linear = cast(torch.nn.Linear, agent.actor.linear)
             torch.nn.init.zeros_(linear.weight)
             torch.nn.init.zeros_(linear.bias)
             continue
-        prefix = f"groups.{name}."
-        agent.load_state_dict({k[len(prefix) :]: v for k, v in source["model"].items() if k.startswith(prefix)})
-    grouped = GroupedAgent(agents, layout)
+        load_group(agent, name, source["model"])
     grouped.eval()
     return grouped
 

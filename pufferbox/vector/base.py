@@ -34,7 +34,7 @@ within ``step_timeout`` seconds (a hung env, a stopped process) and close themse
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 import numpy as np
@@ -128,6 +128,34 @@ class EnvFactory:
         self.__dict__["_final_obs"] = True
         return self.spec.flattening(**self.kwargs)
 
+    def slot_action_spaces(self) -> list[gymnasium.Space] | None:
+        """Each agent slot's own flat action space where the agents' action spaces differ, else None
+        (native blocks have one row layout by construction)."""
+        if self.native:
+            return None
+        specs = self.spec.agent_specs(**self.kwargs)
+        if specs is None or all(a is specs[0][1] for _, a in specs):
+            return None
+        return [a.flat_space for _, a in specs]
+
+
+def batch_rows(slot_spaces: list[gymnasium.Space], envs: int) -> gymnasium.Space:
+    """The batch action space of ``envs`` envs whose agent slots act in their own spaces (row order):
+    each row's own range, so ``action_space.sample()`` is legal for every agent.
+
+    >>> batch_rows([gymnasium.spaces.Discrete(3), gymnasium.spaces.Discrete(5)], 2)
+    MultiDiscrete([3 5 3 5])
+    """
+    from gymnasium import spaces
+
+    if all(isinstance(s, spaces.Discrete) for s in slot_spaces):
+        return spaces.MultiDiscrete(np.tile([int(cast(Any, s).n) for s in slot_spaces], envs))
+    if all(isinstance(s, spaces.MultiDiscrete) for s in slot_spaces):
+        return spaces.MultiDiscrete(np.tile(np.stack([cast(Any, s).nvec for s in slot_spaces]), (envs, 1)))
+    boxes = [cast(Any, s) for s in slot_spaces]
+    low, high = np.stack([b.low for b in boxes]), np.stack([b.high for b in boxes])
+    return spaces.Box(np.tile(low, (envs, 1)), np.tile(high, (envs, 1)), dtype=np.float32)
+
 
 def batch_space(space: gymnasium.Space, n: int) -> gymnasium.Space:
     return gymnasium.vector.utils.batch_space(space, n)
@@ -160,7 +188,10 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         self.single_observation_space = self.obs_spec.flat_space
         self.single_action_space = self.act_spec.flat_space
         self.observation_space = batch_space(self.single_observation_space, self.batch_size)
-        self.action_space = batch_space(self.single_action_space, self.batch_size)
+        slots = factory.slot_action_spaces()
+        self.action_space = (
+            batch_space(self.single_action_space, self.batch_size) if slots is None else batch_rows(slots, self.batch_envs)
+        )
         self.is_multiagent = self.agents_per_env > 1
 
     # Subclasses implement these three.

@@ -7,13 +7,14 @@
 * MPE (``mpe2``): ``mpe/simple``, ``mpe/simple_spread``, ``mpe/simple_reference``,
   ``mpe/simple_line``, ``mpe/simple_formation`` (agents already alike), and
   ``mpe/simple_adversary``, ``mpe/simple_crypto``, ``mpe/simple_push``, ``mpe/simple_tag``,
-  ``mpe/collect_treasure`` (roles observe different lengths: padded, plus a role one-hot;
-  see :mod:`pufferbox_pettingzoo.uniform`), ``mpe/simple_speaker_listener`` and
-  ``mpe/simple_world_comm`` (roles also act differently, 3 vs 5 and 20 vs 5 actions: padded to the
-  largest, each role a group whose illegal actions are masked out of its policy).
-* Team envs train one policy per team (``EnvSpec.groups``, by agent-id prefix):
+  ``mpe/collect_treasure``, ``mpe/simple_speaker_listener`` and ``mpe/simple_world_comm`` (roles
+  observe different lengths, and in the last two act differently: 3 vs 5 and 20 vs 5 actions).
+* Team envs train one policy per team (``EnvSpec.groups``, by agent-id prefix), each on its team's
+  own spaces (the emulator keeps each agent's own record in rows of one width):
   ``knights_archers_zombies``, ``mpe/simple_adversary``, ``simple_push``, ``simple_tag``,
-  ``simple_speaker_listener``, ``simple_world_comm``.
+  ``simple_speaker_listener``, ``simple_world_comm``. The role envs without teams
+  (``simple_crypto``, ``collect_treasure``) train one shared policy on padded observations plus a
+  role one-hot (:mod:`pufferbox_pettingzoo.uniform`).
 
 The env packages are imported inside the bindings only, so without them the envs are
 listed as unavailable with the install command.
@@ -56,7 +57,7 @@ MPE_PADDED = {
     "simple_push": "simple_push_v3",
     "simple_tag": "simple_tag_v3",
     "collect_treasure": "collect_treasure_v1",
-    # roles with different Discrete action counts too: padded, illegal actions masked per group
+    # roles with different Discrete action counts too
     "simple_speaker_listener": "simple_speaker_listener_v4",
     "simple_world_comm": "simple_world_comm_v3",
 }
@@ -121,7 +122,7 @@ def register_envs(register):
             )
         )
     for name, module in {**MPE_ALIKE, **MPE_PADDED}.items():
-        padded = name in MPE_PADDED
+        padded = name in MPE_PADDED and f"mpe/{name}" not in TEAMS  # teams get their own spaces, no padding
         register(
             EnvSpec(
                 name=f"mpe/{name}",

@@ -50,25 +50,27 @@ def test_padding_keeps_each_role_observation_and_marks_the_role():
         assert padded.observation_space(agent).contains(obs[agent])
 
 
-def test_roles_with_different_action_spaces_are_refused_with_the_reason():
+def test_roles_with_different_spaces_keep_their_own_in_rows_of_one_width():
     from mpe2 import simple_speaker_listener_v4
 
     with pytest.raises(ValueError, match="only Discrete ones can be padded"):
         PadObservations(simple_speaker_listener_v4.parallel_env(continuous_actions=True))
     padded = PadObservations(simple_speaker_listener_v4.parallel_env())  # Discrete 3 and 5: padded to 5
     assert str(padded.action_space("speaker_0")) == str(padded.action_space("listener_0")) == "Discrete(5)"
-    # Without the padding, the emulator refuses the mixed layouts; with it, they fit.
     from pufferbox.api import emulate
 
-    with pytest.raises(SpaceError, match="pad them to one space"):
-        emulate(make_mpe("simple_tag_v3"), name="unpadded simple_tag")
-    emulate(make_mpe("simple_tag_v3", pad=True), name="simple_tag").close()
+    env = emulate(make_mpe("simple_tag_v3"), name="unpadded simple_tag")  # adversaries see 16 floats, the agent 14
+    assert env.obs_spec.flat_size == 16 and [o.flat_size for o, _ in env.agent_specs] == [16, 16, 16, 14]
+    env.close()
+    # Continuous speaker (3) and listener (5) actions have no common row: refused, naming the fix.
+    with pytest.raises(SpaceError, match="share no row; give agents Discrete actions, or MultiDiscrete/Box actions of one"):
+        emulate(simple_speaker_listener_v4.parallel_env(continuous_actions=True), name="continuous speaker_listener")
 
 
 def test_fixed_agent_slots_through_the_vector_env():
     venv = pufferbox.vector.make("mpe/simple_tag", num_envs=2)
     obs, _ = venv.reset(seed=0)
-    assert obs.shape == (2 * 4, 18) and venv.agents_per_env == 4
+    assert obs.shape == (2 * 4, 16) and venv.agents_per_env == 4  # the widest role (adversaries: 16 floats)
     ended = 0
     for _ in range(30):  # max_cycles=25: every env ends once and auto-resets
         obs, _rewards, _terminals, truncations, _infos = venv.step(np.zeros(8, dtype=np.int64))
