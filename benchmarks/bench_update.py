@@ -9,7 +9,8 @@ first; the load average is printed before and after.
     python benchmarks/bench_update.py nethack procgen --variants t1,t2
 
 Variant names: ``t<N>`` (N torch threads), optionally ``-bf16`` (``torch.autocast("cpu", bfloat16)``
-around the update's forward passes) and ``-compile`` (``train.compile``).
+around the update's forward passes), ``-compile`` (``train.compile``) and ``-cl`` (the policy's 4-D
+weights in ``torch.channels_last``, so its convolutions run channels-last).
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ from pufferbox.train.learner import Learner
 from pufferbox.train.policies import build_agent
 
 
-def parse_variant(name: str) -> tuple[int, bool, bool]:
-    """``"t2-bf16"`` -> (2 threads, bf16 autocast, no compile)."""
+def parse_variant(name: str) -> tuple[int, bool, bool, bool]:
+    """``"t2-bf16"`` -> (2 threads, bf16 autocast, no compile, not channels-last)."""
     parts = name.split("-")
     if not parts[0].startswith("t") or not parts[0][1:].isdigit():
         raise SystemExit(f"--variants: {name!r} must start with t<threads>, e.g. t2 or t2-bf16")
-    unknown = set(parts[1:]) - {"bf16", "compile"}
+    unknown = set(parts[1:]) - {"bf16", "compile", "cl"}
     if unknown:
-        raise SystemExit(f"--variants: {name!r}: unknown option(s) {sorted(unknown)}; use bf16, compile")
-    return int(parts[0][1:]), "bf16" in parts, "compile" in parts
+        raise SystemExit(f"--variants: {name!r}: unknown option(s) {sorted(unknown)}; use bf16, compile, cl")
+    return int(parts[0][1:]), "bf16" in parts, "compile" in parts, "cl" in parts
 
 
 def main() -> None:
@@ -54,9 +55,12 @@ def main() -> None:
         base = build_agent(obs_spec, act_spec, typed(PolicyConfig, defaults["policy"]), policy)
         runs = {}
         for variant in args.variants.split(","):
-            threads, bf16, compile_ = parse_variant(variant)
+            threads, bf16, compile_, channels_last = parse_variant(variant)
             tc = typed(TrainConfig, {**defaults["train"], "compile": compile_})
-            learner = Learner(copy.deepcopy(base), tc, compile=compile_)
+            agent = copy.deepcopy(base)
+            if channels_last:
+                agent = agent.to(memory_format=torch.channels_last)
+            learner = Learner(agent, tc, compile=compile_)
             runs[variant] = (threads, bf16, learner, [])
         for _ in range(args.rounds + 1):  # the first round warms up (and compiles)
             for _variant, (threads, bf16, learner, times) in runs.items():

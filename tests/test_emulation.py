@@ -85,11 +85,14 @@ def test_multiagent_slots_padding_masks_and_terminals():
     assert infos.env_ids.tolist() == [0] and infos.returns[0] == pytest.approx(1.0) and infos.lengths.tolist() == [6]
 
 
-def test_multiagent_heterogeneous_spaces_rejected():
+def test_multiagent_agents_with_their_own_spaces_share_rows_of_one_width():
+    """Each agent keeps its own space (the row is as wide as the widest) and is checked against it."""
     env = Multiagent()
-    env.observation_spaces["agent_1"] = spaces.Box(0.0, 1.0, (3,), dtype=np.float32)
-    with pytest.raises(SpaceError, match="agent 'agent_1' has observation space"):
-        emulate(env, name="multiagent")
+    env.observation_spaces["agent_1"] = spaces.Box(0.0, 1.0, (3,), dtype=np.float32)  # it still emits 2 floats
+    emulated = emulate(env, name="multiagent")
+    assert emulated.obs_spec.flat_size == 3 and [o.flat_size for o, _ in emulated.agent_specs] == [2, 3]
+    with pytest.raises(SpaceError, match="multiagent agent 'agent_1'"):
+        emulated.reset(seed=0)
 
 
 def test_emulate_rejects_other_objects():
