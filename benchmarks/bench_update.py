@@ -9,8 +9,8 @@ first; the load average is printed before and after.
     python benchmarks/bench_update.py nethack procgen --variants t1,t2
 
 Variant names: ``t<N>`` (N torch threads), optionally ``-bf16`` (``torch.autocast("cpu", bfloat16)``
-around the update's forward passes), ``-compile`` (``train.compile``) and ``-cl`` (the policy's 4-D
-weights in ``torch.channels_last``, so its convolutions run channels-last).
+around the update's forward passes), ``-compile`` (``train.compile``) and ``-contig`` (the policy's 4-D
+weights contiguous, instead of ``policy.channels_last``'s default channels-last layout).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from pufferbox.train.policies import build_agent
 
 
 def parse_variant(name: str) -> tuple[int, bool, bool, bool]:
-    """``"t2-bf16"`` -> (2 threads, bf16 autocast, no compile, not channels-last)."""
+    """``"t2-bf16"`` -> (2 threads, bf16 autocast, no compile, channels-last weights)."""
     parts = name.split("-")
     if not parts[0].startswith("t") or not parts[0][1:].isdigit():
         raise SystemExit(f"--variants: {name!r} must start with t<threads>, e.g. t2 or t2-bf16")
-    unknown = set(parts[1:]) - {"bf16", "compile", "cl"}
+    unknown = set(parts[1:]) - {"bf16", "compile", "contig"}
     if unknown:
-        raise SystemExit(f"--variants: {name!r}: unknown option(s) {sorted(unknown)}; use bf16, compile, cl")
-    return int(parts[0][1:]), "bf16" in parts, "compile" in parts, "cl" in parts
+        raise SystemExit(f"--variants: {name!r}: unknown option(s) {sorted(unknown)}; use bf16, compile, contig")
+    return int(parts[0][1:]), "bf16" in parts, "compile" in parts, "contig" not in parts
 
 
 def main() -> None:
@@ -58,8 +58,7 @@ def main() -> None:
             threads, bf16, compile_, channels_last = parse_variant(variant)
             tc = typed(TrainConfig, {**defaults["train"], "compile": compile_})
             agent = copy.deepcopy(base)
-            if channels_last:
-                agent = agent.to(memory_format=torch.channels_last)
+            agent = agent.to(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
             learner = Learner(agent, tc, compile=compile_)
             runs[variant] = (threads, bf16, learner, [])
         for _ in range(args.rounds + 1):  # the first round warms up (and compiles)

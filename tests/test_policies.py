@@ -97,3 +97,26 @@ def test_lstm_unroll_matches_step_by_step_inference():
     logprob, _, value = agent.evaluate(obs, torch.stack(actions), state0, starts)
     torch.testing.assert_close(logprob, torch.stack(logprobs).reshape(-1))
     torch.testing.assert_close(value, torch.stack(values).reshape(-1))
+
+
+@pytest.mark.parametrize("shape", [(4, 84, 84), (64, 64, 3)])
+def test_channels_last_convolutions_compute_what_the_default_layout_computes(shape):
+    """``policy.channels_last`` (default on) only changes how conv weights sit in memory: same outputs and
+    gradients as the contiguous layout, and a checkpoint moves between the two."""
+    spec = ObservationSpec(spaces.Box(0, 255, shape, np.uint8))
+    act = ActionSpec(spaces.Discrete(4))
+    torch.manual_seed(0)
+    fast = build_agent(spec, act, {"hidden_size": 32})
+    plain = build_agent(spec, act, {"hidden_size": 32, "channels_last": False})
+    plain.load_state_dict(fast.state_dict())
+    conv = fast.encoder.conv[0].weight
+    assert conv.is_contiguous(memory_format=torch.channels_last) and not conv.is_contiguous()
+    assert plain.encoder.conv[0].weight.is_contiguous()
+    obs = torch.from_numpy(np.random.default_rng(1).integers(0, 255, (5, spec.flat_size), dtype=np.uint8))
+    actions = torch.arange(5) % 4
+    out_fast, out_plain = fast.evaluate(obs, actions), plain.evaluate(obs, actions)
+    for a, b in zip(out_fast, out_plain):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    out_fast[0].sum().backward()
+    out_plain[0].sum().backward()
+    torch.testing.assert_close(fast.encoder.conv[0].weight.grad, plain.encoder.conv[0].weight.grad, rtol=1e-3, atol=1e-5)

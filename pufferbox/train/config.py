@@ -123,6 +123,7 @@ class PolicyConfig:
     lstm: bool = False
     lstm_size: int = 0  # 0: hidden_size
     encoder: str = "auto"  # "auto" (plugin policy, CNN for images, else MLP), "mlp", "cnn", or "module:Class"
+    channels_last: bool = True  # convolution weights in channels-last memory format (no effect without convs)
 
 
 @dataclass(frozen=True)

@@ -292,4 +292,7 @@ def build_agent(
         encoder_cls = resolve(choice)
     encoder = encoder_cls(obs_spec, act_spec, hidden_size=hidden)
     lstm_size = (policy.lstm_size or hidden) if policy.lstm else 0
-    return Agent(encoder, act_spec, lstm_size=lstm_size)
+    agent = Agent(encoder, act_spec, lstm_size=lstm_size)
+    if policy.channels_last:  # oneDNN's convolutions run channels-last (RESULTS.md: "channels-last")
+        agent = cast(Agent, cast(Any, agent).to(memory_format=torch.channels_last))  # torch's stubs omit memory_format
+    return agent
