@@ -141,3 +141,51 @@ def test_a_tournament_on_tag_scores_and_stores_the_runner_group(local_ray, tmp_p
         cli, ["tournament", "tag", "--total-steps", "256", "--score-group", "seeker", "--run-dir", str(tmp_path / "bad")]
     )
     assert bad.exit_code == 2 and "unknown group 'seeker'" in bad.output
+
+
+@pytest.mark.slow
+def test_a_tournaments_frozen_group_is_filled_from_the_leaderboard(local_ray, tmp_path):
+    """``[league] frozen`` in a tournament: the frozen runners play policies of the board (here its taggers,
+    ``pool_source``), not snapshots of their own pod: each later slice's runner is a board entry's tagger."""
+    import torch
+
+    from pufferbox.tournament.leaderboard import Leaderboard
+    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.train.checkpoint import load_checkpoint
+
+    league = ['league.frozen=["runner"]', 'league.pool_source="tagger"', 'league.pool="uniform"']
+    overrides = [*QUICK, *league, "league.refresh_interval=1"]
+    run_tournament(
+        "tag",
+        pods=1,
+        run_dir=tmp_path / "t",
+        total_steps=960,  # three slices: one update (320 agent steps) each
+        slice_steps=128,
+        first_slice_steps=128,
+        slice_growth=1.0,
+        truncate_below=0.0,  # every slice evaluated and on the board
+        eval_episodes=2,
+        overrides=overrides,
+    )
+    board = Leaderboard.open_read_only(tmp_path / "t")
+    try:
+        entries = sorted(board.entries(), key=lambda e: e.id)
+        models = {e.id: load_checkpoint(str(e.checkpoint))["model"] for e in entries}
+    finally:
+        board.close()
+    assert len(entries) >= 3
+
+    def group(model: dict, name: str) -> dict:
+        return {k.split(".", 2)[2]: v for k, v in model.items() if k.startswith(f"groups.{name}.")}
+
+    def same(a: dict, b: dict) -> bool:
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    first, later = entries[0], entries[1:]
+    assert not same(group(models[first.id], "runner"), group(models[first.id], "tagger"))
+    for entry in later:  # dispatched once the earlier entries were on the board
+        runner = group(models[entry.id], "runner")
+        earlier = [e.id for e in entries if e.id < entry.id]
+        assert any(same(runner, group(models[e], "tagger")) for e in earlier), f"entry {entry.id}'s runner"
+    pool = sorted(p.name for p in (tmp_path / "t" / "pods" / "slot-0" / "league-pool" / "tagger").glob("snap-*.pt"))
+    assert pool == [f"snap-{e.id:08d}.pt" for e in entries[:-1]]  # the last slice saw every earlier entry

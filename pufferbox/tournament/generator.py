@@ -84,6 +84,7 @@ class PodTask:
     generation: int = 0
     seed: int = 0
     steps: int = 0  # the slice length (0: the tournament's default)
+    opponents: dict = field(default_factory=dict)  # board entry id -> checkpoint bytes: the frozen groups' pool
     meta: dict = field(default_factory=dict)
 
 

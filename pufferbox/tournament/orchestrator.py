@@ -316,6 +316,8 @@ class Tournament:
             config = resolve_config(spec.training.config, overrides=list(overrides or []))
             # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
             config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
+            if config.get("league", {}).get("frozen"):  # the frozen groups' pool is the leaderboard (Pod.opponent_pool)
+                config["league"]["snapshot_interval"] = 0
             budget["score_group"] = score_group_of(spec, config, budget.get("score_group"))
             settings = new_settings(spec.name, pods, config, **budget)
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
@@ -437,6 +439,8 @@ class Tournament:
                 settings.env, self.config, str(self.run_dir), slot, settings.score_group, settings.score_opponent
             )
             self.slot_since[slot] = time.perf_counter()
+        if self.config.get("league", {}).get("frozen"):
+            task.opponents = {e.id: Path(str(e.checkpoint)).read_bytes() for e in self.board.entries()}
         ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
         self.busy[ref] = (slot, task, time.perf_counter())
         self.emit(

@@ -128,6 +128,8 @@ class Pod:
             trainer.load_weights(load_checkpoint(parent_file, map_location=trainer.device))
         else:  # a new lineage: fresh weights from the task's seed, fresh optimizer moments
             trainer.load_weights(None, seed=task.seed)
+        if task.opponents:
+            trainer.use_opponent_pool(self.opponent_pool(task.opponents))
         # Envs keep running across slices: resetting them would cut every episode at the slice
         # boundary, so short slices would never train on late-episode states. Only the rollout
         # (collected by the previous weights) and recurrent state start afresh; the actions still
@@ -137,7 +139,7 @@ class Pod:
         before = trainer.global_step - unrecorded
         metrics, train_return = self.train_steps(trainer, task.pod, before, steps)
         trained = trainer.global_step - before
-        task.parent_checkpoint = None  # do not send the parent's weights back
+        task.parent_checkpoint, task.opponents = None, {}  # do not send weights back
         common = dict(
             task=task,
             steps=trained,
@@ -179,6 +181,28 @@ class Pod:
             eval_steps=round(evaluation["episodes"] * evaluation["mean_length"]),
             **common,
         )
+
+    def opponent_pool(self, opponents: dict[int, bytes]) -> Path:
+        """The frozen groups' pool of a slice, from the board's checkpoints: for each frozen group, the
+        pool source's policy (``[league] pool_source``, else the group's own) of every board entry, as
+        ``league-pool/<source>/snap-<entry id>.pt``. Entries already there are kept (their results too)."""
+        from pufferbox.train.checkpoint import load_checkpoint
+        from pufferbox.train.groups import Pool
+
+        league = self.config.get("league", {})
+        sources = sorted({league.get("pool_source") or name for name in league.get("frozen", [])})
+        root = self.dir / "league-pool"
+        for entry, blob in opponents.items():
+            pools = [Pool(root, source) for source in sources]
+            if all((pool.dir / f"snap-{entry:08d}.pt").exists() for pool in pools):
+                continue
+            scratch = self.dir / "opponent.pt"
+            scratch.write_bytes(blob)
+            model = load_checkpoint(scratch)["model"]
+            for source, pool in zip(sources, pools):
+                prefix = f"groups.{source}."
+                pool.add(entry, {k[len(prefix) :]: v for k, v in model.items() if k.startswith(prefix)})
+        return root
 
     def evaluate(self, checkpoint: str, episodes: int, seed: int) -> dict[str, Any]:
         """The slice's score: the mean episode return, or with a score group that group's mean return

@@ -450,13 +450,23 @@ class League:
             for name in self.learner.learning:
                 Pool(self.root, name).add(update, self.grouped.groups[name].state_dict())
         if self.learner.frozen and self.cfg.refresh_interval and update % self.cfg.refresh_interval == 0:
-            for name in self.learner.frozen:
-                snap = self.pool(name).sample(self.cfg.pool, self.rng)
-                if snap is not None:
-                    state = torch.load(snap, map_location="cpu", weights_only=True)["model"]
-                    self.grouped.groups[name].load_state_dict(state)
-                    self.active[name] = snap
+            self.refill()
         return out
+
+    def refill(self) -> None:
+        """Load a snapshot drawn from the pool into each frozen group (a group whose pool is empty keeps its weights)."""
+        for name in self.learner.frozen:
+            snap = self.pool(name).sample(self.cfg.pool, self.rng)
+            if snap is not None:
+                state = torch.load(snap, map_location="cpu", weights_only=True)["model"]
+                self.grouped.groups[name].load_state_dict(state)
+                self.active[name] = snap
+
+    def use_pool(self, root: str | os.PathLike) -> None:
+        """Draw the frozen groups from the pool under ``root`` (a tournament's copy of its leaderboard's
+        policies) from now on, and refill them at once."""
+        self.root = Path(root)
+        self.refill()
 
 
 def group_specs(layout: GroupLayout, name: str, venv: Any) -> tuple[ObservationSpec, ActionSpec]:

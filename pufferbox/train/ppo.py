@@ -308,6 +308,13 @@ class Trainer:
         self.agent.load_state_dict(fresh_policy(self.spec, self.parts, seed).state_dict())
         self.learner.reset_optimizer()
 
+    def use_opponent_pool(self, root: str | os.PathLike) -> None:
+        """Fill the frozen agent groups (``[league] frozen``) from the snapshots under ``root`` instead of
+        ``RUN_DIR/pool`` (tournaments: the leaderboard's policies), drawing one for each now."""
+        if self.league is None or not self.league.learner.frozen:
+            raise ConfigError("an opponent pool fills frozen agent groups: set [league] frozen for a grouped env")
+        self.league.use_pool(root)
+
     def restart_rollout(self) -> int:
         """Drop the rollout and recurrent state, keep the envs running; returns the env steps that the
         actions still pending will take without being recorded."""
