@@ -612,3 +612,26 @@ def test_random_actions_of_a_vector_env_stay_in_each_agents_own_range(backend):
         venv.reset(seed=0)
         for _ in range(30):
             venv.step(venv.action_space.sample())
+
+
+def test_a_grouped_checkpoint_whose_heads_do_not_fit_is_one_line():
+    """Session 7's speaker_listener checkpoints gave the speaker 5 (masked) logits; its own space has 3."""
+    from pufferbox.train.groups import GroupError
+
+    spec = get_registry().get("mpe/simple_speaker_listener")
+    if spec.unavailable_reason:
+        pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
+    trainer = Trainer("mpe/simple_speaker_listener", resolve_config(overrides=QUICK))
+    try:
+        state = trainer.checkpoint_state()
+        old = dict(state["model"])
+        weight = old["groups.speaker.actor.linear.weight"]
+        old["groups.speaker.actor.linear.weight"] = torch.zeros(5, weight.shape[1])
+        old["groups.speaker.actor.linear.bias"] = torch.zeros(5)
+        with pytest.raises(GroupError) as err:
+            trainer.load_weights({**state, "model": old})
+        assert str(err.value).startswith("group 'speaker': the checkpoint's policy does not fit") and "\n" not in str(
+            err.value
+        )
+    finally:
+        trainer.close()
