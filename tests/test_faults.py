@@ -127,6 +127,21 @@ def test_killed_worker_is_detected_within_5s() -> None:
     assert not live_children() and not segment_exists(name)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_reset_after_a_worker_died_names_the_worker(sig) -> None:
+    """Found by the chaos suite (seed 12): a worker killed just before the trainer re-seeds its envs at a
+    checkpoint made the seed's ``pipe.send`` raise BrokenPipeError, which click reads as its own stdout
+    closing: exit 1 without a word. The reset now raises the WorkerError naming the worker."""
+    venv = vector.make("cartpole", backend="multiprocessing", num_envs=4, num_workers=2)
+    name = venv.resources.shared.name
+    venv.reset(seed=0)
+    os.kill(venv.pids[0], sig)
+    venv.resources.processes[0].join(10)  # it has exited before the reset (the race the chaos run hit)
+    with pytest.raises(WorkerError, match=rf"worker 0 \(pid \d+, envs 0-1\) was killed by signal {int(sig)}"):
+        venv.reset(seed=1)
+    assert not live_children() and not segment_exists(name)
+
+
 def test_env_killing_its_worker_is_detected() -> None:
     venv = vector.make(env_spec_for("faulty", fail_at=2, mode="kill"), backend="multiprocessing", num_envs=2, num_workers=2)
     error, elapsed = run_until_error(venv, 5.0)

@@ -255,8 +255,11 @@ class MultiprocessingVectorEnv(VectorEnv):
         self.require_open()
         self.pool.wait_all()
         self.batch_workers = []
-        for pipe in self.resources.conns:
-            pipe.send(seed)
+        for w, pipe in enumerate(self.resources.conns):
+            try:
+                pipe.send(seed)
+            except OSError:  # the worker died since its last answer (its end is closed): name it
+                self.pool.fail_broken_pipe(w)
         self.pool.command(self.all_workers, RESET)
         if self.main_stepper is not None:
             self.run_main_envs(lambda: self.main_stepper.reset(seed))

@@ -214,6 +214,14 @@ class WorkerPool:
                 )
             )
 
+    def fail_broken_pipe(self, w: int, grace_s: float = 2.0) -> None:
+        """Raise the :class:`WorkerError` for worker ``w`` whose pipe broke: its exit status once the
+        process is reaped (within ``grace_s``), else the broken pipe itself. An ``OSError`` must not
+        escape: click reads a broken pipe as its own stdout closing and exits 1 without a word."""
+        self.processes[w].join(grace_s)
+        self.check_alive()
+        self.fail(WorkerError(f"{self.env_name}: the pipe to {self.describe(w)} broke; the vector env is closed"))
+
     def raise_worker_error(self, w: int) -> None:
         _, env, tb = self.pipes[w].recv()
         self.fail(
