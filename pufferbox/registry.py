@@ -259,7 +259,7 @@ class EnvSpec:
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""
-        key = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+        key = kwargs_key(kwargs)
         cache = self.__dict__.setdefault("_flattening", {})
         if key not in cache:
             env = self.make_emulated(**kwargs)
@@ -272,12 +272,17 @@ class EnvSpec:
         """Each agent slot's own ``(ObservationSpec, ActionSpec)`` of the emulated env (None for one agent),
         cached with :meth:`flattening`."""
         self.flattening(**kwargs)
-        return self.__dict__["_agent_specs"][tuple(sorted((k, repr(v)) for k, v in kwargs.items()))]
+        return self.__dict__["_agent_specs"][kwargs_key(kwargs)]
 
     def load_policy(self) -> Any:
         """The plugin's default policy class, or None."""
         policy = self.training.policy
         return resolve(policy) if policy is not None else None
+
+
+def kwargs_key(kwargs: dict[str, Any]) -> tuple:
+    """Env keyword arguments as a hashable cache key (values by ``repr``: lists and dicts are allowed)."""
+    return tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
 
 
 def resolve(target: Any) -> Any:

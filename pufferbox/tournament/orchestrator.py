@@ -270,6 +270,7 @@ class Tournament:
         self.slots: dict[int, Any] = {}  # slot -> actor
         self.slot_since: dict[int, float] = {}
         self.actor_names: dict[int, str] = {}
+        self.opponents_sent: dict[int, set[int]] = {}  # slot -> board entries its actor's pool already holds
         self.busy: dict[Any, tuple[int, PodTask, float]] = {}  # ref -> (slot, task, submitted)
         self.live: dict[Any, dict] = {}  # ref -> the pod's last progress report
         self.asks: dict[Any, Any] = {}  # slice ref -> its pod's unanswered progress() call
@@ -370,6 +371,7 @@ class Tournament:
 
     def release(self, slot: int) -> None:
         actor = self.slots.pop(slot, None)
+        self.opponents_sent.pop(slot, None)
         if slot in self.slot_since:
             self.progress["pod_time"] += time.perf_counter() - self.slot_since.pop(slot)
         if actor is not None:
@@ -439,8 +441,10 @@ class Tournament:
                 settings.env, self.config, str(self.run_dir), slot, settings.score_group, settings.score_opponent
             )
             self.slot_since[slot] = time.perf_counter()
-        if self.config.get("league", {}).get("frozen"):
-            task.opponents = {e.id: Path(str(e.checkpoint)).read_bytes() for e in self.board.entries()}
+        if self.config.get("league", {}).get("frozen"):  # the pod keeps its pool: send only the entries it lacks
+            sent = self.opponents_sent.setdefault(slot, set())
+            task.opponents = {e.id: Path(str(e.checkpoint)).read_bytes() for e in self.board.entries() if e.id not in sent}
+            sent.update(task.opponents)
         ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
         self.busy[ref] = (slot, task, time.perf_counter())
         self.emit(

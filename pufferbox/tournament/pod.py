@@ -128,8 +128,9 @@ class Pod:
             trainer.load_weights(load_checkpoint(parent_file, map_location=trainer.device))
         else:  # a new lineage: fresh weights from the task's seed, fresh optimizer moments
             trainer.load_weights(None, seed=task.seed)
-        if task.opponents:
-            trainer.use_opponent_pool(self.opponent_pool(task.opponents))
+        pool = self.opponent_pool(task.opponents)  # the entries this pod lacked: the driver sends no others
+        if any(pool.glob("*/snap-*.pt")):
+            trainer.use_opponent_pool(pool)
         # Envs keep running across slices: resetting them would cut every episode at the slice
         # boundary, so short slices would never train on late-episode states. Only the rollout
         # (collected by the previous weights) and recurrent state start afresh; the actions still
@@ -184,9 +185,9 @@ class Pod:
 
     def opponent_pool(self, opponents: dict[int, bytes]) -> Path:
         """The frozen groups' pool of a slice, from the board's checkpoints: for each frozen group, the
-        pool source's policy (``[league] pool_source``, else the group's own) of every board entry, as
+        pool source's policy (``[league] pool_source``, else the group's own) of each entry sent, as
         ``league-pool/<source>/snap-<entry id>.pt``. Entries already there are kept (their results too)."""
-        from pufferbox.train.checkpoint import load_checkpoint
+        from pufferbox.train.checkpoint import checkpoint_from_bytes
         from pufferbox.train.groups import Pool
 
         league = self.config.get("league", {})
@@ -196,9 +197,7 @@ class Pod:
             pools = [Pool(root, source) for source in sources]
             if all((pool.dir / f"snap-{entry:08d}.pt").exists() for pool in pools):
                 continue
-            scratch = self.dir / "opponent.pt"
-            scratch.write_bytes(blob)
-            model = load_checkpoint(scratch)["model"]
+            model = checkpoint_from_bytes(blob, f"leaderboard entry {entry}")["model"]
             for source, pool in zip(sources, pools):
                 prefix = f"groups.{source}."
                 pool.add(entry, {k[len(prefix) :]: v for k, v in model.items() if k.startswith(prefix)})

@@ -30,6 +30,7 @@ from pufferbox.train.config import ConfigError
 __all__ = [
     "save_checkpoint",
     "load_checkpoint",
+    "checkpoint_from_bytes",
     "latest_checkpoint",
     "latest_finite_checkpoint",
     "list_checkpoints",
@@ -155,8 +156,17 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         path = found
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
+    return torch_load(path, str(path), map_location)
+
+
+def checkpoint_from_bytes(blob: bytes, name: str, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """A checkpoint sent as bytes (e.g. a leaderboard entry shipped to a pod); ``name`` labels errors."""
+    return torch_load(io.BytesIO(blob), name, map_location)
+
+
+def torch_load(source: Any, name: str, map_location: str | torch.device) -> dict[str, Any]:
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(source, map_location=map_location, weights_only=True)
     except Exception as exc:
         # Never quote torch's message: it advises ``weights_only=False``, i.e. running the file's code.
         why = (
@@ -165,7 +175,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
             else "not written by torch.save, or truncated or corrupt"
         )
         raise CheckpointError(
-            f"{path}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a ckpt-*.pt that pufferbox wrote"
+            f"{name}: not a loadable pufferbox checkpoint ({why}); point --checkpoint at a ckpt-*.pt that pufferbox wrote"
         ) from None
 
 
