@@ -146,7 +146,7 @@ def run_pufferbox(
 ) -> Run:
     """``pufferbox train`` (its defaults, or the peer's settings via ``--set``, plus ``extra`` settings);
     reads RUN_DIR/metrics.jsonl."""
-    label = "matched" if matched else "defaults" + "".join(f"-{s.split('=')[-1]}" for s in extra)
+    label = "matched" if matched else "defaults" + "".join(f"-{s.split('.')[-1]}" for s in extra)
     run_dir = work / f"pufferbox-{label}-{peer.env.replace('/', '-')}-{seed}"
     sets = list(extra)
     if matched:
@@ -185,10 +185,11 @@ def run_pufferbox(
     # pufferbox trains Atari on clipped rewards with a life loss ending the episode; unless its metrics
     # carry the raw game score, its breakout returns are not in the peer's unit (whole-game raw score)
     run.return_unit = "raw game score" if raw_key else ("clipped, per life" if peer.env == "breakout" else peer.return_unit)
-    for m in metrics:  # per-update means; weight each by its episode count
+    for m in metrics:  # per-update means; weight each by the count of episodes (games, for raw scores) behind it
         value = m.get(raw_key) if raw_key else m.get("episode_return")
+        count = m.get(raw_key.replace("episode_", "episodes_", 1)) if raw_key else None
         if value is not None:
-            run.episodes += [(m["global_step"], value)] * int(m.get("episodes") or 1)
+            run.episodes += [(m["global_step"], value)] * int(count or m.get("episodes") or 1)
     return run
 
 
@@ -403,6 +404,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--arms", default="peer,defaults,matched")
     parser.add_argument(
+        "--arm",
+        action="append",
+        default=[],
+        metavar="NAME=KEY=VALUE[,KEY=VALUE...]",
+        help="an extra pufferbox arm: the defaults plus these settings (e.g. e2=train.update_epochs=2); name it in --arms",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=0,
@@ -424,9 +432,15 @@ def main() -> None:
             [*(["cleanrl"] if {"breakout", "bigfish"} & set(envs) else []), *(["pufferlib"] if "nethack" in envs else [])]
         )
         return
+    for item in args.arm:
+        name, sep, settings = item.partition("=")
+        if not sep or "=" not in settings:
+            raise SystemExit(f"Error: --arm {item}: expected NAME=KEY=VALUE[,KEY=VALUE...], e.g. e2=train.update_epochs=2")
+        ARM_SETTINGS[name] = tuple(s.strip() for s in settings.split(","))
     budgets, arms = parse_budgets(args.budget, envs), [a.strip() for a in args.arms.split(",")]
     if bad := [a for a in arms if a not in ("peer", "defaults", "matched", *ARM_SETTINGS)]:
-        raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from peer, defaults, matched, bf16")
+        known = ", ".join(("peer", "defaults", "matched", *ARM_SETTINGS))
+        raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from {known} (or add one with --arm)")
     if "peer" in arms:
         check_peers(envs)
     threads, pufferbox = args.threads or None, args.pufferbox.split()

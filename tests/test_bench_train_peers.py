@@ -131,3 +131,48 @@ def test_unknown_arm_is_an_error(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--arms", "peer,fast"])
     with pytest.raises(SystemExit, match="Error: --arms: unknown fast"):
         bench.main()
+
+
+def test_raw_game_scores_are_weighted_by_the_games_that_reported_them(tmp_path, monkeypatch):
+    """With episodic life an update ends many lives but few games: the games count, not the lives."""
+
+    def fake_run(cmd, cwd, env, log):
+        run_dir = Path(cmd[cmd.index("--run-dir") + 1])
+        run_dir.mkdir()
+        rows = [
+            {
+                "global_step": 1024,
+                "wall_time": 1.0,
+                "episodes": 10,
+                "episode_raw_episode_return": 4.0,
+                "episodes_raw_episode_return": 1,
+            },
+            {
+                "global_step": 2048,
+                "wall_time": 2.0,
+                "episodes": 10,
+                "episode_raw_episode_return": 1.0,
+                "episodes_raw_episode_return": 3,
+            },
+        ]
+        (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+        return [], 2.0
+
+    monkeypatch.setattr(bench, "run_logged", fake_run)
+    run = bench.run_pufferbox(bench.PEERS["breakout"], False, 1, 2048, None, tmp_path)
+    assert run.return_unit == "raw game score"
+    assert run.final_return(1024) == (pytest.approx(7.0 / 4), 4)  # 4 games, not 20 lives
+
+
+def test_an_extra_arm_adds_its_settings_to_the_defaults(monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "ARM_SETTINGS", dict(bench.ARM_SETTINGS))
+    monkeypatch.setattr(bench, "run_arm", lambda arm, *args: seen.append((arm, bench.ARM_SETTINGS.get(arm))) or {})
+    monkeypatch.setattr(bench, "table", lambda results: "")
+    argv = ["bench_train_peers.py", "--envs", "breakout", "--arms", "e2", "--arm", "e2=train.update_epochs=2,vec.num_envs=4"]
+    monkeypatch.setattr(sys, "argv", argv)
+    bench.main()
+    assert seen == [("e2", ("train.update_epochs=2", "vec.num_envs=4"))]
+    monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--arm", "e2"])
+    with pytest.raises(SystemExit, match="Error: --arm e2: expected NAME=KEY=VALUE"):
+        bench.main()

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from pufferbox.episodes import Episodes
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
 from pufferbox.train.learner import gae
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.ppo import Scoreboard, Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
 
@@ -207,3 +208,13 @@ def test_episode_metrics_of_the_env_reach_the_update_metrics():
         assert metrics["episodes"] > 0 and metrics["episode_coins"] == 2.0 and metrics["episode_length"] == 5.0
     finally:
         trainer.close()
+
+
+def test_a_plugin_metric_that_only_some_episodes_report_is_averaged_and_counted_over_those():
+    # Atari's whole-game score comes with a game's last life only: the other lives report NaN
+    lives = Episodes.from_arrays(
+        [0, 1, 0, 1], [1.0, 2.0, 3.0, 4.0], [10, 10, 10, 10], {"raw_episode_return": [np.nan, 12.0, np.nan, 30.0]}
+    )
+    out = Scoreboard(window=20, solved_return=None).add(lives, step=100, wall=1.0)
+    assert out["episodes"] == 4 and out["episode_return"] == 2.5
+    assert out["episode_raw_episode_return"] == 21.0 and out["episodes_raw_episode_return"] == 2

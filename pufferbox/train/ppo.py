@@ -133,6 +133,8 @@ class Scoreboard:
             finite = values[np.isfinite(values)]
             if len(finite) and f"episode_{name}" not in out:
                 out[f"episode_{name}"] = float(finite.mean())
+                # episodes that reported it: Atari's whole-game score comes with a game's last life only
+                out[f"episodes_{name}"] = len(finite)
         return out
 
     def state_dict(self) -> dict:

@@ -3,10 +3,12 @@
 Each env is ``ALE/<Game>-v5`` with sticky actions (``repeat_action_probability=0.25``)
 and the standard preprocessing: no-op starts, frame skip 4 with a max-pool over the last
 two frames, grayscale, 84×84, a stack of 4 frames (observation ``uint8[4, 84, 84]``).
-Reward clipping to {-1, 0, 1} (``clip_rewards``) is on in the training defaults only, so
-``pufferbox eval`` scores raw game points; the unclipped return of a clipped episode is
-in its info as ``raw_episode_return``. ``episodic_life=True`` ends an episode at each
-life loss (the game then restarts).
+The training defaults add three training aids, as CleanRL, SB3 and EnvPool train Atari:
+reward clipping to {-1, 0, 1} (``clip_rewards``), a lost life ending the learner's episode
+while the game goes on (``episodic_life``, :class:`EpisodicLife`), and FIRE pressed after each
+reset and lost life (``fire_reset``). ``pufferbox eval`` uses none of them, so it scores raw
+game points. The whole game's unclipped score is in the final info of the game's last step as
+``raw_episode_return`` (the unit the peers report).
 
 ale-py and OpenCV are imported inside :func:`make_atari` only: without them the envs are
 listed as unavailable with the install command instead of breaking the plugin.
@@ -140,19 +142,71 @@ GAMES = (
 MULTIPLAYER_ONLY = ("combat", "joust", "maze_craze", "warlords")
 
 DEFAULTS = {
-    "env": {"clip_rewards": True},
+    "env": {"clip_rewards": True, "episodic_life": True, "fire_reset": True},
     "train": {
         "total_steps": 10_000_000,
         "learning_rate": 2.5e-4,
         "num_steps": 128,
         "ent_coef": 0.01,
-        "update_epochs": 4,
-        "num_minibatches": 4,
+        # CleanRL's Atari PPO with half its epochs over twice its minibatches: the same 16 Adam steps
+        # per rollout on half the arithmetic (the update is most of a CPU step; RESULTS.md, "Breakout")
+        "update_epochs": 2,
+        "num_minibatches": 8,
         "clip_coef": 0.1,
     },
     "vec": {"num_envs": 8},
     "policy": {"hidden_size": 512},
 }
+
+
+class EpisodicLife(gymnasium.Wrapper):
+    """A lost life ends the learner's episode while the game goes on (DeepMind's training signal).
+
+    ``reset`` after a lost life takes one no-op step instead of restarting the game; a real reset
+    happens at game over, on truncation, and whenever a seed is passed. The wrapped env's final
+    ``info`` (e.g. the whole game's ``raw_episode_return``) comes only with the game's last step.
+    """
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        self.lives = 0
+        self.game_over = True
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.env.unwrapped.ale.lives()
+        lost_life = 0 < lives < self.lives
+        self.lives = lives
+        return obs, reward, terminated or lost_life, truncated, info
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        if self.game_over or kwargs.get("seed") is not None:
+            obs, info = self.env.reset(**kwargs)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # the no-op itself ended the game
+                obs, info = self.env.reset(**kwargs)
+        self.game_over = False
+        self.lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+
+class FireReset(gymnasium.Wrapper):
+    """Presses FIRE after every reset (with :class:`EpisodicLife` inside, after every lost life too),
+    for games that wait for it to start (Breakout's ball); a no-op wrapper for games without FIRE."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        self.fire = env.unwrapped.get_action_meanings()[1:2] == ["FIRE"]
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, info = self.env.reset(**kwargs)
+        if self.fire:
+            obs, _, terminated, truncated, info = self.env.step(1)
+            if terminated or truncated:
+                obs, info = self.env.reset()
+        return obs, info
 
 
 class ClipReward(gymnasium.Wrapper):
@@ -187,6 +241,7 @@ def make_atari(
     stack: int = 4,
     repeat_action_probability: float = 0.25,
     episodic_life: bool = False,
+    fire_reset: bool = False,
     clip_rewards: bool = False,
     full_action_space: bool = False,
     max_episode_frames: int = 108_000,
@@ -212,11 +267,14 @@ def make_atari(
         noop_max=noop_max,
         frame_skip=frame_skip,
         screen_size=screen_size,
-        terminal_on_life_loss=episodic_life,
         grayscale_obs=True,
     )
-    if clip_rewards:
+    if clip_rewards:  # inside EpisodicLife: it sees every step of the game, so its raw return is the whole game's
         env = ClipReward(env)
+    if episodic_life:
+        env = EpisodicLife(env)
+    if fire_reset:
+        env = FireReset(env)
     return FrameStackObservation(env, stack)
 
 

@@ -41,19 +41,53 @@ def test_preprocessing_gives_stacked_84x84_grayscale_with_sticky_actions():
 
 
 def test_clipped_rewards_keep_the_raw_return_in_the_final_info():
-    env = make_atari("breakout", clip_rewards=True, episodic_life=True)
+    env = make_atari("breakout", clip_rewards=True)
     env.reset(seed=3)
     rng = np.random.default_rng(0)
     rewards = []
-    for _ in range(2000):
+    for _ in range(5000):
         _, reward, terminated, truncated, info = env.step(int(rng.integers(4)))
         rewards.append(reward)
         if terminated or truncated:
             break
-    assert terminated, "an episodic-life episode ends at the first lost life"
+    assert terminated, "a random Breakout game (5 lives) ends within 5,000 steps"
     assert set(rewards) <= {-1.0, 0.0, 1.0}
-    assert info["raw_episode_return"] >= sum(rewards)  # Breakout bricks are worth 1 to 7 points
+    assert info["raw_episode_return"] >= sum(rewards) > 0  # Breakout bricks are worth 1 to 7 points
     env.close()
+
+
+def test_episodic_life_ends_an_episode_per_life_and_the_game_goes_on_with_the_whole_games_score():
+    env = make_atari("breakout", clip_rewards=True, episodic_life=True, fire_reset=True)
+    ale = env.unwrapped.ale
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    lives_at_ends, clipped_total, scores = [], 0.0, []
+    for _ in range(5000):
+        _, reward, terminated, truncated, info = env.step(int(rng.integers(4)))
+        clipped_total += reward
+        if terminated or truncated:
+            lives_at_ends.append(ale.lives())
+            if "raw_episode_return" in info:
+                scores.append(info["raw_episode_return"])
+                break
+            env.reset()  # a lost life: the game goes on from where it was
+            assert ale.lives() == lives_at_ends[-1] > 0
+    assert lives_at_ends == [4, 3, 2, 1, 0], "one episode per life, the raw score only with the game's last"
+    assert scores and scores[0] >= clipped_total > 0  # the whole game's bricks, not the last life's
+    env.reset()  # after game over: a new game with every life
+    assert ale.lives() == 5
+    env.close()
+
+
+def test_fire_reset_launches_the_ball_only_in_games_that_have_fire():
+    for fire_reset, frames_after_reset in ((False, 0), (True, 4)):  # FIRE is one agent step: 4 frames
+        env = make_atari("breakout", fire_reset=fire_reset, noop_max=0)
+        env.reset(seed=0)
+        assert env.unwrapped.ale.getEpisodeFrameNumber() == frames_after_reset
+        env.close()
+    freeway = make_atari("freeway", fire_reset=True)  # NOOP, UP, DOWN: nothing to press
+    assert not freeway.get_wrapper_attr("fire")
+    freeway.close()
 
 
 def test_vector_env_reports_the_whole_game_raw_score_with_each_episode():
