@@ -75,7 +75,10 @@ def main() -> None:
             median = statistics.median(times[1:])
             first = first or median
             rate = rows * horizon / median
-            print(f"{variant:>16}: {median:7.2f} s/update  {first / median:5.2f}x  ({rate:,.0f} samples/s)")
+            print(
+                f"{variant:>16}: {median:7.2f} s/update  {first / median:5.2f}x  ({rate:,.0f} samples/s; "
+                f"first update, with any compiling: {times[0]:.1f} s)"
+            )
     print(f"load average after: {os.getloadavg()}")
 
 

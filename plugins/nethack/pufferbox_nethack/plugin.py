@@ -79,13 +79,15 @@ DEFAULTS = {
     "train": {
         "total_steps": 200_000,
         "learning_rate": 3e-4,
-        "num_steps": 128,
+        # PufferLib's NetHack batch shape scaled to a small machine (16 envs x 64 steps, one epoch of
+        # 4 minibatches): half the update of 8 x 128 x 2 epochs per step; RESULTS.md, "NetHack at 1M steps"
+        "num_steps": 64,
         "ent_coef": 0.01,
         "gamma": 0.99,
-        "update_epochs": 2,
+        "update_epochs": 1,
         "num_minibatches": 4,
     },
-    "vec": {"num_envs": 8},
+    "vec": {"num_envs": 16},
     "policy": {"hidden_size": 256},
 }
 
