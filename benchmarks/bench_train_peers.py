@@ -146,7 +146,7 @@ def run_pufferbox(
 ) -> Run:
     """``pufferbox train`` (its defaults, or the peer's settings via ``--set``, plus ``extra`` settings);
     reads RUN_DIR/metrics.jsonl."""
-    label = "matched" if matched else "defaults" + "".join(f"-{s.split('.')[-1]}" for s in extra)
+    label = "matched" if matched else "-".join(["defaults", *extra])  # whole settings: arms never share a run dir
     run_dir = work / f"pufferbox-{label}-{peer.env.replace('/', '-')}-{seed}"
     sets = list(extra)
     if matched:
