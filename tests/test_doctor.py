@@ -38,3 +38,15 @@ def test_small_shm_says_how_to_grow_it(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "statvfs", lambda path: Small)
     check = check_shm(str(tmp_path))
     assert not check.ok and "--shm-size" in check.fix
+
+
+def test_doctor_says_what_autocast_auto_resolves_to(monkeypatch):
+    import torch
+
+    from pufferbox.cli.cuda import check_train_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for native, expected in ((True, "autocast auto -> bf16"), (False, "autocast auto -> none")):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda native=native: native)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+        assert expected in check_train_device().detail

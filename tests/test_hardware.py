@@ -14,6 +14,7 @@ from pufferbox.train.hardware import (
     MAX_AUTO_THREADS,
     SMALL_POLICY_MACS,
     auto_threads,
+    pick_autocast,
     pick_device,
     policy_macs,
     resolve_hardware,
@@ -88,10 +89,59 @@ def test_auto_device_is_cuda_when_torch_sees_one(monkeypatch):
 def test_resolved_hardware_reads_the_backend_and_its_workers():
     pool = types.SimpleNamespace(backend="multiprocessing", num_workers=3)
     hw = resolve_hardware(torch.device("cpu"), "auto", 0, pool, cores=8)
-    assert hw.torch_threads == 5 and hw.as_config() == {"device": "cpu", "torch_threads": 5}  # 8 - 3 workers
+    assert hw.torch_threads == 5 and hw.as_config() == {"device": "cpu", "torch_threads": 5, "autocast": "none"}
     assert hw.describe() == "cpu (auto), 5 torch threads (auto)"
     fixed = resolve_hardware(torch.device("cpu"), "cpu", 1, pool, cores=8)
     assert fixed.torch_threads == 1 and fixed.describe() == "cpu, 1 torch thread"
+    low = resolve_hardware(torch.device("cpu"), "cpu", 1, pool, autocast="bf16", requested_autocast="auto")
+    assert low.describe() == "cpu, 1 torch thread, bf16 autocast (auto)" and low.as_config()["autocast"] == "bf16"
+    plain = resolve_hardware(torch.device("cpu"), "cpu", 1, pool, autocast="none", requested_autocast="auto")
+    assert plain.describe() == "cpu, 1 torch thread, float32 (auto: no native bf16)"
+
+
+@pytest.mark.parametrize(
+    ("avx512_bf16", "amx", "expected"), [(True, False, "bf16"), (False, True, "bf16"), (False, False, "none")]
+)
+def test_auto_autocast_is_bf16_only_where_the_cpu_multiplies_bf16(monkeypatch, avx512_bf16, amx, expected):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert pick_autocast("auto", torch.device("cpu")) == expected
+    assert pick_autocast("none", torch.device("cpu")) == "none" and pick_autocast("bf16", torch.device("cpu")) == "bf16"
+
+
+def test_auto_autocast_on_a_gpu_asks_for_native_bf16(monkeypatch):
+    asked = []
+
+    def supported(including_emulation=True):
+        asked.append(including_emulation)
+        return True
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", supported)
+    assert pick_autocast("auto", torch.device("cuda")) == "bf16" and asked == [False]  # emulated bf16 is slower
+
+
+def test_learner_and_run_config_see_the_resolved_autocast(tmp_path, monkeypatch):
+    import tomllib
+
+    from click.testing import CliRunner
+    from tiny import tiny_agent
+
+    from pufferbox.cli import cli, load_commands
+    from pufferbox.train.config import TrainConfig
+    from pufferbox.train.learner import Learner
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert not Learner(tiny_agent(seed=1), TrainConfig(autocast="auto")).low_precision
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    assert Learner(tiny_agent(seed=1), TrainConfig(autocast="auto")).low_precision
+    load_commands()
+    run = tmp_path / "run"
+    args = ["train", "cartpole", "--run-dir", str(run), "--total-steps", "2048", "--set", "train.autocast=auto"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    saved = tomllib.loads((run / "config.toml").read_text())
+    assert saved["run"]["autocast"] == "bf16" and saved["train"]["autocast"] == "auto"  # what ran, what was asked
 
 
 def test_trainer_sets_the_resolved_threads(tmp_path):

@@ -147,11 +147,11 @@ def check_ray() -> Check:
 
 
 def check_train_device() -> Check:
-    """What ``pufferbox train`` resolves ``train.device = "auto"`` and ``torch_threads = 0`` to here (always ok:
-    training falls back to the CPU)."""
+    """What ``pufferbox train`` resolves ``train.device = "auto"``, ``torch_threads = 0`` and ``autocast = "auto"``
+    to here (always ok: training falls back to the CPU and float32)."""
     import torch
 
-    from pufferbox.train.hardware import SMALL_POLICY_MACS, auto_threads, pick_device, usable_cores
+    from pufferbox.train.hardware import SMALL_POLICY_MACS, auto_threads, pick_autocast, pick_device, usable_cores
 
     device, cores = pick_device("auto"), usable_cores()
     name = f"cuda ({torch.cuda.get_device_name()})" if device.type == "cuda" else "cpu"
@@ -160,7 +160,7 @@ def check_train_device() -> Check:
         True,
         f"auto -> {name}; torch_threads 0 -> {auto_threads(cores, 'serial', 0)} of {cores} cores "
         f"(serial backend; minus one per env worker process; 1 for policies under "
-        f"{SMALL_POLICY_MACS:,} multiply-adds per sample)",
+        f"{SMALL_POLICY_MACS:,} multiply-adds per sample); autocast auto -> {pick_autocast('auto', device)}",
     )
 
 

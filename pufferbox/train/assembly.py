@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -26,7 +26,7 @@ from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import HostCollector, make_collector, make_vec_env
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
-from pufferbox.train.hardware import Hardware, pick_device, policy_macs, resolve_hardware
+from pufferbox.train.hardware import Hardware, pick_autocast, pick_device, policy_macs, resolve_hardware
 from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import Normalizer, make_normalizer
 from pufferbox.train.overlap import OverlapCollector
@@ -107,6 +107,8 @@ def assemble(
     else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
         venv = make_vec_env(spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
     device = training_device(tc, venv, device)
+    requested_autocast = tc.autocast
+    tc = replace(tc, autocast=pick_autocast(tc.autocast, device))  # the learners see bf16 or none
     league: League | None = None
     agent: Agent | GroupedAgent
     learner: Learner | GroupLearner
@@ -116,7 +118,9 @@ def assemble(
         agent = build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()).to(device)
         learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile)
     macs = policy_macs(agent, venv.obs_spec) if not tc.torch_threads else float("inf")
-    hardware = resolve_hardware(device, tc.device, tc.torch_threads, venv, macs=macs)
+    hardware = resolve_hardware(
+        device, tc.device, tc.torch_threads, venv, macs=macs, autocast=tc.autocast, requested_autocast=requested_autocast
+    )
     torch.set_num_threads(hardware.torch_threads)
     collector = build_collector(spec, tc, venv, agent, device, version, plan)
     normalizer = make_normalizer(venv.obs_spec, venv.num_agents, tc)

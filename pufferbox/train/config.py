@@ -81,6 +81,7 @@ class TrainConfig:
     compile: bool = False
     # "bf16": the update's forward passes under torch.autocast (bfloat16 matmuls and convs, float32 losses
     # and weights); 2.1x faster Breakout and 1.3x NetHack updates on an AVX512-BF16 CPU (RESULTS.md). "none": float32.
+    # "auto": bf16 where the device has bfloat16 in hardware (AVX512-BF16/AMX CPUs, GPUs from Ampere on), else none.
     autocast: str = "none"
     checkpoint_interval: int = 100  # updates between checkpoints (and env re-seeding, see ppo.py)
     keep_checkpoints: int = 3
@@ -169,7 +170,7 @@ AT_LEAST_ONE = {
     "vec.num_envs",
     "policy.hidden_size",
 }
-CHOICES = {"train.lag_correction": ("vtrace", "none"), "train.autocast": ("none", "bf16")}
+CHOICES = {"train.lag_correction": ("vtrace", "none"), "train.autocast": ("none", "bf16", "auto")}
 POSITIVE = {"train.clip_obs", "train.clip_reward"}
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "SMALL_POLICY_MACS",
     "Hardware",
     "auto_threads",
+    "native_bf16",
+    "pick_autocast",
     "pick_device",
     "policy_macs",
     "resolve_hardware",
@@ -120,23 +122,48 @@ def pick_device(name: str) -> torch.device:
         raise ConfigError(f"train.device: unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` multiplies bfloat16 in hardware: a CUDA GPU that supports it natively (compute
+    capability 8.0 on), or a CPU with AVX512-BF16 or AMX tiles, where oneDNN runs bf16 convolutions and
+    matmuls. Elsewhere torch emulates bfloat16, which is slower than float32."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    cpu = torch.cpu
+    return device.type == "cpu" and bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+
+
+def pick_autocast(name: str, device: torch.device) -> str:
+    """``train.autocast`` resolved: ``"auto"`` is ``"bf16"`` where :func:`native_bf16`, else ``"none"``."""
+    if name == "auto":
+        return "bf16" if native_bf16(device) else "none"
+    return name
+
+
 @dataclass(frozen=True)
 class Hardware:
-    """What a run resolved ``train.device`` and ``train.torch_threads`` to (saved as ``[run]`` in config.toml)."""
+    """What a run resolved ``train.device``, ``train.torch_threads`` and ``train.autocast`` to (saved as
+    ``[run]`` in config.toml)."""
 
     device: str
     torch_threads: int
     requested_device: str = "auto"
     requested_threads: int = 0
+    autocast: str = "none"
+    requested_autocast: str = "none"
 
     def describe(self) -> str:
-        """``"cuda:0 (auto), 4 torch threads (auto)"``: for the dashboard and logs."""
+        """``"cuda:0 (auto), 4 torch threads (auto), bf16 autocast (auto)"``: for the dashboard and logs."""
         device = self.device + (f" ({self.requested_device})" if self.requested_device == "auto" else "")
         threads = f"{self.torch_threads} torch thread{'s' if self.torch_threads != 1 else ''}"
-        return f"{device}, {threads}" + (" (auto)" if self.requested_threads == 0 else "")
+        text = f"{device}, {threads}" + (" (auto)" if self.requested_threads == 0 else "")
+        if self.autocast == "bf16":
+            text += ", bf16 autocast" + (" (auto)" if self.requested_autocast == "auto" else "")
+        elif self.requested_autocast == "auto":
+            text += ", float32 (auto: no native bf16)"
+        return text
 
     def as_config(self) -> dict[str, Any]:
-        return {"device": self.device, "torch_threads": self.torch_threads}
+        return {"device": self.device, "torch_threads": self.torch_threads, "autocast": self.autocast}
 
 
 def resolve_hardware(
@@ -146,9 +173,11 @@ def resolve_hardware(
     venv: Any,
     cores: int | None = None,
     macs: float = float("inf"),
+    autocast: str = "none",
+    requested_autocast: str = "none",
 ) -> Hardware:
     """The run's :class:`Hardware`: ``torch_threads`` 0 resolved by :func:`auto_threads` for ``venv``
-    and a policy of ``macs`` multiply-adds per sample."""
+    and a policy of ``macs`` multiply-adds per sample; ``autocast`` as :func:`pick_autocast` resolved it."""
     threads = torch_threads or auto_threads(
         usable_cores() if cores is None else cores,
         getattr(venv, "backend", ""),
@@ -156,4 +185,4 @@ def resolve_hardware(
         macs,
     )
     name = str(device) if device.type != "cuda" or device.index is not None else f"cuda:{torch.cuda.current_device()}"
-    return Hardware(name, threads, requested_device, torch_threads)
+    return Hardware(name, threads, requested_device, torch_threads, autocast, requested_autocast)

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from pufferbox.train.config import TrainConfig
+from pufferbox.train.hardware import pick_autocast
 from pufferbox.train.optim import Adam
 from pufferbox.train.policies import Agent
 
@@ -69,7 +70,7 @@ class Learner:
         self.agent, self.hp = agent, hp
         self.evaluate = torch.compile(agent.evaluate) if compile else agent.evaluate
         self.device_type = next(agent.parameters()).device.type
-        self.low_precision = hp.autocast == "bf16"
+        self.low_precision = pick_autocast(hp.autocast, next(agent.parameters()).device) == "bf16"
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss

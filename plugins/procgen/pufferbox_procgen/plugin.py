@@ -28,13 +28,16 @@ DEFAULTS = {
     "train": {
         "total_steps": 25_000_000,
         "learning_rate": 5e-4,
-        "num_steps": 256,
+        # 3 epochs of 2,048-sample minibatches cost 2x these per sample on a 2-core CPU (RESULTS.md,
+        # "Procgen bigfish against CleanRL"); 64-step rollouts give several updates in a CPU budget.
+        "num_steps": 64,
         "gamma": 0.999,
         "gae_lambda": 0.95,
         "ent_coef": 0.01,
-        "update_epochs": 3,
-        "num_minibatches": 8,
+        "update_epochs": 2,
+        "num_minibatches": 16,
         "clip_coef": 0.2,
+        "autocast": "auto",  # the IMPALA ResNet's convs are most of the update: bf16 where it is native
     },
     "vec": {"num_envs": 64},
     "policy": {"hidden_size": 256},
