@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -107,8 +107,6 @@ def assemble(
     else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
         venv = make_vec_env(spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
     device = training_device(tc, venv, device)
-    requested_autocast = tc.autocast
-    tc = replace(tc, autocast=pick_autocast(tc.autocast, device))  # the learners see bf16 or none
     league: League | None = None
     agent: Agent | GroupedAgent
     learner: Learner | GroupLearner
@@ -119,7 +117,13 @@ def assemble(
         learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile)
     macs = policy_macs(agent, venv.obs_spec) if not tc.torch_threads else float("inf")
     hardware = resolve_hardware(
-        device, tc.device, tc.torch_threads, venv, macs=macs, autocast=tc.autocast, requested_autocast=requested_autocast
+        device,
+        tc.device,
+        tc.torch_threads,
+        venv,
+        macs=macs,
+        autocast=pick_autocast(tc.autocast, device),
+        requested_autocast=tc.autocast,
     )
     torch.set_num_threads(hardware.torch_threads)
     collector = build_collector(spec, tc, venv, agent, device, version, plan)
