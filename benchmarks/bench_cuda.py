@@ -1,6 +1,9 @@
 """GPU benchmarks of the kernel envs (GPU only): env steps/s for Tag, continuous Tag and CUDA CartPole.
 
-    python benchmarks/bench_cuda.py            # prints a Markdown table for benchmarks/RESULTS.md
+    python benchmarks/bench_cuda.py            # prints Markdown tables for benchmarks/RESULTS.md
+
+The second table sweeps threads per block: the block size of CUDA CartPole (one thread per env)
+and the cap on threads per block of 45-agent Tag (below 45 one env spans several blocks).
 
 Env steps/s = num_envs * steps / seconds (WarpDrive's measure). CartPole is also compared with
 Gymnasium CartPole-v1 on one CPU core in the same run.
@@ -14,14 +17,23 @@ import time
 import numpy as np
 
 
-def bench(name: str, num_envs: int, steps: int, **kwargs) -> float:
-    import torch
-
+def make(name: str, num_envs: int, **kwargs):
     from pufferbox.cuda.runtime import KernelEnv
     from pufferbox.registry import get_registry
 
     spec = get_registry().get(name)
-    env = KernelEnv(spec.build.cuda, num_envs=num_envs, env_kwargs={**spec.build.kwargs, **kwargs})
+    return KernelEnv(spec.build.cuda, num_envs=num_envs, env_kwargs={**spec.build.kwargs, **kwargs})
+
+
+def bench(name: str, num_envs: int, steps: int, **kwargs) -> float:
+    return time_steps(make(name, num_envs, **kwargs), steps)
+
+
+def time_steps(env, steps: int) -> float:
+    """Env steps/s of ``steps`` random-action steps after 10 untimed ones."""
+    import torch
+
+    num_envs = env.num_envs
     actions = env.tensor("actions")
     for _ in range(10):
         actions.random_(0, env.num_actions)
@@ -53,7 +65,9 @@ def main() -> int:
 
     from pufferbox.cuda.device import gpu_unavailable_reason
 
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help works without a GPU
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])  # --help works without a GPU
+    parser.add_argument("--part", choices=("all", "table", "sweep"), default="all", help="which table(s) to print")
+    args = parser.parse_args()
 
     reason = gpu_unavailable_reason()
     if reason is not None:
@@ -61,6 +75,15 @@ def main() -> int:
         return 2
     import torch
 
+    print(f"GPU: {torch.cuda.get_device_name()}")
+    if args.part in ("all", "table"):
+        table()
+    if args.part in ("all", "sweep"):
+        sweep()
+    return 0
+
+
+def table() -> None:
     rows = [
         ("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
         ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),
@@ -68,14 +91,23 @@ def main() -> int:
         ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
         ("cuda_cartpole", 100_000, 1000, {}),
     ]
-    print(f"GPU: {torch.cuda.get_device_name()}\n\n| env | envs x agents | env steps/s |\n|---|---|---|")
+    print("\n| env | envs x agents | env steps/s |\n|---|---|---|")
     for name, envs, steps, kw in rows:
         agents = kw.get("num_taggers", 0) + kw.get("num_runners", 0) or 1
         print(f"| {name} {kw} | {envs} x {agents} | {bench(name, envs, steps, **kw):,.0f} |")
     cpu = gym_cartpole()
     gpu = bench("cuda_cartpole", 100_000, 1000)
     print(f"\nCUDA CartPole / gymnasium CartPole-v1 (1 CPU core, {cpu:,.0f} steps/s): {gpu / cpu:,.0f}x")
-    return 0
+
+
+def sweep() -> None:
+    """Threads per block: one env of each kind, only its launch geometry changes between rows."""
+    cartpole, tag = make("cuda_cartpole", 100_000), make("tag", 2000, num_taggers=5, num_runners=40, k_nearest=5)
+    print("\n| threads per block | cuda_cartpole 100000 x 1 (env_block) | tag 2000 x 45 (max_block) |\n|---|---|---|")
+    for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
+        cartpole.set_block_size(env_block=threads)
+        tag.set_block_size(max_block=threads)
+        print(f"| {threads} | {time_steps(cartpole, 1000):,.0f} | {time_steps(tag, 200):,.0f} |")
 
 
 if __name__ == "__main__":

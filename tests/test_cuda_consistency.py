@@ -40,6 +40,24 @@ def test_several_blocks_per_env_match_one_block():
 
 
 @needs_cxx
+def test_env_block_size_changes_the_launch_not_the_result():
+    """bench_cuda.py's threads-per-block sweep of one-thread-per-env kernels relies on this."""
+    from pufferbox.cuda.runtime import KernelEnv
+
+    spec = get_registry().get("cuda_cartpole")
+    envs = [KernelEnv(spec.build.cuda, num_envs=100, device="host", env_block=b) for b in (256, 32)]
+    assert (envs[0].grid, envs[0].block) == ((1, 1), 128)  # capped at the rows, rounded up to a warp
+    assert (envs[1].grid, envs[1].block) == ((4, 1), 32)
+    actions = np.random.default_rng(2).integers(0, 2, (40, 100, 1), dtype=np.int32)
+    for act in actions:
+        for env in envs:
+            env.data.arrays["actions"][:] = act.reshape(env.data.arrays["actions"].shape)
+            env.step()
+    for name in ("observations", "rewards", "done"):
+        np.testing.assert_array_equal(envs[0].pull(name), envs[1].pull(name))
+
+
+@needs_cxx
 def test_sampler_kernel_matches_numpy_and_distribution():
     from pufferbox_warp.plugin import TAG
 

@@ -281,12 +281,14 @@ def test_gpu_rollout_has_no_synchronizing_transfers(device):
             torch.cuda.synchronize()
         copies.append(len([e for e in prof.events() if "Memcpy HtoD" in e.name or "Memcpy DtoH" in e.name]))
         trainer.close()
-    assert all(n <= 3 for n in copies), copies  # finished count + episode log + tag counter, per rollout
+    # per rollout: finished count, episode log (once an episode ended), tag counter, truncated-slot flags
+    assert all(n <= 4 for n in copies), copies
 
 
 @pytest.mark.parametrize("device", [pytest.param("gpu", marks=needs_gpu)])
 def test_gpu_tag_training_records_tag_rate(device, tmp_path):
     load_commands()
+    num_steps = resolve_config(get_registry().get("tag").training.config)["train"]["num_steps"]
     result = CliRunner().invoke(
         cli,
         [
@@ -297,7 +299,7 @@ def test_gpu_tag_training_records_tag_rate(device, tmp_path):
             "--num-envs",
             "2000",
             "--total-steps",
-            str(2000 * 5 * 128 * 3),
+            str(2000 * 5 * num_steps * 3),
             "--run-dir",
             str(tmp_path / "r"),
             "--no-tensorboard",

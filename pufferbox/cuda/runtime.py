@@ -47,6 +47,9 @@ class KernelEnv:
     """Device arrays + compiled kernels of one env kind. ``device`` is ``"gpu"`` or ``"host"``.
 
     ``episode_slots``: finished episodes kept per env between :meth:`EpisodeTracker.collect` calls.
+    ``max_block`` caps the threads per block of agent-per-thread envs (one env spans
+    ``ceil(agents / max_block)`` blocks); ``env_block`` is the block size of env-per-thread envs
+    (64: CUDA CartPole's best on an H200 in benchmarks/bench_cuda.py's sweep, see RESULTS.md).
     """
 
     def __init__(
@@ -58,6 +61,7 @@ class KernelEnv:
         device: str = "gpu",
         max_block: int = MAX_BLOCK,
         episode_slots: int = DEFAULT_SLOTS,
+        env_block: int = 64,
     ):
         if device == "gpu":
             from pufferbox.cuda.data import DataManager
@@ -71,7 +75,7 @@ class KernelEnv:
             self.data, self.functions = HostDataManager(), HostFunctionManager()
         else:
             raise ValueError(f"device must be 'gpu' or 'host', got {device!r}")
-        self.impl, self.device, self.max_block = impl, device, max_block
+        self.impl, self.device = impl, device
         self.reference: BatchedReference = impl.reference_class()(num_envs=num_envs, **(env_kwargs or {}))
         ref = self.reference
         if tuple(ref.step_kernels) != tuple(impl.step_kernels) or ref.observe_kernel != impl.observe_kernel:
@@ -95,10 +99,7 @@ class KernelEnv:
         self.args = [self.data.pointer(name) for name in ref.argument_order]
         # the observe kernel run once more before the reset, its observations argument swapped
         self.final_args = [self.data.pointer("final_observations"), *self.args[1:]]
-        if impl.layout == "agent_per_thread":
-            self.grid, self.block = agent_geometry(num_envs, ref.num_agents, max_block)
-        else:
-            self.grid, self.block = env_geometry(num_envs)
+        self.set_block_size(max_block, env_block)
         self.episodes = EpisodeTracker(
             self.data, self.functions, num_envs, ref.num_agents, env_geometry(num_envs), slots=episode_slots
         )
@@ -122,6 +123,13 @@ class KernelEnv:
                     ],
                 )
             )
+
+    def set_block_size(self, max_block: int = MAX_BLOCK, env_block: int = 64) -> None:
+        """Launch geometry of the step and observe kernels (a threads-per-block sweep changes only this)."""
+        if self.impl.layout == "agent_per_thread":
+            self.grid, self.block = agent_geometry(self.num_envs, self.num_agents, max_block)
+        else:
+            self.grid, self.block = env_geometry(self.num_envs, env_block)
 
     def tensor(self, name: str) -> Any:
         """The device array as a torch tensor sharing its memory (``(num_envs, per_env)`` words)."""

@@ -558,7 +558,8 @@ class DeviceCollector:
 
         Every row of such a slot goes through the policy (grouped policies see the rows they expect),
         with the LSTM state the row carried into that slot (no reset)."""
-        cut_slots = torch.nonzero(self.cut[:, first : steps + 1].any(dim=0)).flatten().tolist()
+        # one device->host copy of a flag per slot (nonzero() on the device would read its size, then the list)
+        cut_slots = self.cut[:, first : steps + 1].any(dim=0).cpu().nonzero().flatten().tolist()
         for t in (first + i for i in cut_slots):
             state = (self.h[:, t], self.c[:, t]) if self.lstm else None
             hidden, _ = self.agent.hidden(self.final_obs[:, t], state, None)

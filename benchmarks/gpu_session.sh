@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue 18's GPU checks in one batch, for a lent GPU machine (the device tool) or any CUDA box.
+#
+#   bash benchmarks/gpu_session.sh OUT_DIR        # every log and table lands in OUT_DIR
+#
+# Expects the interpreter on PATH as python3 with a CUDA torch, nvcc, and wheels for what that
+# machine lacks in ./.whl (pycuda built for its Python, numpy 1.26.4, gymnasium, pettingzoo, nle,
+# ale-py, ...): they install with --no-index, nothing is fetched. Steps run in order of what the
+# issue needs most, each under its own time limit, so a slow step costs only itself.
+# GPU_SESSION_INSTALL=0 skips the install (a rehearsal in an existing venv); GPU_STEPS sets the
+# training budget of the train-* steps (default 65536); GPU_SESSION_ONLY="install bench-cuda" runs
+# only the steps named.
+set -uo pipefail
+OUT=${1:?usage: gpu_session.sh OUT_DIR}
+LOGS=$(mktemp -d)  # whole logs, packed into OUT/logs.tar.gz after every step (OUT keeps few files)
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PUFFERBOX_CACHE=${PUFFERBOX_CACHE:-/tmp/pufferbox-cache}
+export GPU_STEPS=${GPU_STEPS:-65536}
+# console scripts land beside the interpreter; nvcc compiles the kernels
+export PATH="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH:/usr/local/cuda/bin"
+
+step() {  # step NAME SECONDS COMMAND...: one headed section of summary.md, output in NAME.log
+  local name=$1 limit=$2; shift 2
+  [ -z "${GPU_SESSION_ONLY:-}" ] || [[ " $GPU_SESSION_ONLY " == *" $name "* ]] || return 0
+  local start=$SECONDS
+  echo "## $name" >>"$OUT/summary.md"
+  timeout "$limit" bash -c '"$@"' "$name" "$@" >"$LOGS/$name.log" 2>&1  # bash -c: steps may be functions
+  local rc=$?
+  echo "rc=$rc after $((SECONDS - start)) s: $*" >>"$OUT/summary.md"
+  tail -n 40 "$LOGS/$name.log" >>"$OUT/summary.md"
+  echo >>"$OUT/summary.md"
+  tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
+}
+
+install() {
+  python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . || return 1
+  for plugin in warp classic nethack atari ocean; do  # one at a time: a plugin that fails to build drops only itself
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation -e "plugins/$plugin" || echo "plugin $plugin: not installed"
+  done
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nproc; python3 -c "import torch, numpy; print('torch', torch.__version__, 'numpy', numpy.__version__)"
+  python3 -c "import pycuda.driver as d; d.init(); print('pycuda sees', d.Device(0).name())"
+}
+
+# phase split and steady steps/s (first update excluded) from a run's metrics.jsonl
+summarize_run() {
+  python3 - "$1" <<'EOF'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl") if line.strip()]
+first, last = rows[0], rows[-1]
+sps = (last["global_step"] - first["global_step"]) / max(last["wall_time"] - first["wall_time"], 1e-9)
+phases = {k: last[f"time_{k}"] - first[f"time_{k}"] for k in ("env", "inference", "learn") if f"time_{k}" in last}
+print(f"{sys.argv[1]}: {last['global_step']} steps, steady {sps:,.0f} steps/s, after the first update: "
+      + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
+EOF
+}
+
+train_pair() {  # ENV [STEPS]: the same command with the device auto-selected, then on the CPU only
+  local env=$1 steps=${2:-$GPU_STEPS}
+  for device in auto cpu; do
+    local dir="runs/gpu-session-$env-$device"
+    rm -rf "$dir"
+    pufferbox train "$env" --total-steps "$steps" --device "$device" --run-dir "$dir" --no-tensorboard | tail -n 8
+    summarize_run "$dir"
+  done
+}
+
+export -f install summarize_run train_pair
+echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
+[ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
+step doctor 60 pufferbox doctor --strict
+step pytest-gpu 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 tests
+step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_continuous --cuda && pufferbox check cuda_cartpole --cuda"
+step bench-cuda 180 python3 benchmarks/bench_cuda.py --part table
+step bench-cuda-sweep 120 python3 benchmarks/bench_cuda.py --part sweep
+step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 5 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
+step train-nethack 240 train_pair nethack
+step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
+uptime >>"$OUT/summary.md"
