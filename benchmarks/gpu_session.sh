@@ -24,8 +24,10 @@ step() {  # step NAME SECONDS COMMAND...: one headed section of summary.md, outp
   [ -z "${GPU_SESSION_ONLY:-}" ] || [[ " $GPU_SESSION_ONLY " == *" $name "* ]] || return 0
   local start=$SECONDS
   echo "## $name" >>"$OUT/summary.md"
-  timeout "$limit" bash -c '"$@"' "$name" "$@" >"$LOGS/$name.log" 2>&1  # bash -c: steps may be functions
-  local rc=$?
+  # bash -c: steps may be functions; OUT/running.log holds the step in flight, should the call run out of time
+  timeout "$limit" bash -c '"$@"' "$name" "$@" 2>&1 | tee "$LOGS/$name.log" >"$OUT/running.log"
+  local rc=${PIPESTATUS[0]}
+  rm -f "$OUT/running.log"
   echo "rc=$rc after $((SECONDS - start)) s: $*" >>"$OUT/summary.md"
   tail -n 40 "$LOGS/$name.log" >>"$OUT/summary.md"
   echo >>"$OUT/summary.md"
@@ -61,7 +63,7 @@ train_pair() {  # ENV [STEPS]: the same command with the device auto-selected, t
   for device in auto cpu; do
     local dir="runs/gpu-session-$env-$device"
     rm -rf "$dir"
-    pufferbox train "$env" --total-steps "$steps" --device "$device" --run-dir "$dir" --no-tensorboard | tail -n 8
+    pufferbox train "$env" --total-steps "$steps" --device "$device" --run-dir "$dir" --no-tensorboard
     summarize_run "$dir"
   done
 }

@@ -24,5 +24,6 @@ def test_session_runs_only_the_named_steps_and_keeps_each_log(tmp_path):
     assert steps == ["bench-cuda-sweep"]
     # without a GPU the benchmark refuses with its one line and exit 2; the session records both and goes on
     assert "rc=2 after" in summary and "needs a GPU" in summary
+    assert not (out / "running.log").exists()  # only a step still in flight leaves it
     with tarfile.open(out / "logs.tar.gz") as logs:
         assert [Path(m.name).name for m in logs.getmembers() if m.isfile()] == ["bench-cuda-sweep.log"]

@@ -11,6 +11,11 @@ from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox.api import CudaImplementation
 from pufferbox_warp import cartpole, tag, tag_continuous
 
+# 2000 envs x 5 agents x 128 steps = 1.28M samples per update: a few large minibatches. The built-in
+# defaults (256 steps, 10 epochs x 32 minibatches, chosen for small CPU batches) made the update 90% of a
+# GPU run's time (benchmarks/RESULTS.md, "GPU: ... (issue 18, session 11)").
+GPU_BATCH_PPO = {"num_steps": 128, "update_epochs": 4, "num_minibatches": 8}
+
 
 def make_tag(**kwargs):
     return tag.TagEnv(**kwargs)
@@ -70,7 +75,7 @@ def register_envs(register):
             name="tag",
             build=EnvBuild(binding=make_tag, kwargs={"num_taggers": 1, "num_runners": 4}, implementation="cuda", cuda=TAG),
             training=TrainDefaults(
-                config={"train": {"total_steps": 2_000_000}, "vec": {"num_envs": 2000}},
+                config={"train": {"total_steps": 2_000_000, **GPU_BATCH_PPO}, "vec": {"num_envs": 2000}},
                 groups=tag_groups,
                 outcome=tag_outcome,
             ),
@@ -90,7 +95,7 @@ def register_envs(register):
                 cuda=TAG_CONTINUOUS,
             ),
             training=TrainDefaults(
-                config={"train": {"total_steps": 5_000_000}, "vec": {"num_envs": 2000}},
+                config={"train": {"total_steps": 5_000_000, **GPU_BATCH_PPO}, "vec": {"num_envs": 2000}},
                 groups=tag_groups,
                 outcome=tag_outcome,
             ),
