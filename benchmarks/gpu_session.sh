@@ -4,9 +4,10 @@
 #   bash benchmarks/gpu_session.sh OUT_DIR        # every log and table lands in OUT_DIR
 #
 # Expects the interpreter on PATH as python3 with a CUDA torch, nvcc, and wheels for what that
-# machine lacks in ./.whl (pycuda built for its Python, numpy 1.26.4, gymnasium, pettingzoo, nle,
-# ale-py, ...): they install with --no-index, nothing is fetched. Steps run in order of what the
-# issue needs most, each under its own time limit, so a slow step costs only itself.
+# machine lacks in ./.whl (benchmarks/gpu_wheels.sh builds them: pycuda for its Python, numpy 1.26.4,
+# gymnasium, pettingzoo, nle, ale-py, ...): they install with --no-index, nothing is fetched. Steps
+# run in order of what the issue needs most, each under its own time limit, so a slow step costs only
+# itself.
 # GPU_SESSION_INSTALL=0 skips the install (a rehearsal in an existing venv); GPU_STEPS sets the
 # training budget of the train-* steps (default 65536); GPU_SESSION_ONLY="install bench-cuda" runs
 # only the steps named.
@@ -58,17 +59,27 @@ print(f"{sys.argv[1]}: {last['global_step']} steps, steady {sps:,.0f} steps/s, a
 EOF
 }
 
-train_pair() {  # ENV [STEPS]: the same command with the device auto-selected, then on the CPU only
-  local env=$1 steps=${2:-$GPU_STEPS}
-  for device in auto cpu; do
-    local dir="runs/gpu-session-$env-$device"
-    rm -rf "$dir"
-    pufferbox train "$env" --total-steps "$steps" --device "$device" --run-dir "$dir" --no-tensorboard
-    summarize_run "$dir"
-  done
+train_run() {  # NAME ENV STEPS [TRAIN ARGS...]: one run in runs/gpu-session-NAME, then its summary line
+  local name=$1 env=$2 steps=$3 dir="runs/gpu-session-$1"
+  shift 3
+  rm -rf "$dir"
+  pufferbox train "$env" --total-steps "$steps" --run-dir "$dir" --no-tensorboard "$@"
+  summarize_run "$dir"
 }
 
-export -f install summarize_run train_pair
+train_pair() {  # ENV [STEPS]: the same command with the device auto-selected, then on the CPU only
+  local env=$1 steps=${2:-$GPU_STEPS}
+  train_run "$env-auto" "$env" "$steps" --device auto
+  train_run "$env-cpu" "$env" "$steps" --device cpu
+}
+
+train_compiled() {  # ENV [STEPS]: on the GPU, eager vs torch.compile with CUDA graphs (reduce-overhead)
+  local env=$1 steps=${2:-$GPU_STEPS}
+  train_run "$env-eager" "$env" "$steps" --device auto
+  train_run "$env-graphs" "$env" "$steps" --device auto --compile --set train.compile_mode=reduce-overhead
+}
+
+export -f install summarize_run train_run train_pair train_compiled
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
 step doctor 60 pufferbox doctor --strict
@@ -76,7 +87,8 @@ step pytest-gpu 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 12
 step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_continuous --cuda && pufferbox check cuda_cartpole --cuda"
 step bench-cuda 180 python3 benchmarks/bench_cuda.py --part table
 step bench-cuda-sweep 120 python3 benchmarks/bench_cuda.py --part sweep
-step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 5 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
+step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
 step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
+step train-nethack-graphs 300 train_compiled nethack
 uptime >>"$OUT/summary.md"

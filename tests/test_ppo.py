@@ -150,6 +150,24 @@ def test_compiled_policy_trains():
     trainer.close()
 
 
+def test_compile_mode_reaches_both_compiled_steps(monkeypatch):
+    """train.compile_mode goes to torch.compile for the collector's act and the learner's evaluate
+    (reduce-overhead: CUDA graphs on a GPU); recorded here without compiling anything."""
+    modes = {}
+
+    def record(fn, mode=None):
+        modes[fn.__name__] = mode
+        return fn
+
+    monkeypatch.setattr(torch, "compile", record)
+    cfg = config("cartpole", "train.compile=true", "train.compile_mode=reduce-overhead", "vec.num_envs=4")
+    trainer = Trainer("cartpole", cfg)
+    trainer.close()
+    assert modes == {"act": "reduce-overhead", "evaluate": "reduce-overhead"}
+    with pytest.raises(Exception, match="compile_mode"):
+        config("cartpole", "train.compile_mode=fastest")
+
+
 def test_learner_update_is_pure_on_a_batch_of_tensors():
     """No env, no collector: a batch of segments in, metrics out, the weights moved, nothing else touched."""
     from tiny import tiny_agent, tiny_batch

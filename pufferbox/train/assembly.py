@@ -152,9 +152,9 @@ def build_collector(
     (``version`` numbers the learner's updates, ``plan`` sizes the rollout collected during one)."""
     gamma = tc.gamma if tc.bootstrap_truncation else 0.0
     if not tc.overlap:
-        return make_collector(spec, venv, agent, tc.num_steps, device, tc.compile, gamma)
+        return make_collector(spec, venv, agent, tc.num_steps, device, tc.compile, gamma, tc.compile_mode)
     actor = copy.deepcopy(agent)
-    inner = make_collector(spec, venv, actor, tc.num_steps, device, tc.compile, gamma)
+    inner = make_collector(spec, venv, actor, tc.num_steps, device, tc.compile, gamma, tc.compile_mode)
     return OverlapCollector(inner, actor, agent, version=version, plan=plan)
 
 

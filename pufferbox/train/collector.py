@@ -135,9 +135,11 @@ def make_collector(
     device: torch.device | str,
     compile: bool = False,
     bootstrap_gamma: float = 0.0,
+    compile_mode: str = "default",
 ) -> Collector:
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors;
-    ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return)."""
+    ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return);
+    ``compile``/``compile_mode``: torch.compile the host collector's act step, in that mode."""
     if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
         from pufferbox.train.ray_collector import RayCollector
 
@@ -145,7 +147,9 @@ def make_collector(
     if venv.backend == "cuda":
         events = getattr(spec.build.cuda, "events", None) or {}
         return DeviceCollector(venv, agent, horizon, events, bootstrap_gamma=bootstrap_gamma)
-    return HostCollector(venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma)
+    return HostCollector(
+        venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma, compile_mode=compile_mode
+    )
 
 
 class Rollout:
@@ -262,10 +266,11 @@ class HostCollector:
         device: torch.device | str = "cpu",
         compile: bool = False,
         bootstrap_gamma: float = 0.0,
+        compile_mode: str = "default",
     ):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs) (0: off)
-        self.act = torch.compile(agent.act) if compile else agent.act
+        self.act = torch.compile(agent.act, mode=compile_mode) if compile else agent.act
         self.transfer = Transfer(self.device)  # pinned staging on a GPU, plain on the CPU
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
         pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments

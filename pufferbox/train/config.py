@@ -79,6 +79,9 @@ class TrainConfig:
     # OMP_NUM_THREADS when set) minus one per env worker process (multiprocessing/ray), at least 1, at most 8.
     torch_threads: int = 0
     compile: bool = False
+    # torch.compile's mode when compile is on: "reduce-overhead" replays CUDA graphs, aimed at a GPU's per-step
+    # kernel launch cost of inference (NetHack's largest phase on an H200, RESULTS.md; not measured there yet).
+    compile_mode: str = "default"
     # "bf16": the update's forward passes under torch.autocast (bfloat16 matmuls and convs, float32 losses
     # and weights); 2.1x faster Breakout and 1.3x NetHack updates on an AVX512-BF16 CPU (RESULTS.md). "none": float32.
     # "auto": bf16 where the device has bfloat16 in hardware (AVX512-BF16/AMX CPUs, GPUs from Ampere on), else none.
@@ -170,7 +173,11 @@ AT_LEAST_ONE = {
     "vec.num_envs",
     "policy.hidden_size",
 }
-CHOICES = {"train.lag_correction": ("vtrace", "none"), "train.autocast": ("none", "bf16", "auto")}
+CHOICES = {
+    "train.lag_correction": ("vtrace", "none"),
+    "train.autocast": ("none", "bf16", "auto"),
+    "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+}
 POSITIVE = {"train.clip_obs", "train.clip_reward"}
 
 
