@@ -10,7 +10,12 @@
 # Needs python3.12 (PY312; pyenv's 3.12.1 on the CPU machines), CUDA's headers under CUDA_ROOT, gcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY312=${PY312:-$(command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python3.12)}
+if [ -z "${PY312:-}" ]; then  # a pyenv shim on PATH may exist and still refuse to run: try each
+  for candidate in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    if "$candidate" -c "" 2>/dev/null; then PY312=$candidate && break; fi
+  done
+fi
+: "${PY312:?no working python3.12: set PY312}"
 CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 WHL=.whl
 mkdir -p "$WHL" .git/info
