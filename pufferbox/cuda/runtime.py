@@ -29,6 +29,7 @@ __all__ = ["KernelEnv", "CORE_KERNELS", "agent_geometry", "env_geometry"]
 
 CORE_KERNELS = ("pb_reset_words", "pb_reset_bytes", "pb_sample_categorical", "pb_track_episodes")
 MAX_BLOCK = 1024
+ENV_BLOCK = 64  # env-per-thread kernels: CUDA CartPole's best on an H200 (bench_cuda.py's sweep, RESULTS.md)
 
 
 def agent_geometry(num_envs: int, per_env: int, max_block: int = MAX_BLOCK) -> tuple[tuple[int, int], int]:
@@ -48,8 +49,7 @@ class KernelEnv:
 
     ``episode_slots``: finished episodes kept per env between :meth:`EpisodeTracker.collect` calls.
     ``max_block`` caps the threads per block of agent-per-thread envs (one env spans
-    ``ceil(agents / max_block)`` blocks); ``env_block`` is the block size of env-per-thread envs
-    (64: CUDA CartPole's best on an H200 in benchmarks/bench_cuda.py's sweep, see RESULTS.md).
+    ``ceil(agents / max_block)`` blocks); ``env_block`` is the block size of env-per-thread envs.
     """
 
     def __init__(
@@ -61,7 +61,7 @@ class KernelEnv:
         device: str = "gpu",
         max_block: int = MAX_BLOCK,
         episode_slots: int = DEFAULT_SLOTS,
-        env_block: int = 64,
+        env_block: int = ENV_BLOCK,
     ):
         if device == "gpu":
             from pufferbox.cuda.data import DataManager
@@ -124,7 +124,7 @@ class KernelEnv:
                 )
             )
 
-    def set_block_size(self, max_block: int = MAX_BLOCK, env_block: int = 64) -> None:
+    def set_block_size(self, max_block: int = MAX_BLOCK, env_block: int = ENV_BLOCK) -> None:
         """Launch geometry of the step and observe kernels (a threads-per-block sweep changes only this)."""
         if self.impl.layout == "agent_per_thread":
             self.grid, self.block = agent_geometry(self.num_envs, self.num_agents, max_block)

@@ -69,8 +69,9 @@ class Learner:
     def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False):
         self.agent, self.hp = agent, hp
         self.evaluate = torch.compile(agent.evaluate, mode=hp.compile_mode) if compile else agent.evaluate
-        self.device_type = next(agent.parameters()).device.type
-        self.low_precision = pick_autocast(hp.autocast, next(agent.parameters()).device) == "bf16"
+        device = next(agent.parameters()).device
+        self.device_type = device.type
+        self.low_precision = pick_autocast(hp.autocast, device) == "bf16"
         self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
