@@ -53,7 +53,7 @@ import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl") if line.strip()]
 first, last = rows[0], rows[-1]
 sps = (last["global_step"] - first["global_step"]) / max(last["wall_time"] - first["wall_time"], 1e-9)
-phases = {k: last[f"time_{k}"] - first[f"time_{k}"] for k in ("env", "inference", "learn") if f"time_{k}" in last}
+phases = {k: last[f"time_{k}"] - first[f"time_{k}"] for k in ("env", "inference", "wait", "learn") if f"time_{k}" in last}
 print(f"{sys.argv[1]}: {last['global_step']} steps, steady {sps:,.0f} steps/s, after the first update: "
       + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
 EOF
@@ -79,7 +79,13 @@ train_compiled() {  # ENV [STEPS]: on the GPU, eager vs torch.compile with CUDA 
   train_run "$env-graphs" "$env" "$steps" --device auto --compile --set train.compile_mode=reduce-overhead
 }
 
-export -f install summarize_run train_run train_pair train_compiled
+train_overlapped() {  # ENV [STEPS]: on the GPU, exact PPO vs collecting the next rollout during the update
+  local env=$1 steps=${2:-$GPU_STEPS}
+  train_run "$env-exact" "$env" "$steps" --device auto
+  train_run "$env-overlap" "$env" "$steps" --device auto --set train.overlap=true
+}
+
+export -f install summarize_run train_run train_pair train_compiled train_overlapped
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
 step doctor 60 pufferbox doctor --strict
@@ -91,4 +97,5 @@ step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --
 step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
 step train-nethack-graphs 300 train_compiled nethack
+step train-nethack-overlap 240 train_overlapped nethack
 uptime >>"$OUT/summary.md"

@@ -91,13 +91,29 @@ def fingerprint(module: torch.nn.Module) -> bytes:
     return b"".join(p.detach().cpu().numpy().tobytes() for p in module.parameters())
 
 
-@pytest.mark.parametrize("correction", ["vtrace", "none"])
-def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updates(correction):
+ON_GPU = pytest.param(
+    "vtrace",
+    "cuda",
+    marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU that torch sees"),
+    ],
+    id="vtrace-cuda",
+)
+
+
+@pytest.mark.parametrize(("correction", "device"), [("vtrace", "cpu"), ("none", "cpu"), ON_GPU])
+def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updates(correction, device):
     """Every act call records the actor's weights and thread. The first act of each prefetched rollout
     waits until the learner's update has begun, and the update waits for that act: a collector that
-    did not run during the update would leave both waiting (and the test failing at the timeout)."""
+    did not run during the update would leave both waiting (and the test failing at the timeout).
+    On a GPU every act runs on the collector's own stream, and still sees the weights just copied."""
     updates, horizon = 5, 16
-    trainer = Trainer("cartpole", config(f"train.lag_correction={correction}", f"train.total_steps={updates * 4 * horizon}"))
+    trainer = Trainer(
+        "cartpole",
+        config(f"train.lag_correction={correction}", f"train.total_steps={updates * 4 * horizon}", f"train.device={device}"),
+    )
+    assert trainer.device.type == device
     versions = [fingerprint(trainer.agent)]  # versions[k]: the learner's weights after k updates
     trainer.callbacks.append(lambda metrics: versions.append(fingerprint(trainer.agent)))
     inner, actor = trainer.collector.inner, trainer.collector.actor
@@ -105,8 +121,12 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
     update_running, act_during_update = threading.Event(), threading.Event()
     original_act, original_update = inner.act, trainer.learner.update
 
+    streams = set()
+
     def recording_act(*args, **kwargs):
         acts.append((fingerprint(actor), threading.current_thread().name))
+        if device == "cuda":
+            streams.add(torch.cuda.current_stream().stream_id)
         if len(acts) > horizon + 1 and (len(acts) - horizon - 2) % horizon == 0:  # first act of rollout k >= 1
             assert update_running.wait(timeout=60), "rollout started but the learner's update never ran"
             act_during_update.set()
@@ -126,6 +146,8 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
     finally:
         trainer.close()
     assert {name for _, name in acts} == {THREAD}
+    if device == "cuda":
+        assert streams == {trainer.collector.stream.stream_id} != {torch.cuda.default_stream().stream_id}
     assert len(acts) == updates * horizon + 1  # rollout 0 stores its first step too; later ones carry it over
     for k in range(updates):  # rollout k, acted by v_{k-1} (v_0 for the first), trained on by the learner at v_k
         steps = acts[: horizon + 1] if k == 0 else acts[1 + k * horizon : 1 + (k + 1) * horizon]

@@ -130,6 +130,10 @@ class OverlapCollector:
         self.inner, self.actor, self.learner_agent = inner, actor, learner_agent
         self.version, self.plan = version, plan
         self.venv, self.horizon = inner.venv, inner.horizon
+        device = next(actor.parameters()).device
+        # on a GPU the thread acts on a stream of its own: on the shared default stream every act would
+        # queue behind the kernels the update has enqueued, and its wait for the actions behind all of them
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.actor_version = 0  # set by sync(), before the first rollout
         self.thread: threading.Thread | None = None
         self.result: Collected | BaseException | None = None
@@ -173,11 +177,14 @@ class OverlapCollector:
         self.actor_version = self.version()
 
     def launch(self, horizon: int | None) -> None:
-        version = self.actor_version
+        version, stream = self.actor_version, self.stream
+        if stream is not None:  # sync() copied the actor's weights on the learner's stream: first
+            stream.wait_stream(torch.cuda.current_stream(stream.device))
 
         def run() -> None:
             try:
-                got = self.inner.collect(horizon)
+                with torch.cuda.stream(stream):  # None (CPU): no-op
+                    got = self.inner.collect(horizon)
                 got.metrics["policy_version"] = float(version)
                 self.result = got
             except BaseException as exc:
@@ -200,7 +207,19 @@ class OverlapCollector:
         if result is None:
             raise RuntimeError("no rollout in flight")
         result.metrics["policy_lag"] = float(self.version() - result.metrics["policy_version"])
+        if self.stream is not None:
+            self.hand_over(result.batch)
         return result
+
+    def hand_over(self, batch: dict[str, torch.Tensor]) -> None:
+        """The learner's stream waits for the rollout's last copies to the device, and the allocator
+        learns that the batch (allocated on the collector's stream) is used on the learner's."""
+        assert self.stream is not None
+        learner_stream = torch.cuda.current_stream(self.stream.device)
+        learner_stream.wait_stream(self.stream)
+        for tensor in batch.values():
+            if tensor.is_cuda:
+                tensor.record_stream(learner_stream)
 
     def drop(self) -> int:
         """Wait for the rollout in flight to end and discard it (errors included: the caller starts over);
