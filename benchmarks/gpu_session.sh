@@ -73,19 +73,14 @@ train_pair() {  # ENV [STEPS]: the same command with the device auto-selected, t
   train_run "$env-cpu" "$env" "$steps" --device cpu
 }
 
-train_compiled() {  # ENV [STEPS]: on the GPU, eager vs torch.compile with CUDA graphs (reduce-overhead)
-  local env=$1 steps=${2:-$GPU_STEPS}
-  train_run "$env-eager" "$env" "$steps" --device auto
-  train_run "$env-graphs" "$env" "$steps" --device auto --compile --set train.compile_mode=reduce-overhead
+train_variant() {  # NAME ENV [TRAIN ARGS...]: on the GPU, the plugin defaults, then the same with ARGS
+  local name=$1 env=$2
+  shift 2
+  train_run "$env-defaults" "$env" "$GPU_STEPS" --device auto
+  train_run "$env-$name" "$env" "$GPU_STEPS" --device auto "$@"
 }
 
-train_overlapped() {  # ENV [STEPS]: on the GPU, exact PPO vs collecting the next rollout during the update
-  local env=$1 steps=${2:-$GPU_STEPS}
-  train_run "$env-exact" "$env" "$steps" --device auto
-  train_run "$env-overlap" "$env" "$steps" --device auto --set train.overlap=true
-}
-
-export -f install summarize_run train_run train_pair train_compiled train_overlapped
+export -f install summarize_run train_run train_pair train_variant
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
 step doctor 60 pufferbox doctor --strict
@@ -96,6 +91,6 @@ step bench-cuda-sweep 120 python3 benchmarks/bench_cuda.py --part sweep
 step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
 step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
-step train-nethack-graphs 300 train_compiled nethack
-step train-nethack-overlap 240 train_overlapped nethack
+step train-nethack-graphs 300 train_variant graphs nethack --compile --set train.compile_mode=reduce-overhead  # CUDA graphs
+step train-nethack-overlap 240 train_variant overlap nethack --set train.overlap=true
 uptime >>"$OUT/summary.md"
