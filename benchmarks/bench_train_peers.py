@@ -106,6 +106,13 @@ class Run:
         late = [r for step, r in self.episodes if step > 0.75 * budget]
         return (statistics.fmean(late) if late else None), len(late)
 
+    def curve(self, budget: int, parts: int = 4) -> list[tuple[float | None, int]]:
+        """(mean return, episodes) of the episodes that ended in each of ``parts`` equal spans of the budget."""
+        spans: list[list[float]] = [[] for _ in range(parts)]
+        for step, r in self.episodes:
+            spans[min(max(step - 1, 0) * parts // budget, parts - 1)].append(r)
+        return [((round(statistics.fmean(s), 2) if s else None), len(s)) for s in spans]
+
 
 def run_logged(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[tuple[float, str]], float]:
     """Runs ``cmd`` streaming its stdout into ``log``; returns (arrival time, line) pairs and the wall time."""
@@ -313,6 +320,7 @@ def run_arm(
         "phases": run.phases and {k: round(v, 2) for k, v in run.phases.items()},
         "return_last_quarter": mean_return and round(mean_return, 2),
         "episodes_last_quarter": episodes,
+        "return_by_quarter": run.curve(budget),
         "return_unit": run.return_unit,
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],

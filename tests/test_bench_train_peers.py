@@ -26,6 +26,12 @@ def test_final_return_uses_the_last_quarter_of_the_budget():
     assert bench.Run().final_return(1000) == (None, 0)
 
 
+def test_curve_splits_the_episodes_into_quarters_of_the_budget():
+    run = bench.Run(episodes=[(100, 50.0), (250, 10.0), (251, 2.0), (800, 3.0), (1000, 5.0), (1100, 7.0)])
+    # step 250 ends the first quarter; episodes past the budget (the last update overshoots) count in the last
+    assert run.curve(1000) == [(30.0, 2), (2.0, 1), (None, 0), (5.0, 3)]
+
+
 def test_budgets_per_env_and_unknown_env():
     assert bench.parse_budgets(["nethack=4096"], ["nethack", "breakout"]) == {"nethack": 4096, "breakout": 20_000}
     assert bench.parse_budgets(["3000"], ["bigfish"]) == {"bigfish": 3000}
