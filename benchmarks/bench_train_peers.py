@@ -102,16 +102,20 @@ class Run:
         (s0, t0), (s1, t1) = self.marks[0], self.marks[-1]
         return (s1 - s0) / max(t1 - t0, 1e-9)
 
-    def final_return(self, budget: int) -> tuple[float | None, int]:
-        late = [r for step, r in self.episodes if step > 0.75 * budget]
-        return (statistics.fmean(late) if late else None), len(late)
-
-    def curve(self, budget: int, parts: int = 4) -> list[tuple[float | None, int]]:
-        """(mean return, episodes) of the episodes that ended in each of ``parts`` equal spans of the budget."""
+    def spans(self, budget: int, parts: int = 4) -> list[list[float]]:
+        """The returns of the episodes that ended in each of ``parts`` equal spans of the budget (overshoot: the last)."""
         spans: list[list[float]] = [[] for _ in range(parts)]
         for step, r in self.episodes:
             spans[min(max(step - 1, 0) * parts // budget, parts - 1)].append(r)
-        return [((round(statistics.fmean(s), 2) if s else None), len(s)) for s in spans]
+        return spans
+
+    def final_return(self, budget: int) -> tuple[float | None, int]:
+        late = self.spans(budget)[-1]
+        return (statistics.fmean(late) if late else None), len(late)
+
+    def curve(self, budget: int, parts: int = 4) -> list[tuple[float | None, int]]:
+        """(mean return, episodes) per span of the budget: a learning curve."""
+        return [((round(statistics.fmean(s), 2) if s else None), len(s)) for s in self.spans(budget, parts)]
 
 
 def run_logged(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[tuple[float, str]], float]:
