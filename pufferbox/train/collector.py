@@ -152,6 +152,11 @@ def make_collector(
     )
 
 
+def rollout_fields(lstm: bool) -> tuple[str, ...]:
+    """The arrays a rollout stores per step, as PPO's batch names them (LSTM policies add their state)."""
+    return ("obs", "actions", "logprobs", "values", "rewards", "starts", "masks") + (("h", "c") if lstm else ())
+
+
 class Rollout:
     """Host storage in *segments* of ``horizon`` transitions (+1 bootstrap obs) each.
 
@@ -197,31 +202,12 @@ class Rollout:
         self.waiting = np.zeros(0, dtype=np.int64)  # rows with a full segment and no fresh one yet
 
     def arrays(self) -> list[np.ndarray]:
-        out = [
-            self.np_obs,
-            self.np_actions,
-            self.np_logprobs,
-            self.np_values,
-            self.np_rewards,
-            self.np_starts,
-            self.np_masks,
-        ]
-        return out + ([self.np_h, self.np_c] if self.lstm else [])
+        return [getattr(self, "np_" + name) for name in rollout_fields(self.lstm)]
 
     def take(self, segs: np.ndarray) -> dict[str, torch.Tensor]:
         """Copies of segments ``segs`` of every stored array, ``(len(segs), horizon + 1, ...)``."""
         idx = torch.from_numpy(segs)
-        out = {
-            "obs": self.obs,
-            "actions": self.actions,
-            "logprobs": self.logprobs,
-            "values": self.values,
-            "rewards": self.rewards,
-            "starts": self.starts,
-            "masks": self.masks,
-        }
-        out |= {"h": self.h, "c": self.c} if self.lstm else {}
-        return {name: x[idx] for name, x in out.items()}
+        return {name: getattr(self, name)[idx] for name in rollout_fields(self.lstm)}
 
     def carry(self, rows: np.ndarray, new_segs: np.ndarray) -> None:
         """Move ``rows`` to ``new_segs``, whose first step is the last step stored in their old segment
@@ -503,21 +489,11 @@ class DeviceCollector:
         return 0
 
     def arrays(self) -> list[torch.Tensor]:
-        out = [self.obs, self.actions, self.logprobs, self.values, self.rewards, self.starts, self.masks]
-        return out + ([self.h, self.c] if self.lstm else [])
+        return list(self.batch().values())
 
     def batch(self) -> dict[str, torch.Tensor]:
         """Every row's segment, in row order, no copies (the next :meth:`collect` overwrites them)."""
-        out = {
-            "obs": self.obs,
-            "actions": self.actions,
-            "logprobs": self.logprobs,
-            "values": self.values,
-            "rewards": self.rewards,
-            "starts": self.starts,
-            "masks": self.masks,
-        }
-        return out | ({"h": self.h, "c": self.c} if self.lstm else {})
+        return {name: getattr(self, name) for name in rollout_fields(self.lstm)}
 
     def policy_step(self, obs: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``(action to send, action to store, logprob, value)`` for one step; updates the LSTM state."""

@@ -137,6 +137,21 @@ def shutdown_local_ray(ray: Any, temp_dir: str) -> None:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+def stop_actors(ray: Any, actors: list[Any], graceful: bool, timeout: float) -> None:
+    """Kills ``actors``; with ``graceful``, first asks each to close its envs, waiting at most ``timeout`` s.
+
+    Closing is best effort: an actor that hangs or died must not keep ``close()`` from returning,
+    and the kill frees it either way.
+    """
+    if graceful:
+        try:
+            ray.get([a.close.remote() for a in actors], timeout=timeout)
+        except Exception:
+            pass
+    for a in actors:
+        ray.kill(a)
+
+
 class EnvWorker:
     """A Ray actor's state: consecutive envs ``first_env..`` stepped over rows of its own."""
 
@@ -281,11 +296,5 @@ class RayVectorEnv(VectorEnv):
         """Close the envs (``graceful``: ask each actor, waiting at most 10 s) and kill the actors."""
         if not getattr(self, "closed", True) and hasattr(self, "actors"):
             self.closed = True
-            if graceful:
-                try:
-                    self.ray.get([a.close.remote() for a in self.actors], timeout=min(10.0, self.step_timeout))
-                except Exception:
-                    pass
-            for a in self.actors:
-                self.ray.kill(a)
+            stop_actors(self.ray, self.actors, graceful, timeout=min(10.0, self.step_timeout))
             self.actors = []

@@ -41,7 +41,7 @@ import numpy as np
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
 from pufferbox.vector.base import EnvFactory, VectorConfigError, WorkerError, WorkerTimeoutError, check_step_timeout
-from pufferbox.vector.ray import ensure_ray
+from pufferbox.vector.ray import ensure_ray, stop_actors
 from pufferbox.vector.stepper import BlockStepper
 
 __all__ = ["RayRollouts", "RolloutResult", "RolloutWorker"]
@@ -476,13 +476,7 @@ class RayRollouts:
         if self.closed:
             return
         self.closed = True
-        if graceful:
-            try:
-                self.ray.get([a.close.remote() for a in self.actors], timeout=min(10.0, self.step_timeout))
-            except Exception:
-                pass
-        for a in self.actors:
-            self.ray.kill(a)
+        stop_actors(self.ray, self.actors, graceful, timeout=min(10.0, self.step_timeout))
         self.actors, self.pending = [], {}
 
     def __enter__(self) -> RayRollouts:
