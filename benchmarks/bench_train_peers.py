@@ -19,11 +19,14 @@ recorded before and after each.
 Per arm: steady-state training steps/s (first update excluded: from the end of update 1 to the
 end of the last), the env / inference / update seconds over the same updates where the trainer
 reports them, and the mean return of the episodes that ended in the last quarter of the budget.
+Long runs (millions of steps, hours each): ``--keep DIR`` keeps every run's directory, checkpoints
+and log in DIR to read while it trains, and ``--parts 10`` adds a finer learning curve to each row.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -302,6 +305,7 @@ def run_arm(
     threads: int | None,
     work: Path,
     pufferbox: tuple[str, ...] | list[str] = PUFFERBOX,
+    parts: int = 4,
 ) -> dict:
     load_before = os.getloadavg()
     if arm == "peer":
@@ -325,6 +329,7 @@ def run_arm(
         "return_last_quarter": mean_return and round(mean_return, 2),
         "episodes_last_quarter": episodes,
         "return_by_quarter": run.curve(budget),
+        **({f"return_by_{parts}ths": run.curve(budget, parts)} if parts != 4 else {}),
         "return_unit": run.return_unit,
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -435,6 +440,17 @@ def main() -> None:
         "it imports whatever pufferbox PYTHONPATH/the venv provides)",
     )
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--parts",
+        type=int,
+        default=4,
+        help="also report each run's learning curve over this many equal spans of the budget (default: quarters only)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="run in this new directory and keep it (run dirs, checkpoints, logs) instead of a temporary one",
+    )
     args = parser.parse_args()
     envs = [e.strip() for e in args.envs.split(",") if e.strip()]
     if unknown := [e for e in envs if e not in PEERS]:
@@ -455,13 +471,22 @@ def main() -> None:
         raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from {known} (or add one with --arm)")
     if "peer" in arms:
         check_peers(envs)
+    if args.parts < 1:
+        raise SystemExit(f"Error: --parts {args.parts}: needs at least 1 span, e.g. --parts 10")
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        raise SystemExit(f"Error: --keep {args.keep}: not empty; name a new or empty directory so no run is overwritten")
     threads, pufferbox = args.threads or None, args.pufferbox.split()
     results = []
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-peers-")))
+        else:
+            work = args.keep
+            work.mkdir(parents=True, exist_ok=True)
         for seed in args.seeds:  # interleaved, so every arm sees the same background load
             for env in envs:
                 for arm in arms:
-                    row = run_arm(arm, PEERS[env], seed, budgets[env], threads, Path(tmp), pufferbox)
+                    row = run_arm(arm, PEERS[env], seed, budgets[env], threads, work, pufferbox, parts=args.parts)
                     results.append(row)
                     print(json.dumps(row), flush=True)
     text = table(results)

@@ -106,7 +106,7 @@ def test_main_writes_one_results_section(monkeypatch, capsys):
     """--write replaces the "## Training vs peers" section with the same table it prints."""
     written = {}
 
-    def fake_arm(arm, peer, seed, budget, threads, work, pufferbox):
+    def fake_arm(arm, peer, seed, budget, threads, work, pufferbox, parts):
         return {
             "env": peer.env,
             "arm": arm,
@@ -173,7 +173,7 @@ def test_raw_game_scores_are_weighted_by_the_games_that_reported_them(tmp_path, 
 def test_an_extra_arm_adds_its_settings_to_the_defaults(monkeypatch):
     seen = []
     monkeypatch.setattr(bench, "ARM_SETTINGS", dict(bench.ARM_SETTINGS))
-    monkeypatch.setattr(bench, "run_arm", lambda arm, *args: seen.append((arm, bench.ARM_SETTINGS.get(arm))) or {})
+    monkeypatch.setattr(bench, "run_arm", lambda arm, *args, **kw: seen.append((arm, bench.ARM_SETTINGS.get(arm))) or {})
     monkeypatch.setattr(bench, "table", lambda results: "")
     argv = ["bench_train_peers.py", "--envs", "breakout", "--arms", "e2", "--arm", "e2=train.update_epochs=2,vec.num_envs=4"]
     monkeypatch.setattr(sys, "argv", argv)
@@ -181,4 +181,37 @@ def test_an_extra_arm_adds_its_settings_to_the_defaults(monkeypatch):
     assert seen == [("e2", ("train.update_epochs=2", "vec.num_envs=4"))]
     monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--arm", "e2"])
     with pytest.raises(SystemExit, match="Error: --arm e2: expected NAME=KEY=VALUE"):
+        bench.main()
+
+
+def test_keep_runs_in_the_named_directory_and_leaves_it(tmp_path, monkeypatch):
+    """--keep: the runs' files stay where the user asked (long runs can be inspected while they go)."""
+    seen = []
+
+    def fake_arm(arm, peer, seed, budget, threads, work, pufferbox, parts):
+        (work / f"{arm}-{seed}.log").write_text("trained")
+        seen.append((work, parts))
+        return {}
+
+    monkeypatch.setattr(bench, "run_arm", fake_arm)
+    monkeypatch.setattr(bench, "table", lambda results: "")
+    keep = tmp_path / "runs" / "bigfish-3M"
+    argv = ["bench_train_peers.py", "--envs", "bigfish", "--arms", "defaults", "--keep", str(keep), "--parts", "10"]
+    monkeypatch.setattr(sys, "argv", argv)
+    bench.main()
+    assert seen == [(keep, 10)]
+    assert (keep / "defaults-1.log").read_text() == "trained"
+    with pytest.raises(SystemExit, match="Error: --keep .*bigfish-3M: not empty; name a new or empty directory"):
+        bench.main()  # a second run into the same directory would overwrite the first one's run dirs
+    assert (keep / "defaults-1.log").read_text() == "trained"
+
+
+def test_parts_adds_a_finer_curve_to_the_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "run_cleanrl", lambda *a: bench.Run(episodes=[(100, 1.0), (600, 3.0), (1000, 5.0)]))
+    row = bench.run_arm("peer", bench.PEERS["bigfish"], 1, 1000, None, tmp_path, parts=5)
+    assert row["return_by_quarter"] == [(1.0, 1), (None, 0), (3.0, 1), (5.0, 1)]
+    assert row["return_by_5ths"] == [(1.0, 1), (None, 0), (3.0, 1), (None, 0), (5.0, 1)]  # step 600 ends span 3
+    assert "return_by_5ths" not in bench.run_arm("peer", bench.PEERS["bigfish"], 1, 1000, None, tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bench_train_peers.py", "--parts", "0"])
+    with pytest.raises(SystemExit, match="Error: --parts 0: needs at least 1 span"):
         bench.main()
