@@ -473,6 +473,8 @@ def main() -> None:
         check_peers(envs)
     if args.parts < 1:
         raise SystemExit(f"Error: --parts {args.parts}: needs at least 1 span, e.g. --parts 10")
+    if args.keep is not None and args.keep.exists() and not args.keep.is_dir():
+        raise SystemExit(f"Error: --keep {args.keep}: is a file; name a new or empty directory")
     if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
         raise SystemExit(f"Error: --keep {args.keep}: not empty; name a new or empty directory so no run is overwritten")
     threads, pufferbox = args.threads or None, args.pufferbox.split()

@@ -204,6 +204,9 @@ def test_keep_runs_in_the_named_directory_and_leaves_it(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="Error: --keep .*bigfish-3M: not empty; name a new or empty directory"):
         bench.main()  # a second run into the same directory would overwrite the first one's run dirs
     assert (keep / "defaults-1.log").read_text() == "trained"
+    monkeypatch.setattr(sys, "argv", [*argv[:-4], "--keep", str(keep / "defaults-1.log")])
+    with pytest.raises(SystemExit, match="Error: --keep .*defaults-1.log: is a file"):
+        bench.main()
 
 
 def test_parts_adds_a_finer_curve_to_the_row(tmp_path, monkeypatch):
