@@ -93,9 +93,8 @@ def main() -> None:
                         value, wall = run(tree, [*JOBS[job], *seed], work)
                         sps.setdefault((job, side), []).append(value)
                         walls.setdefault((job, side), []).append(round(wall, 2))
-                        load = os.getloadavg()[0]
                         row = {"job": job, "side": side, "repeat": repeat, "sps": value, "wall_s": round(wall, 2)}
-                        print(json.dumps({**row, "load1": load}))
+                        print(json.dumps({**row, "load1": os.getloadavg()[0]}))
             for job in args.jobs:
                 base, head = statistics.median(sps[(job, "base")]), statistics.median(sps[(job, "head")])
                 print(

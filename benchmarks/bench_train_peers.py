@@ -473,18 +473,21 @@ def main() -> None:
         check_peers(envs)
     if args.parts < 1:
         raise SystemExit(f"Error: --parts {args.parts}: needs at least 1 span, e.g. --parts 10")
-    if args.keep is not None and args.keep.exists() and not args.keep.is_dir():
-        raise SystemExit(f"Error: --keep {args.keep}: is a file; name a new or empty directory")
-    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
-        raise SystemExit(f"Error: --keep {args.keep}: not empty; name a new or empty directory so no run is overwritten")
+    if args.keep is not None and args.keep.exists():
+        if not args.keep.is_dir():
+            raise SystemExit(f"Error: --keep {args.keep}: is a file; name a new or empty directory")
+        if any(args.keep.iterdir()):
+            raise SystemExit(f"Error: --keep {args.keep}: not empty; name a new or empty directory so no run is overwritten")
     threads, pufferbox = args.threads or None, args.pufferbox.split()
     results = []
-    with contextlib.ExitStack() as stack:
-        if args.keep is None:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-peers-")))
-        else:
-            work = args.keep
-            work.mkdir(parents=True, exist_ok=True)
+    workspace: contextlib.AbstractContextManager[str]
+    if args.keep is None:
+        workspace = tempfile.TemporaryDirectory(prefix="bench-peers-")
+    else:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        workspace = contextlib.nullcontext(str(args.keep))
+    with workspace as work_dir:
+        work = Path(work_dir)
         for seed in args.seeds:  # interleaved, so every arm sees the same background load
             for env in envs:
                 for arm in arms:
