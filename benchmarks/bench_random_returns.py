@@ -36,14 +36,14 @@ def random_returns(env: str, steps: int, seed: int, overrides: Sequence[str] = (
         venv.action_space.seed(seed)
         venv.async_reset(seed=seed)
         venv.recv()
-        ended = []
-        for _ in range(max(1, steps // venv.batch_size)):
+        ended, batches = [], max(1, steps // venv.batch_size)
+        for _ in range(batches):
             venv.send(np.asarray(venv.action_space.sample()))
             episodes = venv.recv()[4]
             if len(episodes):
                 ended.append(episodes)
         done = Episodes.concat(ended) if ended else Episodes.empty()
-        taken = max(1, steps // venv.batch_size) * venv.batch_size
+        taken = batches * venv.batch_size
     n = len(done)
     return {
         "env": spec.name,
@@ -54,8 +54,14 @@ def random_returns(env: str, steps: int, seed: int, overrides: Sequence[str] = (
         "mean_return": float(np.mean(done.returns)) if n else None,
         "sem_return": float(np.std(done.returns, ddof=1) / math.sqrt(n)) if n > 1 else None,
         "mean_length": float(np.mean(done.lengths)) if n else None,
-        "metrics": {name: float(np.nanmean(values)) for name, values in done.metrics.items() if n},
+        # a metric some episodes lack is NaN for them (e.g. Atari's raw score on a life that did not end the game)
+        "metrics": {name: mean_of_reported(values) for name, values in done.metrics.items()},
     }
+
+
+def mean_of_reported(values: np.ndarray) -> float | None:
+    reported = values[~np.isnan(values)]
+    return float(reported.mean()) if reported.size else None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
