@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import pufferbox.vector
 from pufferbox.episodes import Episodes
 from pufferbox.registry import UnknownEnvError, get_registry
+from pufferbox.train.collector import make_vec_env
 from pufferbox.train.config import ConfigError, VecConfig, resolve_config, typed
 
 
@@ -30,9 +30,7 @@ def random_returns(env: str, steps: int, seed: int, overrides: Sequence[str] = (
     spec = get_registry().get(env)
     config = resolve_config(spec.training.config, overrides=list(overrides))
     vec = typed(VecConfig, config["vec"])
-    with pufferbox.vector.make(
-        spec, backend="serial", num_envs=vec.num_envs, env_kwargs=dict(config.get("env", {})), native=vec.native
-    ) as venv:
+    with make_vec_env(spec, vec, config.get("env", {}), seed=seed) as venv:
         venv.action_space.seed(seed)
         venv.async_reset(seed=seed)
         venv.recv()
