@@ -86,7 +86,8 @@ def main() -> int:
 def table() -> None:
     rows = [
         ("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
-        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),
+        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),  # through the cell index
+        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5, "cell_capacity": 0}),  # full scan
         ("tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
         ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
         ("cuda_cartpole", 100_000, 1000, {}),

@@ -18,6 +18,7 @@ def kernel_texts():
     for label, impl, kwargs in [
         ("tag-full", TAG, {}),
         ("tag-knearest", TAG, {"k_nearest": 3, "num_runners": 10}),
+        ("tag-knearest-cell-index", TAG, {"k_nearest": 5, "num_runners": 990, "num_taggers": 10}),
         ("tag-continuous-full", TAG_CONTINUOUS, {}),
         ("tag-continuous-knearest", TAG_CONTINUOUS, {"k_nearest": 4, "num_runners": 40}),
         ("cartpole", CARTPOLE, {}),

@@ -14,7 +14,15 @@ needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to bu
 @needs_cxx
 @pytest.mark.parametrize(
     "name,kwargs",
-    [("cuda_cartpole", {}), ("tag", {}), ("tag", {"num_taggers": 2, "num_runners": 6, "grid": 5, "k_nearest": 3})],
+    [
+        ("cuda_cartpole", {}),
+        ("tag", {}),
+        ("tag", {"num_taggers": 2, "num_runners": 6, "grid": 5, "k_nearest": 3}),
+        # the cell index: sparse (searches go several rings out), dense, and cells over capacity (full-scan fallback)
+        ("tag", {"num_taggers": 2, "num_runners": 10, "grid": 12, "k_nearest": 2, "cell_capacity": 4}),
+        ("tag", {"num_taggers": 3, "num_runners": 60, "grid": 6, "k_nearest": 5}),
+        ("tag", {"num_taggers": 2, "num_runners": 30, "grid": 5, "k_nearest": 3, "cell_capacity": 2}),
+    ],
 )
 def test_kernel_matches_reference_on_host(name, kwargs):
     report = check_env(get_registry().get(name), num_envs=4, steps=80, device="host", env_kwargs=kwargs)
@@ -37,6 +45,39 @@ def test_several_blocks_per_env_match_one_block():
             env.step()
     for name in ("observations", "rewards", "pos", "in_game", "done"):
         np.testing.assert_array_equal(envs[0].pull(name), envs[1].pull(name))
+
+
+@needs_cxx
+def test_cell_index_is_used_and_spans_blocks():
+    """The index is on where it pays, is emptied and refilled by every block of an env, and a
+    cell over capacity switches only that env to the full scan."""
+    from pufferbox_warp.plugin import TAG
+    from pufferbox_warp.tag import TagReference
+
+    from pufferbox.cuda.runtime import KernelEnv
+
+    assert TagReference(num_taggers=3, num_runners=60, grid=6, k_nearest=5).cell_capacity == 16
+    assert TagReference(num_taggers=3, num_runners=60, grid=6, k_nearest=0).cell_capacity == 0
+    kw = {"num_taggers": 3, "num_runners": 60, "grid": 6, "k_nearest": 5}
+    envs = [KernelEnv(TAG, num_envs=3, env_kwargs=kw, device="host", max_block=b) for b in (1024, 16)]
+    assert envs[1].grid == (3, 4)
+    actions = np.random.default_rng(3).integers(0, 5, (40, 3, 63), dtype=np.int32)
+    for act in actions:
+        for env in envs:
+            env.data.arrays["actions"][:] = act
+            env.step()
+            assert (env.pull("cell_count").sum(axis=1) == 63).all()  # every agent filed once
+    for name in ("observations", "rewards", "pos", "cell_count", "cell_overflow"):
+        np.testing.assert_array_equal(envs[0].pull(name), envs[1].pull(name))
+    crowded = KernelEnv(TAG, num_envs=3, env_kwargs={**kw, "cell_capacity": 2}, device="host")
+    assert crowded.pull("cell_overflow").any()
+
+
+def test_cell_capacity_must_not_be_negative():
+    from pufferbox_warp.tag import TagReference
+
+    with pytest.raises(ValueError, match="cell_capacity must be >= 0"):
+        TagReference(k_nearest=2, cell_capacity=-1)
 
 
 @needs_cxx

@@ -15,6 +15,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"n
     [
         ("tag", {}),
         ("tag", {"num_runners": 40, "k_nearest": 5}),
+        ("tag", {"num_taggers": 3, "num_runners": 60, "grid": 6, "k_nearest": 5}),  # cell index, filled in atomic order
+        ("tag", {"num_taggers": 2, "num_runners": 10, "grid": 12, "k_nearest": 2, "cell_capacity": 4}),
         ("cuda_cartpole", {}),
         ("tag_continuous", {}),
         ("tag_continuous", {"num_runners": 40, "k_nearest": 5, "world": 8.0, "wall_penalty": -0.1}),

@@ -28,6 +28,9 @@ class BatchedReference:
 
     state_arrays: ClassVar[tuple[str, ...]] = ()
     reset_arrays: ClassVar[tuple[str, ...]] = ()
+    # State arrays the consistency checker does not compare: kernel working memory whose contents
+    # may differ from the reference's without changing any result (e.g. filled in atomic order).
+    scratch_arrays: ClassVar[tuple[str, ...]] = ()
     step_kernels: ClassVar[tuple[str, ...]] = ()
     observe_kernel: ClassVar[str] = "observe"
     # Step kernels that start new episodes in place (skipped by ``step(autoreset=False)``).
@@ -67,6 +70,8 @@ class BatchedReference:
         layout = self.state_layout()
         if tuple(layout) != self.state_arrays:
             raise TypeError(f"{type(self).__name__}: state_layout order {tuple(layout)} != state_arrays {self.state_arrays}")
+        if not set(self.scratch_arrays) <= set(self.state_arrays):
+            raise TypeError(f"{type(self).__name__}: scratch_arrays {self.scratch_arrays} must be state arrays")
         for name, (size, dtype) in layout.items():
             self.arrays[name] = np.zeros((self.num_envs, size), dtype)
         self.initial: dict[str, np.ndarray] = {}

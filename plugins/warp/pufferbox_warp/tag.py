@@ -4,7 +4,8 @@ Taggers (the first ``num_taggers`` agents) chase runners on a grid; a runner sha
 with a tagger is tagged (``tag_penalty``), leaves the game, and each tagger there earns
 ``tag_reward``. Episodes end when every runner is tagged or after ``episode_length`` steps;
 a finished env restarts from the positions drawn at the first reset (WarpDrive's reset).
-``k_nearest > 0`` gives partial observations of the K nearest agents.
+``k_nearest > 0`` gives partial observations of the K nearest agents. With many agents per cell
+the kernel finds them through a cell index (``cell_capacity``): the observations are the same.
 
 Example:
     >>> env = TagEnv(num_taggers=1, num_runners=4)
@@ -33,9 +34,10 @@ MOVES = np.array([[0, 0], [0, 1], [0, -1], [-1, 0], [1, 0]], dtype=np.int32)  # 
 class TagReference(BatchedReference):
     """``num_envs`` discrete Tag games in numpy, phase for phase like ``tag.cu``."""
 
-    state_arrays = ("pos", "in_game", "steps", "tagged")
-    reset_arrays = ("pos", "in_game", "steps")
-    step_kernels = ("tag_move", "tag_tag", "tag_count")
+    state_arrays = ("pos", "in_game", "steps", "tagged", "cell_count", "cell_agents", "cell_overflow")
+    reset_arrays = ("pos", "in_game", "steps", "cell_count", "cell_agents", "cell_overflow")
+    scratch_arrays = ("cell_agents",)  # the kernel files agents in atomic (arrival) order
+    step_kernels = ("tag_move", "tag_tag", "tag_count", "tag_index")
     observe_kernel = "tag_observe"
 
     def __init__(
@@ -48,7 +50,10 @@ class TagReference(BatchedReference):
         k_nearest: int = 0,
         tag_reward: float = 1.0,
         tag_penalty: float = -1.0,
+        cell_capacity: int | None = None,
     ):
+        """``cell_capacity``: agents one cell of the kernel's cell index holds (0: no index, the
+        nearest-K search scans every agent; None: an index where it pays, see :func:`cell_capacity_for`)."""
         if num_taggers < 1 or num_runners < 1:
             raise ValueError("tag needs at least one tagger and one runner")
         self.num_envs, self.num_taggers = num_envs, num_taggers
@@ -56,6 +61,12 @@ class TagReference(BatchedReference):
         if not 0 <= k_nearest <= self.num_agents - 1:
             raise ValueError(f"k_nearest must be in [0, {self.num_agents - 1}] (0 = observe everyone), got {k_nearest}")
         self.k_nearest = k_nearest
+        if cell_capacity is None:
+            cell_capacity = cell_capacity_for(self.num_agents, grid, k_nearest)
+        if cell_capacity < 0:
+            raise ValueError(f"cell_capacity must be >= 0 (0 = no cell index), got {cell_capacity}")
+        self.cell_capacity = cell_capacity if k_nearest else 0
+        self.cells = grid * grid if self.cell_capacity else 1
         self.observed = k_nearest or self.num_agents - 1
         self.obs_dim, self.num_actions = 4 + 4 * self.observed, 5
         self.tag_reward, self.tag_penalty = f32(tag_reward), f32(tag_penalty)
@@ -68,6 +79,9 @@ class TagReference(BatchedReference):
             "in_game": (self.num_agents, i32),
             "steps": (1, i32),
             "tagged": (self.num_agents, i32),
+            "cell_count": (self.cells, i32),
+            "cell_agents": (self.cells * max(self.cell_capacity, 1), i32),
+            "cell_overflow": (1, i32),
         }
 
     def constants(self) -> dict:
@@ -79,6 +93,9 @@ class TagReference(BatchedReference):
             "EPISODE_LENGTH": self.episode_length,
             "EPISODE_LENGTH_F": float(self.episode_length),
             "K_NEAREST": self.k_nearest,
+            "CELL_INDEX": int(self.cell_capacity > 0),
+            "CELLS": self.cells,
+            "CELL_CAP": max(self.cell_capacity, 1),
             "TAG_REWARD": float(self.tag_reward),
             "TAG_PENALTY": float(self.tag_penalty),
         }
@@ -91,6 +108,7 @@ class TagReference(BatchedReference):
         a["in_game"][:] = 1
         a["steps"][:] = 0
         a["tagged"][:] = 0
+        self.tag_index()
 
     def xy(self) -> np.ndarray:
         return self.arrays["pos"].reshape(self.num_envs, self.num_agents, 2)
@@ -116,6 +134,26 @@ class TagReference(BatchedReference):
     def tag_count(self) -> None:
         leave_and_count(self.arrays, self.num_taggers, self.episode_length)
 
+    def tag_index(self) -> None:
+        """Each agent filed under its cell, lower indices first (the kernel's order may differ)."""
+        a = self.arrays
+        a["cell_count"][:] = 0
+        a["cell_agents"][:] = 0
+        a["cell_overflow"][:] = 0
+        if not self.cell_capacity:
+            return
+        pos, cap = self.xy(), self.cell_capacity
+        cells = pos[..., 1] * self.grid + pos[..., 0]  # [env, agent]
+        envs = np.arange(self.num_envs)[:, None]
+        np.add.at(a["cell_count"], (np.broadcast_to(envs, cells.shape), cells), 1)
+        order = np.argsort(cells, axis=1, kind="stable")  # agents by cell, by index within a cell
+        by_cell = np.take_along_axis(cells, order, axis=1)
+        first = np.cumsum(a["cell_count"], axis=1) - a["cell_count"]  # [env, cell]: first rank of the cell
+        rank = np.arange(self.num_agents)[None, :] - first[envs, by_cell]
+        kept = rank < cap
+        a["cell_agents"][np.broadcast_to(envs, kept.shape)[kept], (by_cell * cap + rank)[kept]] = order[kept]
+        a["cell_overflow"][:, 0] = (a["cell_count"] > cap).any(axis=1)
+
     def tag_observe(self) -> None:
         a = self.arrays
         report_done(a)
@@ -124,17 +162,41 @@ class TagReference(BatchedReference):
         obs[:, :, 0:2] = pos.astype(np.float32) / g
         obs[:, :, 2] = np.arange(n) < self.num_taggers
         obs[:, :, 3] = a["steps"].astype(np.float32) / f32(self.episode_length)
+        # a few envs at a time: [env, agent, other] temporaries of 1000-agent games would take tens of GB
+        chunk = max(1, 2**22 // (n * n))
+        for lo in range(0, self.num_envs, chunk):
+            obs[lo : lo + chunk, :, 4:] = self.observed_agents(pos[lo : lo + chunk], a["in_game"][lo : lo + chunk])
+
+    def observed_agents(self, pos: np.ndarray, in_game: np.ndarray) -> np.ndarray:
+        """``[env, agent, 4 * observed]`` features of the agents each agent observes."""
+        envs, n, g = pos.shape[0], self.num_agents, f32(self.grid)
         delta = pos[:, None, :, :] - pos[:, :, None, :]  # [env, agent, other, 2]: other - self
         if self.k_nearest:
-            others = nearest_agents((delta * delta).sum(-1), self.k_nearest)
+            squares = delta * delta
+            others = nearest_agents(squares[..., 0] + squares[..., 1], self.k_nearest)
         else:
-            others = other_agents(self.num_envs, n)
-        e_idx, a_idx = np.arange(self.num_envs)[:, None, None], np.arange(n)[None, :, None]
-        feats = np.empty((self.num_envs, n, self.observed, 4), np.float32)
+            others = other_agents(envs, n)
+        e_idx, a_idx = np.arange(envs)[:, None, None], np.arange(n)[None, :, None]
+        feats = np.empty((envs, n, self.observed, 4), np.float32)
         feats[..., 0:2] = delta[e_idx, a_idx, others].astype(np.float32) / g
         feats[..., 2] = others < self.num_taggers
-        feats[..., 3] = a["in_game"][e_idx, others] != 0
-        obs[:, :, 4:] = feats.reshape(self.num_envs, n, -1)
+        feats[..., 3] = in_game[e_idx, others] != 0
+        return feats.reshape(envs, n, -1)
+
+
+def cell_capacity_for(num_agents: int, grid: int, k_nearest: int) -> int:
+    """The kernel's cell index where it pays, else 0: its ring search visits about
+    ``4 * k_nearest * grid**2 / (pi * num_agents)`` cells against ``num_agents`` agents a full scan reads,
+    so the index is used when ``16 * k_nearest * grid**2 <= num_agents**2`` (1000 agents on a 20 x 20
+    grid, k 5: yes; 45 agents: no). A cell holds 4x the mean agents per cell, at least 16; an env with a
+    fuller cell scans every agent that step.
+
+    >>> cell_capacity_for(1000, 20, 5), cell_capacity_for(45, 20, 5)
+    (16, 0)
+    """
+    if not k_nearest or 16 * k_nearest * grid * grid > num_agents * num_agents:
+        return 0
+    return min(num_agents, max(16, 4 * -(-num_agents // (grid * grid))))
 
 
 class TagEnv(ParallelEnv):

@@ -52,7 +52,13 @@ def nearest_agents(dist: np.ndarray, k: int) -> np.ndarray:
     n = dist.shape[1]
     never = np.iinfo(dist.dtype).max if np.issubdtype(dist.dtype, np.integer) else np.inf
     dist[:, np.arange(n), np.arange(n)] = never
-    return np.argsort(dist, axis=-1, kind="stable")[:, :, :k]
+    if not np.issubdtype(dist.dtype, np.integer) or k * 8 > n:
+        return np.argsort(dist, axis=-1, kind="stable")[:, :, :k]
+    # (distance, index) as one unique integer: a partial selection of the k smallest is exact, and
+    # O(n) per agent where the stable sort is O(n log n) (1000-agent Tag's first reset: minutes)
+    key = dist.astype(np.int64) * n + np.arange(n)
+    part = np.argpartition(key, k - 1, axis=-1)[:, :, :k]
+    return np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, -1), axis=-1), -1)
 
 
 def other_agents(num_envs: int, n: int) -> np.ndarray:

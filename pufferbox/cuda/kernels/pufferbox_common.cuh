@@ -24,6 +24,18 @@ extern "C" { extern pb_dim3 blockIdx, threadIdx, blockDim; }
 // Env-per-thread layout (single-agent envs): envs spread over blocks of blockDim.x threads.
 #define PB_THREAD_ENV ((int)(blockIdx.x * blockDim.x + threadIdx.x))
 
+// atomicAdd on the GPU; on the host the simulator runs one thread at a time, so a plain add is atomic.
+#ifdef __CUDACC__
+#define PB_ATOMIC_ADD(p, v) atomicAdd((p), (v))
+#else
+PB_HD int pb_host_atomic_add(int* p, int v) {
+    const int old = *p;
+    *p = old + v;
+    return old;
+}
+#define PB_ATOMIC_ADD(p, v) pb_host_atomic_add((p), (v))
+#endif
+
 // lowbias32 (Chris Wellons): a strong 32-bit integer mixer.
 PB_HD unsigned int pb_mix32(unsigned int x) {
     x ^= x >> 16; x *= 0x7feb352dU;

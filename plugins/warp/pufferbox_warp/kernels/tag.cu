@@ -5,18 +5,28 @@
 // steps (truncated). Observations: own [x/G, y/G, is_tagger, t/T], then [dx/G, dy/G, is_tagger,
 // in_game] of every other agent (K_NEAREST == 0) or of the K_NEAREST nearest ones.
 // One block row per env, one thread per agent; kernel boundaries are the phase barriers.
+//
+// With CELL_INDEX, tag_index files every agent under its cell (up to CELL_CAP per cell, in
+// arrival order) after each move, and the nearest-K search visits cells ring by ring around the
+// agent instead of every agent of the env: O(agents near it) rather than O(NUM_AGENTS). A cell
+// over capacity sets cell_overflow and that env falls back to the full scan for the step. The
+// index is a reset array too, so a restored env gets the index of its restored positions.
 #include "pufferbox_common.cuh"
 #include "tag_common.cuh"
 
 #define TAG_ARGS                                                                               \
     float* observations, const int* actions, float* rewards, unsigned char* terminals,           \
     unsigned char* truncations, unsigned char* masks, int* done,                                 \
-    int* pos, int* in_game, int* steps, int* tagged
+    int* pos, int* in_game, int* steps, int* tagged, int* cell_count, int* cell_agents, int* cell_overflow
 
 PB_KERNEL void tag_move(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     const int i = e * NUM_AGENTS + a;
+#if CELL_INDEX  // emptied here, refilled by tag_index after every move (kernel boundaries between)
+    for (int c = a; c < CELLS; c += NUM_AGENTS) cell_count[(long long)e * CELLS + c] = 0;
+    if (a == 0) cell_overflow[e] = 0;
+#endif
     rewards[i] = 0.0f;
     masks[i] = (unsigned char)(in_game[i] != 0);
     if (!in_game[i]) return;
@@ -56,6 +66,18 @@ PB_KERNEL void tag_count(TAG_ARGS) {
     tag_leave_and_count(e, a, in_game, tagged, terminals, truncations, steps, done);
 }
 
+PB_KERNEL void tag_index(TAG_ARGS) {
+#if CELL_INDEX
+    const int e = PB_ENV, a = PB_AGENT;
+    if (a >= NUM_AGENTS) return;
+    const int i = e * NUM_AGENTS + a;
+    const long long cell = (long long)e * CELLS + pos[2 * i + 1] * GRID + pos[2 * i];
+    const int slot = PB_ATOMIC_ADD(&cell_count[cell], 1);
+    if (slot < CELL_CAP) cell_agents[cell * CELL_CAP + slot] = a;
+    else cell_overflow[e] = 1;
+#endif
+}
+
 PB_HD void tag_write_other(float* row, int j, int x, int y, const int* pos, const int* in_game, int base) {
     row[0] = (float)(pos[2 * (base + j)] - x) / GRID_F;
     row[1] = (float)(pos[2 * (base + j) + 1] - y) / GRID_F;
@@ -85,6 +107,32 @@ PB_KERNEL void tag_observe(TAG_ARGS) {
     int best_j[K_NEAREST];
     int best_d[K_NEAREST];
     int filled = 0;
+#if CELL_INDEX
+    if (!cell_overflow[e]) {
+        const int* count = cell_count + (long long)e * CELLS;
+        const int* filed = cell_agents + (long long)e * CELLS * CELL_CAP;
+        const int reach_x = x > GRID - 1 - x ? x : GRID - 1 - x, reach_y = y > GRID - 1 - y ? y : GRID - 1 - y;
+        const int reach = reach_x > reach_y ? reach_x : reach_y;  // the ring holding the farthest cell
+        for (int r = 0; r <= reach; ++r) {  // ring r: the cells at Chebyshev distance r
+            for (int cy = y - r; cy <= y + r; ++cy) {
+                if (cy < 0 || cy >= GRID) continue;
+                const int stride = (cy == y - r || cy == y + r) ? 1 : 2 * r;  // inner rows: two cells
+                for (int cx = x - r; cx <= x + r; cx += stride) {
+                    if (cx < 0 || cx >= GRID) continue;
+                    const int c = cy * GRID + cx;
+                    for (int s = 0; s < count[c]; ++s) {
+                        const int j = filed[c * CELL_CAP + s];
+                        if (j == a) continue;
+                        const int dx = pos[2 * (base + j)] - x, dy = pos[2 * (base + j) + 1] - y;
+                        tag_keep_nearest(j, dx * dx + dy * dy, best_j, best_d, &filled);
+                    }
+                }
+            }
+            // every agent not yet seen is at least r + 1 cells away on one axis
+            if (filled == K_NEAREST && best_d[K_NEAREST - 1] < (r + 1) * (r + 1)) break;
+        }
+    } else
+#endif
     for (int j = 0; j < NUM_AGENTS; ++j) {
         if (j == a) continue;
         const int dx = pos[2 * (base + j)] - x, dy = pos[2 * (base + j) + 1] - y;

@@ -32,14 +32,20 @@ PB_HD void tag_report_done(int d, int i, unsigned char* masks, unsigned char* te
     truncations[i] = (unsigned char)(d == 2 && !terminals[i]);
 }
 
-// Keeps best_j/best_d sorted by (distance, index) while agents j = 0, 1, ... arrive: insertion
-// into a top-K, so ties keep the lower index (numpy's stable argsort). D is int on the grid,
-// float in the continuous world: distances are compared exactly as the reference does.
+// Keeps best_j/best_d sorted by (distance, index), whatever order agents j arrive in (the cell
+// index hands them over cell by cell): ties go to the lower index, as numpy's stable argsort gives.
+// D is int on the grid, float in the continuous world: distances are compared exactly as the
+// reference does.
+template <typename D>
+PB_HD int tag_nearer(D dist, int j, D other_dist, int other_j) {
+    return dist < other_dist || (dist == other_dist && j < other_j);
+}
+
 template <typename D>
 PB_HD void tag_keep_nearest(int j, D dist, int* best_j, D* best_d, int* filled) {
-    if (*filled == K_NEAREST && dist >= best_d[K_NEAREST - 1]) return;
+    if (*filled == K_NEAREST && !tag_nearer(dist, j, best_d[K_NEAREST - 1], best_j[K_NEAREST - 1])) return;
     int p = *filled < K_NEAREST ? *filled : K_NEAREST - 1;
-    while (p > 0 && best_d[p - 1] > dist) { best_d[p] = best_d[p - 1]; best_j[p] = best_j[p - 1]; --p; }
+    while (p > 0 && tag_nearer(dist, j, best_d[p - 1], best_j[p - 1])) { best_d[p] = best_d[p - 1]; best_j[p] = best_j[p - 1]; --p; }
     best_d[p] = dist; best_j[p] = j;
     if (*filled < K_NEAREST) ++*filled;
 }
