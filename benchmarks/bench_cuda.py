@@ -4,6 +4,8 @@
 
 The second table sweeps threads per block: the block size of CUDA CartPole (one thread per env)
 and the cap on threads per block of 45-agent Tag (below 45 one env spans several blocks).
+``--part kernels`` times each kernel of a step with CUDA events (where a step's time goes), and
+the launch path: PyCUDA's prepared calls against its per-call argument inspection.
 
 Env steps/s = num_envs * steps / seconds (WarpDrive's measure). CartPole is also compared with
 Gymnasium CartPole-v1 on one CPU core in the same run.
@@ -66,7 +68,9 @@ def main() -> int:
     from pufferbox.cuda.device import gpu_unavailable_reason
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])  # --help works without a GPU
-    parser.add_argument("--part", choices=("all", "table", "sweep"), default="all", help="which table(s) to print")
+    parser.add_argument(
+        "--part", choices=("all", "table", "sweep", "kernels"), default="all", help="tables to print (all: table + sweep)"
+    )
     args = parser.parse_args()
 
     reason = gpu_unavailable_reason()
@@ -80,6 +84,8 @@ def main() -> int:
         table()
     if args.part in ("all", "sweep"):
         sweep()
+    if args.part == "kernels":
+        kernels()
     return 0
 
 
@@ -109,6 +115,51 @@ def sweep() -> None:
         cartpole.set_block_size(env_block=threads)
         tag.set_block_size(max_block=threads)
         print(f"| {threads} | {time_steps(cartpole, 1000):,.0f} | {time_steps(tag, 200):,.0f} |")
+
+
+def kernels(steps: int = 20) -> None:
+    """GPU milliseconds per step of each kernel (CUDA events around every launch), then the launch path."""
+    import pycuda.driver as drv
+
+    thousand = {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}
+    for name, envs, kw in [("tag", 500, thousand), ("tag", 500, {**thousand, "cell_capacity": 0}), ("tag", 2000, {})]:
+        env = make(name, envs, **kw)
+        time_steps(env, 5)
+        functions, launch, spans = env.functions, env.functions.launch, []
+
+        def timed(kernel, grid, block, args, functions=functions, launch=launch, spans=spans):
+            functions.context.push()
+            try:
+                start, end = drv.Event(), drv.Event()
+                start.record()
+                launch(kernel, grid, block, args)
+                end.record()
+                spans.append((kernel, start, end))
+            finally:
+                functions.context.pop()
+
+        functions.launch = timed
+        actions = env.tensor("actions")
+        for _ in range(steps):
+            actions.random_(0, env.num_actions)
+            env.step()
+        spans[-1][2].synchronize()
+        total: dict[str, float] = {}
+        for kernel, start, end in spans:
+            total[kernel] = total.get(kernel, 0.0) + end.time_since(start) / steps
+        print(f"\n{name} {kw}, {envs} envs: GPU ms per step by kernel (launches timed one by one)")
+        print("| kernel | ms per step | share |\n|---|---|---|")
+        for kernel, ms in sorted(total.items(), key=lambda item: -item[1]):
+            print(f"| {kernel} | {ms:.3f} | {ms / sum(total.values()):.0%} |")
+        functions.launch = launch
+    print("\n| env | envs x agents | prepared calls | per-call arguments |\n|---|---|---|---|")
+    for name, envs, kw in [("tag", 2000, {}), ("tag_continuous", 2000, {}), ("cuda_cartpole", 100_000, {})]:
+        env = make(name, envs, **kw)
+        rates = []
+        for prepared in (True, False):
+            env.functions.prepared = prepared
+            rates.append(time_steps(env, 1000))
+        print(f"| {name} | {envs} x {env.num_agents} | {rates[0]:,.0f} | {rates[1]:,.0f} |")
 
 
 if __name__ == "__main__":

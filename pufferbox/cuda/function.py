@@ -17,10 +17,28 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pufferbox.cuda.build import NVCC_OPTIONS, CompileError, cache_dir, cache_key, find_nvcc
 from pufferbox.cuda.device import require_gpu
 
-__all__ = ["FunctionManager"]
+__all__ = ["FunctionManager", "arg_format"]
+
+# struct codes of PyCUDA's prepared calls for the argument types kernels take: device pointers
+# (np.uintp), int32 counts and uint32 RNG keys, float32 parameters
+ARG_CODES = {np.dtype(np.uintp): "P", np.dtype(np.int32): "i", np.dtype(np.uint32): "I", np.dtype(np.float32): "f"}
+
+
+def arg_format(args: Sequence[Any]) -> str:
+    """PyCUDA's ``prepare`` format of a launch's arguments, e.g. ``"PPi"``.
+
+    >>> arg_format([np.uintp(1), np.uintp(2), np.int32(3)])
+    'PPi'
+    """
+    try:
+        return "".join(ARG_CODES[np.asarray(arg).dtype] for arg in args)
+    except KeyError as err:
+        raise TypeError(f"kernel argument of type {err.args[0]}: pass np.uintp, np.int32, np.uint32 or np.float32") from None
 
 
 class FunctionManager:
@@ -39,6 +57,10 @@ class FunctionManager:
         self.arch = f"sm_{major}{minor}"
         self.modules: list[Any] = []
         self.functions: dict[str, Any] = {}
+        # A prepared call packs the arguments with one struct format instead of inspecting each
+        # one per launch: kernel envs of few agents per env are bound by launch cost on the host.
+        self.prepared = True
+        self.formats: dict[str, str] = {}
 
     def compile(self, text: str, names: Sequence[str]) -> None:
         key = cache_key(text, NVCC_OPTIONS, self.arch)
@@ -77,6 +99,13 @@ class FunctionManager:
     def launch(self, name: str, grid: tuple[int, int], block: int, args: Sequence[Any]) -> None:
         self.context.push()
         try:
-            self.functions[name](*args, grid=(int(grid[0]), int(grid[1]), 1), block=(int(block), 1, 1))
+            function = self.functions[name]
+            if not self.prepared:
+                function(*args, grid=(int(grid[0]), int(grid[1]), 1), block=(int(block), 1, 1))
+                return
+            if name not in self.formats:  # a kernel always takes the same argument types
+                self.formats[name] = arg_format(args)
+                function.prepare(self.formats[name])
+            function.prepared_call((int(grid[0]), int(grid[1]), 1), (int(block), 1, 1), *args)
         finally:
             self.context.pop()
