@@ -71,6 +71,21 @@ def test_cell_index_is_used_and_spans_blocks():
         np.testing.assert_array_equal(envs[0].pull(name), envs[1].pull(name))
     crowded = KernelEnv(TAG, num_envs=3, env_kwargs={**kw, "cell_capacity": 2}, device="host")
     assert crowded.pull("cell_overflow").any()
+    # without the index a step restores only pos, in_game and steps: no launches for unused arrays
+    assert [launch[3][0] for launch in envs[0].reset_launches] == [
+        envs[0].data.pointer(n) for n in envs[0].reference.reset_arrays
+    ]
+    plain = KernelEnv(TAG, num_envs=2, env_kwargs={"k_nearest": 2}, device="host")
+    assert plain.reference.reset_arrays == ("pos", "in_game", "steps") and len(plain.reset_launches) == 3
+    assert len(envs[0].reset_launches) == 6
+
+
+def test_prepared_launch_format_follows_the_argument_types():
+    from pufferbox.cuda.function import arg_format
+
+    assert arg_format([np.uintp(1), np.int32(2), np.uint32(3), np.float32(0.5)]) == "PiIf"
+    with pytest.raises(TypeError, match="pass np.uintp, np.int32, np.uint32 or np.float32"):
+        arg_format([np.uintp(1), 7])
 
 
 def test_cell_capacity_must_not_be_negative():

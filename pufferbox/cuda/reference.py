@@ -27,7 +27,9 @@ class BatchedReference:
     """Base of every CPU reference; see the module docstring for the contract."""
 
     state_arrays: ClassVar[tuple[str, ...]] = ()
-    reset_arrays: ClassVar[tuple[str, ...]] = ()
+    # Restored from the first reset's copy when an env is done; an instance may extend it in
+    # ``__init__`` (state that only some configurations keep), before :meth:`reset`.
+    reset_arrays: tuple[str, ...] = ()
     # State arrays the consistency checker does not compare: kernel working memory whose contents
     # may differ from the reference's without changing any result (e.g. filled in atomic order).
     scratch_arrays: ClassVar[tuple[str, ...]] = ()

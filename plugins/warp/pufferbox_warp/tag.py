@@ -35,9 +35,9 @@ class TagReference(BatchedReference):
     """``num_envs`` discrete Tag games in numpy, phase for phase like ``tag.cu``."""
 
     state_arrays = ("pos", "in_game", "steps", "tagged", "cell_count", "cell_agents", "cell_overflow")
-    reset_arrays = ("pos", "in_game", "steps", "cell_count", "cell_agents", "cell_overflow")
+    reset_arrays: tuple[str, ...] = ("pos", "in_game", "steps")  # + the cell index's arrays when it is on
     scratch_arrays = ("cell_agents",)  # the kernel files agents in atomic (arrival) order
-    step_kernels = ("tag_move", "tag_tag", "tag_count", "tag_index")
+    step_kernels = ("tag_move", "tag_tag", "tag_count")
     observe_kernel = "tag_observe"
 
     def __init__(
@@ -67,6 +67,8 @@ class TagReference(BatchedReference):
             raise ValueError(f"cell_capacity must be >= 0 (0 = no cell index), got {cell_capacity}")
         self.cell_capacity = cell_capacity if k_nearest else 0
         self.cells = grid * grid if self.cell_capacity else 1
+        if self.cell_capacity:  # a restored env gets the index of its restored positions
+            self.reset_arrays = (*self.reset_arrays, "cell_count", "cell_agents", "cell_overflow")
         self.observed = k_nearest or self.num_agents - 1
         self.obs_dim, self.num_actions = 4 + 4 * self.observed, 5
         self.tag_reward, self.tag_penalty = f32(tag_reward), f32(tag_penalty)
@@ -108,7 +110,7 @@ class TagReference(BatchedReference):
         a["in_game"][:] = 1
         a["steps"][:] = 0
         a["tagged"][:] = 0
-        self.tag_index()
+        self.file_cells()
 
     def xy(self) -> np.ndarray:
         return self.arrays["pos"].reshape(self.num_envs, self.num_agents, 2)
@@ -128,14 +130,15 @@ class TagReference(BatchedReference):
         is_tagger = np.arange(self.num_agents) < t
         caught, hit = catches(same, alive, is_tagger)
         a["tagged"][:] = hit
+        self.file_cells()
         rewards = np.where(is_tagger, self.tag_reward * caught.astype(np.float32), np.where(hit, self.tag_penalty, f32(0.0)))
         a["rewards"][:] = np.where(alive, rewards, a["rewards"])
 
     def tag_count(self) -> None:
         leave_and_count(self.arrays, self.num_taggers, self.episode_length)
 
-    def tag_index(self) -> None:
-        """Each agent filed under its cell, lower indices first (the kernel's order may differ)."""
+    def file_cells(self) -> None:
+        """The cell index: each agent filed under its cell, lower indices first (the kernel's order may differ)."""
         a = self.arrays
         a["cell_count"][:] = 0
         a["cell_agents"][:] = 0

@@ -6,8 +6,8 @@
 // in_game] of every other agent (K_NEAREST == 0) or of the K_NEAREST nearest ones.
 // One block row per env, one thread per agent; kernel boundaries are the phase barriers.
 //
-// With CELL_INDEX, tag_index files every agent under its cell (up to CELL_CAP per cell, in
-// arrival order) after each move, and the nearest-K search visits cells ring by ring around the
+// With CELL_INDEX, tag_tag also files every agent under its cell (up to CELL_CAP per cell, in
+// arrival order) once the moves are done, and the nearest-K search visits cells ring by ring around the
 // agent instead of every agent of the env: O(agents near it) rather than O(NUM_AGENTS). A cell
 // over capacity sets cell_overflow and that env falls back to the full scan for the step. The
 // index is a reset array too, so a restored env gets the index of its restored positions.
@@ -23,7 +23,7 @@ PB_KERNEL void tag_move(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     const int i = e * NUM_AGENTS + a;
-#if CELL_INDEX  // emptied here, refilled by tag_index after every move (kernel boundaries between)
+#if CELL_INDEX  // emptied here, refilled by tag_tag once every agent has moved (a kernel boundary)
     for (int c = a; c < CELLS; c += NUM_AGENTS) cell_count[(long long)e * CELLS + c] = 0;
     if (a == 0) cell_overflow[e] = 0;
 #endif
@@ -41,9 +41,15 @@ PB_KERNEL void tag_tag(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     const int base = e * NUM_AGENTS, i = base + a;
+    const int x = pos[2 * i], y = pos[2 * i + 1];
+#if CELL_INDEX  // every agent, in the game or not: the nearest-K search, like the reference, sees all
+    const long long cell = (long long)e * CELLS + y * GRID + x;
+    const int slot = PB_ATOMIC_ADD(&cell_count[cell], 1);
+    if (slot < CELL_CAP) cell_agents[cell * CELL_CAP + slot] = a;
+    else cell_overflow[e] = 1;
+#endif
     tagged[i] = 0;
     if (!in_game[i]) return;
-    const int x = pos[2 * i], y = pos[2 * i + 1];
     if (a < NUM_TAGGERS) {
         int caught = 0;
         for (int j = NUM_TAGGERS; j < NUM_AGENTS; ++j) {
@@ -64,18 +70,6 @@ PB_KERNEL void tag_count(TAG_ARGS) {
     const int e = PB_ENV, a = PB_AGENT;
     if (a >= NUM_AGENTS) return;
     tag_leave_and_count(e, a, in_game, tagged, terminals, truncations, steps, done);
-}
-
-PB_KERNEL void tag_index(TAG_ARGS) {
-#if CELL_INDEX
-    const int e = PB_ENV, a = PB_AGENT;
-    if (a >= NUM_AGENTS) return;
-    const int i = e * NUM_AGENTS + a;
-    const long long cell = (long long)e * CELLS + pos[2 * i + 1] * GRID + pos[2 * i];
-    const int slot = PB_ATOMIC_ADD(&cell_count[cell], 1);
-    if (slot < CELL_CAP) cell_agents[cell * CELL_CAP + slot] = a;
-    else cell_overflow[e] = 1;
-#endif
 }
 
 PB_HD void tag_write_other(float* row, int j, int x, int y, const int* pos, const int* in_game, int base) {
