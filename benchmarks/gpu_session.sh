@@ -88,6 +88,11 @@ step pytest-gpu 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 12
 step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_continuous --cuda && pufferbox check cuda_cartpole --cuda"
 step bench-cuda 180 python3 benchmarks/bench_cuda.py --part table
 step bench-cuda-sweep 120 python3 benchmarks/bench_cuda.py --part sweep
+step bench-cuda-kernels 150 python3 benchmarks/bench_cuda.py --part kernels
+# where 1000-agent Tag's observe kernel spends its time (the largest phase of that step: RESULTS.md, session 19)
+step ncu-tag-observe 240 ncu -k tag_observe --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+  --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
+  python3 benchmarks/bench_cuda.py --part kernels
 step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
 step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
