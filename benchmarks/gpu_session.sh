@@ -94,7 +94,10 @@ step ncu-tag-observe 240 ncu -k tag_observe --launch-skip 20 --launch-count 1 --
   --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
   python3 benchmarks/bench_cuda.py --part kernels
 step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
-# the end-to-end Tag update is 72% of a --backend cuda run (session 19): its torch ops and launch overhead
+# the end-to-end Tag update is 72% of a --backend cuda run (session 19): the same run with torch.compile's
+# CUDA graphs, then its torch ops and launch overhead
+step bench-cuda-train-graphs 240 python3 benchmarks/bench_cuda_train.py --updates 20 --warmup 2 --skip-peer \
+  --set train.compile=true --set train.compile_mode=reduce-overhead --plot "$OUT/tag-rate-cuda-graphs.png"
 step profile-tag-cuda 180 python3 benchmarks/profile_train.py tag --updates 2 --warmup 1 --set vec.backend=cuda --top 15
 step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
