@@ -139,12 +139,11 @@ class TagReference(BatchedReference):
 
     def file_cells(self) -> None:
         """The cell index: each agent filed under its cell, lower indices first (the kernel's order may differ)."""
+        if not self.cell_capacity:  # the arrays stay as allocated: zeros, one word per env
+            return
         a = self.arrays
         a["cell_count"][:] = 0
         a["cell_agents"][:] = 0
-        a["cell_overflow"][:] = 0
-        if not self.cell_capacity:
-            return
         pos, cap = self.xy(), self.cell_capacity
         cells = pos[..., 1] * self.grid + pos[..., 0]  # [env, agent]
         envs = np.arange(self.num_envs)[:, None]

@@ -52,7 +52,7 @@ def nearest_agents(dist: np.ndarray, k: int) -> np.ndarray:
     n = dist.shape[1]
     never = np.iinfo(dist.dtype).max if np.issubdtype(dist.dtype, np.integer) else np.inf
     dist[:, np.arange(n), np.arange(n)] = never
-    if not np.issubdtype(dist.dtype, np.integer) or k * 8 > n:
+    if not np.issubdtype(dist.dtype, np.integer):
         return np.argsort(dist, axis=-1, kind="stable")[:, :, :k]
     # (distance, index) as one unique integer: a partial selection of the k smallest is exact, and
     # O(n) per agent where the stable sort is O(n log n) (1000-agent Tag's first reset: minutes)
