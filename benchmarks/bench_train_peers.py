@@ -469,15 +469,15 @@ def main() -> None:
     if bad := [a for a in arms if a not in ("peer", "defaults", "matched", *ARM_SETTINGS)]:
         known = ", ".join(("peer", "defaults", "matched", *ARM_SETTINGS))
         raise SystemExit(f"Error: --arms: unknown {', '.join(bad)}; choose from {known} (or add one with --arm)")
-    if "peer" in arms:
-        check_peers(envs)
-    if args.parts < 1:
+    if args.parts < 1:  # every check of the command line comes before any check of the machine
         raise SystemExit(f"Error: --parts {args.parts}: needs at least 1 span, e.g. --parts 10")
     if args.keep is not None and args.keep.exists():
         if not args.keep.is_dir():
             raise SystemExit(f"Error: --keep {args.keep}: is a file; name a new or empty directory")
         if any(args.keep.iterdir()):
             raise SystemExit(f"Error: --keep {args.keep}: not empty; name a new or empty directory so no run is overwritten")
+    if "peer" in arms:
+        check_peers(envs)
     threads, pufferbox = args.threads or None, args.pufferbox.split()
     results = []
     workspace: contextlib.AbstractContextManager[str]

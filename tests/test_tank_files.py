@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,27 @@ def test_tank_up_starts_the_tank_after_a_good_build(tmp_path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "bin" / "calls").read_text().splitlines() == ["podman-compose build", "podman-compose up -d"]
     assert "exec tank pufferbox train nethack" in result.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="ci/private-tmp.sh needs root (unshare --mount), as CI has")
+def test_ci_suite_sees_an_empty_private_tmp(tmp_path):
+    """.ci/run's suite cannot lean on what earlier runs left in the machine's /tmp (a peer venv)."""
+    leftover = Path(tempfile.mkdtemp(prefix="pufferbox-peers-", dir="/tmp"))
+    try:
+        (leftover / "venv").mkdir()
+        repo = Path(__file__).resolve().parents[1]
+        script = 'ls -A /tmp; test -f ci/private-tmp.sh && echo repo-visible; test -d "$KEEP" && echo kept'
+        out = subprocess.run(
+            ["bash", "ci/private-tmp.sh", ".", str(tmp_path), "--", "bash", "-c", script],
+            cwd=repo,
+            env={**os.environ, "KEEP": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert leftover.name not in out  # the machine's /tmp is covered
+        assert "repo-visible" in out and "kept" in out  # the clone and the fresh dirs stay at their paths
+        assert set(out) - {"repo-visible", "kept"} <= {p.parts[2] for p in (repo, tmp_path) if p.parts[1] == "tmp"}
+    finally:
+        shutil.rmtree(leftover)
+    assert "ci/private-tmp.sh" in (repo / ".ci" / "run").read_text()
