@@ -11,7 +11,7 @@ PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 setup: $(STAMP)
 
 # Re-run when the pins, any project metadata or a plugin's C source change; otherwise a no-op.
-$(STAMP): tank/constraints.txt tank/constraints-cuda.txt tank/install.sh pyproject.toml $(wildcard plugins/*/pyproject.toml plugins/*/setup.py plugins/*/*/*.c)
+$(STAMP): tank/constraints.txt tank/constraints-cuda.txt tank/install.sh pyproject.toml $(wildcard plugins/*/pyproject.toml plugins/*/setup.py plugins/*/*/*.c plugins/*/*/c/*.h)
 	PYTHON=$(PYTHON) VENV=$(VENV) bash tank/install.sh
 	touch $(STAMP)
 

@@ -1,14 +1,18 @@
-"""Registers the seven Ocean sanity envs, each with its native batched version.
+"""Registers the Ocean games (``ocean/NAME``: C blocks with Python references) and the seven sanity envs.
 
-``solved_return`` is about 0.9 x the env's optimal expected return (see each env's
+Sanity envs: ``solved_return`` is about 0.9 x the env's optimal expected return (see each env's
 docstring), a level a correct PPO with a small MLP (an LSTM for ``memory``) reaches
 within a minute on a laptop CPU.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_ocean import envs, native
+from pufferbox_ocean.block import native_factory
+from pufferbox_ocean.games.common import Game
 
 # name, single env, native twin, solved_return (0.9 x optimum), training steps
 OCEAN = [
@@ -38,6 +42,10 @@ TUNED = {
 }
 
 
+# The C games (c/NAME.h, stepped through _games.c) with their references (games/NAME.py).
+GAME_NAMES = ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena")
+
+
 def defaults_for(name: str, steps: int) -> dict:
     tuned = TUNED.get(name, {})
     out = {section: dict(values) for section, values in tuned.items()}
@@ -47,6 +55,20 @@ def defaults_for(name: str, steps: int) -> dict:
 
 def summary(cls: type) -> str:
     return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+def games() -> list[Game]:
+    """The compiled games, each ``games/NAME.py``'s ``GAME`` record (listed in ``GAME_NAMES``)."""
+    found = []
+    for name in GAME_NAMES:
+        try:
+            module = importlib.import_module(f"pufferbox_ocean.games.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"pufferbox_ocean.games.{name}":
+                raise
+            continue  # TODO(session 20): remove once every listed game is written
+        found.append(module.GAME)
+    return found
 
 
 @hookimpl
@@ -59,5 +81,25 @@ def register_envs(register):
                 training=TrainDefaults(config=defaults_for(name, steps), solved_return=solved),
                 meta=EnvMeta(description=summary(single)),
                 aliases=(f"ocean/{name}",),
+            )
+        )
+    for game in games():
+        reference = game.reference
+        register(
+            EnvSpec(
+                name=f"ocean/{game.name}",
+                build=EnvBuild(
+                    binding=reference,
+                    native=native_factory(game.name, reference),
+                    episode_metrics=tuple(reference.METRICS),
+                ),
+                training=TrainDefaults(
+                    config=game.config,
+                    policy=game.policy,
+                    solved_return=game.solved_return,
+                    groups=game.groups,
+                    outcome=game.outcome,
+                ),
+                meta=EnvMeta(description=f"{summary(reference)} Solved: {game.solved_meaning}."),
             )
         )

@@ -1,0 +1,70 @@
+/* What every Ocean game shares: the random generator and the game table entry.
+ *
+ * A game is one header of plain structs and three functions over ONE env, writing into rows the
+ * caller owns (observations, rewards, terminals, truncations of that env's agents):
+ *
+ *   int  NAME_configure(NAME *env, const int64_t *params);   0, or -(index+1) of a bad parameter
+ *   void NAME_reset(NAME *env, void *obs);                    draws from env->rng, writes first obs
+ *   int  NAME_step(NAME *env, const int64_t *actions, void *obs, float *rewards,
+ *                  uint8_t *terminals, uint8_t *truncations, double *metrics);
+ *        returns 1 when the episode ended (then metrics[0..n_metrics) hold its end-of-episode values)
+ *
+ * The Python reference of each game (pufferbox_ocean/games/NAME.py) repeats the same rules with
+ * the same generator (pufferbox_ocean/rng.py), so the conformance check compares them bit for bit.
+ * Floating point: doubles only, evaluated in the reference's order; the module is built with
+ * -ffp-contract=off and without -ffast-math, so no FMA or reassociation changes a result.
+ */
+#ifndef OCEAN_H
+#define OCEAN_H
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* SplitMix64: one 64-bit word of state, trivially ported to Python (pufferbox_ocean/rng.py). */
+typedef struct { uint64_t state; } OceanRng;
+
+static inline uint64_t rng_next(OceanRng *r)
+{
+    uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* An integer in [0, n) (n >= 1): the high 32 bits scaled (Lemire's multiply, no rejection). */
+static inline int64_t rng_below(OceanRng *r, int64_t n)
+{
+    return (int64_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* A double in [0, 1) from the top 53 bits. */
+static inline double rng_unit(OceanRng *r)
+{
+    return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+typedef int (*ocean_configure_fn)(void *env, const int64_t *params);
+typedef void (*ocean_reset_fn)(void *env, void *obs);
+typedef int (*ocean_step_fn)(void *env, const int64_t *actions, void *obs, float *rewards, uint8_t *terminals,
+                             uint8_t *truncations, double *metrics);
+
+/* One row of the game table (_games.c). Every env struct starts with its OceanRng. */
+typedef struct {
+    const char *name;
+    size_t env_size;      /* sizeof the env struct */
+    int agents;           /* rows per env */
+    size_t obs_bytes;     /* bytes of one agent's observation row */
+    int act_len;          /* int64 actions per agent */
+    const int64_t *act_n; /* each action's number of choices (Discrete / MultiDiscrete) */
+    int n_params;         /* int64 parameters configure() reads */
+    int n_metrics;        /* doubles an ended episode reports */
+    ocean_configure_fn configure;
+    ocean_reset_fn reset;
+    ocean_step_fn step;
+} OceanGame;
+
+#define OCEAN_GAME(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                         \
+    {#NAME, sizeof(TYPE), AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS,                             \
+     (ocean_configure_fn)NAME##_configure, (ocean_reset_fn)NAME##_reset, (ocean_step_fn)NAME##_step}
+
+#endif

@@ -1,0 +1,111 @@
+"""The Ocean games: each C block equals its Python reference bit for bit, passes the conformance
+suite, renders, and refuses bad settings and actions in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pufferbox_ocean.block import GameBlock
+from pufferbox_ocean.plugin import games
+
+from pufferbox.api import SpaceError, get_registry
+from pufferbox.conformance import assert_conforms
+
+GAMES = {game.name: game for game in games()}
+
+
+def reference_envs(game, n, seed):
+    envs = [game.reference(**game.check_kwargs) for _ in range(n)]
+    multi = hasattr(envs[0], "possible_agents")
+    first = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+    return envs, multi, first
+
+
+def flat(obs, multi, agents):
+    return np.stack([obs[a] for a in agents]) if multi else np.asarray(obs)[None]
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations(name):
+    game, n, seed, steps = GAMES[name], 6, 11, 400
+    block = GameBlock(name, game.reference, n, **game.check_kwargs)
+    block.vec_reset(seed=seed)
+    envs, multi, first = reference_envs(game, n, seed)
+    agents = envs[0].possible_agents if multi else [None]
+    A = len(agents)
+    np.testing.assert_array_equal(block.buffers.observations, np.concatenate([flat(o, multi, agents) for o in first]))
+    rng = np.random.default_rng(0)
+    act_n = block.act_n
+    ends = {"terminated": 0, "truncated": 0}
+    returns = np.zeros((n, A))
+    for t in range(steps):
+        actions = np.stack([rng.integers(0, k, n * A) for k in act_n], axis=1).astype(np.int64)
+        actions = actions.reshape(n * A, *block.act_spec.shape)
+        episodes = block.vec_step(actions)
+        b = block.buffers
+        expected_episodes = []
+        for i, env in enumerate(envs):
+            rows = slice(i * A, (i + 1) * A)
+            as_action = lambda row: int(np.asarray(row).item()) if np.size(row) == 1 else row
+            act = {a: as_action(actions[i * A + j]) for j, a in enumerate(agents)} if multi else as_action(actions[i])
+            obs, rew, term, trunc, info = env.step(act)
+            if multi:
+                rew, term, trunc = [np.array([d[a] for a in agents]) for d in (rew, term, trunc)]
+                info = info[agents[0]]
+            else:
+                rew, term, trunc = np.array([rew]), np.array([term]), np.array([trunc])
+            expected = flat(obs, multi, agents)
+            assert (b.rewards[rows] == rew.astype(np.float32)).all(), (name, t, i)
+            assert (b.terminals[rows] == term).all() and (b.truncations[rows] == trunc).all(), (name, t, i)
+            returns[i] += rew.astype(np.float32)
+            if term.any() or trunc.any():
+                assert term.all() or trunc.all(), "all agents of a game end together"
+                ends["terminated" if term.any() else "truncated"] += 1
+                if trunc.any():
+                    np.testing.assert_array_equal(b.final_observations[rows], expected, err_msg=f"{name} step {t} env {i}")
+                expected_episodes.append((i, returns[i].mean(), info))
+                returns[i] = 0
+                obs = env.reset()[0]
+                expected = flat(obs, multi, agents)
+            np.testing.assert_array_equal(b.observations[rows], expected, err_msg=f"{name} step {t} env {i}")
+        assert episodes.env_ids.tolist() == [e[0] for e in expected_episodes], (name, t)
+        for k, (i, ret, info) in enumerate(expected_episodes):
+            assert episodes.returns[k] == ret, (name, t, i)
+            for metric in game.reference.METRICS:
+                assert episodes.metrics[metric][k] == info[metric], (name, t, metric)
+    assert ends["terminated"] > 0 and ends["truncated"] > 0, f"{name}: check_kwargs must end episodes both ways: {ends}"
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_conformance_suite_passes_native_included(name):
+    results = assert_conforms(get_registry().get(f"ocean/{name}"), steps=200)
+    assert any(r.name == "native" and r.ok and "skipped" not in r.detail for r in results)
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_renders_ansi_and_rgb(name):
+    reference = GAMES[name].reference
+    for mode, kind in (("ansi", str), ("rgb_array", np.ndarray)):
+        env = reference(render_mode=mode)
+        env.reset(seed=0)
+        frame = env.render()
+        assert isinstance(frame, kind) and len(frame) > 0
+        if kind is np.ndarray:
+            assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8 and frame.any()
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_bad_settings_and_actions_are_one_line_errors(name):
+    game = GAMES[name]
+    param = game.reference.PARAMS[0]
+    with pytest.raises(ValueError, match=f"{name}: {param} must be") as info:
+        GameBlock(name, game.reference, 2, **{param: -1})
+    assert "\n" not in str(info.value)
+    block = GameBlock(name, game.reference, 2)
+    block.vec_reset(seed=0)
+    actions = np.zeros((block.num_agents, *block.act_spec.shape), dtype=np.int64)
+    before = block.buffers.observations.copy()
+    actions.reshape(-1)[-1] = block.act_n[-1]
+    with pytest.raises(SpaceError, match="outside the flat action space"):
+        block.vec_step(actions)
+    np.testing.assert_array_equal(block.buffers.observations, before)  # nothing stepped
