@@ -3,6 +3,7 @@
  * A game is one header of plain structs and three functions over ONE env, writing into rows the
  * caller owns (observations, rewards, terminals, truncations of that env's agents):
  *
+ * (each declared OCEAN_FN):
  *   int  NAME_configure(NAME *env, const int64_t *params);   0, or -(index+1) of a bad parameter
  *   void NAME_reset(NAME *env, void *obs);                    draws from env->rng, writes first obs
  *   int  NAME_step(NAME *env, const int64_t *actions, void *obs, float *rewards,
@@ -20,10 +21,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Every function of a game is OCEAN_FN: plain static inline C here, host-and-device under nvcc, so the
+ * same header builds the CPU block and the game's CUDA kernel (pufferbox_ocean/cuda.py). */
+#ifdef __CUDACC__
+#define OCEAN_FN static __host__ __device__ inline
+#else
+#define OCEAN_FN static inline
+#endif
+
 /* SplitMix64: one 64-bit word of state, trivially ported to Python (pufferbox_ocean/rng.py). */
 typedef struct { uint64_t state; } OceanRng;
 
-static inline uint64_t rng_next(OceanRng *r)
+OCEAN_FN uint64_t rng_next(OceanRng *r)
 {
     uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -32,13 +41,13 @@ static inline uint64_t rng_next(OceanRng *r)
 }
 
 /* An integer in [0, n) (n >= 1): the high 32 bits scaled (Lemire's multiply, no rejection). */
-static inline int64_t rng_below(OceanRng *r, int64_t n)
+OCEAN_FN int64_t rng_below(OceanRng *r, int64_t n)
 {
     return (int64_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* A double in [0, 1) from the top 53 bits. */
-static inline double rng_unit(OceanRng *r)
+OCEAN_FN double rng_unit(OceanRng *r)
 {
     return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }

@@ -35,7 +35,7 @@ typedef struct {
     int64_t score, scripted_score, steps;
 } Pong;
 
-static int pong_configure(Pong *env, const int64_t *params)
+OCEAN_FN int pong_configure(Pong *env, const int64_t *params)
 {
     if (params[0] < 1) return -1;
     if (params[1] < 1) return -2;
@@ -46,7 +46,7 @@ static int pong_configure(Pong *env, const int64_t *params)
     return 0;
 }
 
-static void pong_serve(Pong *env)
+OCEAN_FN void pong_serve(Pong *env)
 {
     env->ball_x = 0.5;
     env->ball_y = 0.5;
@@ -55,7 +55,7 @@ static void pong_serve(Pong *env)
     env->vel_y = PONG_SERVE_SPEED * (rng_unit(&env->rng) - 0.5);
 }
 
-static void pong_observe(const Pong *env, float *obs)
+OCEAN_FN void pong_observe(const Pong *env, float *obs)
 {
     obs[0] = (float)env->ball_x;
     obs[1] = (float)env->ball_y;
@@ -67,7 +67,7 @@ static void pong_observe(const Pong *env, float *obs)
     obs[7] = (float)((double)env->scripted_score / (double)env->max_score);
 }
 
-static void pong_reset(Pong *env, float *obs)
+OCEAN_FN void pong_reset(Pong *env, float *obs)
 {
     env->paddle = 0.5;
     env->scripted = 0.5;
@@ -76,7 +76,7 @@ static void pong_reset(Pong *env, float *obs)
     pong_observe(env, obs);
 }
 
-static inline double pong_clamp_paddle(double y)
+OCEAN_FN double pong_clamp_paddle(double y)
 {
     if (y < PONG_HALF_PADDLE) return PONG_HALF_PADDLE;
     if (y > 1.0 - PONG_HALF_PADDLE) return 1.0 - PONG_HALF_PADDLE;
@@ -84,7 +84,7 @@ static inline double pong_clamp_paddle(double y)
 }
 
 /* The ball comes back from a paddle at `face` whose centre is `centre`, heading `direction`. */
-static inline void pong_return(Pong *env, double face, double centre, double direction)
+OCEAN_FN void pong_return(Pong *env, double face, double centre, double direction)
 {
     env->ball_x = face + face - env->ball_x;
     env->speed = env->speed + PONG_SPEED_UP;
@@ -94,7 +94,7 @@ static inline void pong_return(Pong *env, double face, double centre, double dir
 }
 
 /* One tick: +1 when the agent scores, -1 when the scripted paddle does, else 0. */
-static int pong_tick(Pong *env, int64_t action)
+OCEAN_FN int pong_tick(Pong *env, int64_t action)
 {
     if (action == 1) env->paddle = pong_clamp_paddle(env->paddle - PONG_PADDLE_SPEED);
     else if (action == 2) env->paddle = pong_clamp_paddle(env->paddle + PONG_PADDLE_SPEED);
@@ -134,7 +134,7 @@ static int pong_tick(Pong *env, int64_t action)
     return 0;
 }
 
-static int pong_step(Pong *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+OCEAN_FN int pong_step(Pong *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                      uint8_t *truncations, double *metrics)
 {
     int reward = 0;
