@@ -80,7 +80,15 @@ train_variant() {  # NAME ENV [TRAIN ARGS...]: on the GPU, the plugin defaults, 
   train_run "$env-$name" "$env" "$GPU_STEPS" --device auto "$@"
 }
 
-export -f install summarize_run train_run train_pair train_variant
+train_ocean_cuda() {  # each Ocean game with a kernel: `--backend cuda` at the plugin defaults, then a GPU-sized batch
+  for game in ${GPU_OCEAN_GAMES:-pong breakout snake}; do
+    train_run "ocean-$game-cuda" "ocean/$game" 20000000 --backend cuda
+    train_run "ocean-$game-cuda-4096" "ocean/$game" 50000000 --backend cuda --num-envs 4096 \
+      --set train.num_steps=32 --set train.num_minibatches=4 --set train.update_epochs=2
+  done
+}
+
+export -f install summarize_run train_run train_pair train_variant train_ocean_cuda
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
 step doctor 60 pufferbox doctor --strict
@@ -103,4 +111,8 @@ step train-nethack 240 train_pair nethack
 step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
 step train-nethack-graphs 300 train_variant graphs nethack --compile --set train.compile_mode=reduce-overhead  # CUDA graphs
 step train-nethack-overlap 240 train_variant overlap nethack --set train.overlap=true
+# the Ocean games' kernels (issue 37): consistency on the GPU, kernel steps/s, end-to-end PPO to solved
+step pytest-gpu-ocean 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 plugins/ocean/tests
+step bench-ocean-cuda 150 python3 benchmarks/bench_ocean.py --part cuda --seconds 3
+step train-ocean-cuda 420 train_ocean_cuda
 uptime >>"$OUT/summary.md"

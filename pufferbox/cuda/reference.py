@@ -35,6 +35,8 @@ class BatchedReference:
     scratch_arrays: ClassVar[tuple[str, ...]] = ()
     step_kernels: ClassVar[tuple[str, ...]] = ()
     observe_kernel: ClassVar[str] = "observe"
+    # Writes final_observations instead of a second observe (see CudaImplementation.final_observe_kernel).
+    final_observe_kernel: ClassVar[str | None] = None
     # Step kernels that start new episodes in place (skipped by ``step(autoreset=False)``).
     autoreset_kernels: ClassVar[tuple[str, ...]] = ()
 
@@ -98,7 +100,7 @@ class BatchedReference:
             if autoreset or kernel not in self.autoreset_kernels:
                 getattr(self, kernel)()
         if autoreset:  # every env's observation before the reset, as the backend keeps it (final_observations)
-            self.observe()
+            getattr(self, self.final_observe_kernel or self.observe_kernel)()
             self.final_observations = self.arrays["observations"].copy()
             self.restore_done()
         self.observe()

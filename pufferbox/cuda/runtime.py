@@ -2,10 +2,10 @@
 
 The first reset runs on the CPU reference (as in WarpDrive) and its arrays are pushed once;
 after that a step is only kernel launches on device-resident arrays: the env's step kernels,
-the episode statistics kernel (:mod:`pufferbox.cuda.episodes`), the observe kernel writing into
-``final_observations`` (every env's observation before any reset, so a learner can bootstrap a
-truncated episode from its last observation), the core reset kernel restoring done envs from
-their saved initial state, the observe kernel.
+the episode statistics kernel (:mod:`pufferbox.cuda.episodes`), the observe kernel (or the env's
+final observe kernel) writing into ``final_observations`` (every env's observation before any
+reset, so a learner can bootstrap a truncated episode from its last observation), the core reset
+kernel restoring done envs from their saved initial state, the observe kernel.
 
 Example:
     >>> from pufferbox.registry import get_registry                         # doctest: +SKIP
@@ -78,10 +78,11 @@ class KernelEnv:
         self.impl, self.device = impl, device
         self.reference: BatchedReference = impl.reference_class()(num_envs=num_envs, **(env_kwargs or {}))
         ref = self.reference
-        if tuple(ref.step_kernels) != tuple(impl.step_kernels) or ref.observe_kernel != impl.observe_kernel:
+        ref_phases = (tuple(ref.step_kernels), ref.observe_kernel, ref.final_observe_kernel)
+        if ref_phases != (tuple(impl.step_kernels), impl.observe_kernel, impl.final_observe_kernel):
             raise TypeError(
-                f"{type(ref).__name__} phases {ref.step_kernels}/{ref.observe_kernel} do not match the "
-                f"kernels {impl.step_kernels}/{impl.observe_kernel}"
+                f"{type(ref).__name__} phases {ref.step_kernels}/{ref.observe_kernel}/{ref.final_observe_kernel} do not "
+                f"match the kernels {impl.step_kernels}/{impl.observe_kernel}/{impl.final_observe_kernel}"
             )
         self.num_envs, self.num_agents = num_envs, ref.num_agents
         self.obs_dim, self.num_actions = ref.obs_dim, ref.num_actions
@@ -140,7 +141,8 @@ class KernelEnv:
         for kernel in self.impl.step_kernels:
             self.functions.launch(kernel, self.grid, self.block, self.args)
         self.episodes.launch(self.data.pointer("rewards"), self.data.pointer("done"))
-        self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.final_args)
+        final_observe = self.impl.final_observe_kernel or self.impl.observe_kernel
+        self.functions.launch(final_observe, self.grid, self.block, self.final_args)
         for kernel, grid, block, args in self.reset_launches:
             self.functions.launch(kernel, grid, block, args)
         self.functions.launch(self.impl.observe_kernel, self.grid, self.block, self.args)

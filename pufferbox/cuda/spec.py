@@ -62,6 +62,9 @@ class CudaImplementation:
         layout: one of :data:`LAYOUTS`.
         events: ``{state array: metric}`` for state arrays that flag an event of the current step
             (e.g. Tag's ``{"tagged": "tag_rate"}``); a trainer reports each as events per env and step.
+        final_observe_kernel: writes ``final_observations`` (passed as its observations argument)
+            instead of a second run of ``observe_kernel``: for envs whose step kernels start the next
+            episode themselves and keep the last observation of the ended one in their own state.
     """
 
     source: str | Path
@@ -70,6 +73,7 @@ class CudaImplementation:
     observe_kernel: str
     layout: str = "agent_per_thread"
     events: Mapping[str, str] = field(default_factory=dict)
+    final_observe_kernel: str | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -79,7 +83,7 @@ class CudaImplementation:
 
     @property
     def kernel_names(self) -> tuple[str, ...]:
-        return (*self.step_kernels, self.observe_kernel)
+        return (*self.step_kernels, self.observe_kernel, *filter(None, [self.final_observe_kernel]))
 
     def reference_class(self) -> type:
         from pufferbox.registry import resolve

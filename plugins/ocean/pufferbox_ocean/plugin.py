@@ -12,6 +12,7 @@ import importlib
 from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_ocean import envs, native
 from pufferbox_ocean.block import native_factory
+from pufferbox_ocean.cuda import ocean_cuda
 from pufferbox_ocean.games.common import Game
 
 # name, single env, native twin, solved_return (0.9 x optimum), training steps
@@ -92,6 +93,11 @@ def register_envs(register):
                     binding=reference,
                     native=native_factory(game.name, reference),
                     episode_metrics=tuple(reference.METRICS),
+                    **(
+                        {"implementation": "cuda", "cuda": ocean_cuda(game.name, reference, game.cuda_type)}
+                        if game.cuda_type
+                        else {}
+                    ),
                 ),
                 training=TrainDefaults(
                     config=game.config,

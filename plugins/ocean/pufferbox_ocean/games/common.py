@@ -49,6 +49,7 @@ class Game:
     groups: object = None
     outcome: object = None
     check_kwargs: dict = field(default_factory=dict)
+    cuda_type: str = ""  # the C struct's name, for games that also run as a CUDA kernel (pufferbox_ocean/cuda.py)
 
 
 def check_positive(game: str, name: str, value: int, low: int = 1, high: int | None = None) -> int:

@@ -152,4 +152,5 @@ GAME = Game(
     solved_meaning="wins 21-6 or better against the scripted paddle (return = points won - points lost)",
     config={"train": {"total_steps": 5_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
     check_kwargs={"max_score": 2, "max_steps": 40},
+    cuda_type="Pong",
 )

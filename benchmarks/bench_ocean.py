@@ -1,0 +1,198 @@
+"""Ocean games: steps/s per core against PufferLib 3.0's builds of the same games, the kernels on a GPU,
+and time to solve with `pufferbox train` defaults.
+
+    .venv/bin/python benchmarks/bench_train_peers.py --setup --envs nethack   # PufferLib 3.0's venv, once
+    .venv/bin/python benchmarks/bench_ocean.py --part cpu [--num-envs 256] [--repeats 3]
+    .venv/bin/python benchmarks/bench_ocean.py --part solve --games pong --seeds 1 2 3
+    python3 benchmarks/bench_ocean.py --part cuda                            # on a GPU machine
+
+``cpu``: one process each, ``--num-envs`` envs in one object, uniformly random actions drawn before
+timing; agent steps/s of pufferbox's C block (GameBlock) and of PufferLib's class in its own venv
+(a subprocess, run right after ours, alternating ``--repeats`` times so both see the same load; the
+best of the repeats). Both at their own defaults (the games differ in rules and frame skip), plus rows
+with the frame skip matched where a game has one. ``solve``: `pufferbox train ocean/NAME` with the
+plugin defaults, wall time from launch to the step the recent mean return first reaches
+`solved_return` (the trainer's own solve detection), per seed. ``cuda``: env steps/s of each game's
+kernel (KernelEnv, random actions written on the device).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import peer_venvs
+
+# pufferbox game, its kwargs -> PufferLib 3.0 class, its kwargs (None: no such game in PufferLib)
+PEERS = {
+    "pong": ({}, "pufferlib.ocean.pong.pong:Pong", {}),
+    "pong (frameskip 1 both)": ({"frameskip": 1}, "pufferlib.ocean.pong.pong:Pong", {"frameskip": 1}),
+    "breakout": ({}, "pufferlib.ocean.breakout.breakout:Breakout", {}),
+    "breakout (frameskip 4 both)": ({"frameskip": 4}, "pufferlib.ocean.breakout.breakout:Breakout", {"frameskip": 4}),
+    "tetris": ({}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
+    "snake": ({}, "pufferlib.ocean.snake.snake:Snake", {}),
+    "trash": ({}, "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv", {}),
+    "connect4": ({}, "pufferlib.ocean.connect4.connect4:Connect", {}),
+    "tripletriad": ({}, "pufferlib.ocean.tripletriad.tripletriad:TripleTriad", {}),
+    "enduro": ({}, "pufferlib.ocean.enduro.enduro:Enduro", {}),
+    "arena": ({}, None, {}),
+}
+
+PEER_SNIPPET = r"""
+import importlib, json, sys, time
+import numpy as np
+path, kwargs, num_envs, seconds = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+module, name = path.split(":")
+env = getattr(importlib.import_module(module), name)(num_envs=num_envs, **kwargs)
+env.reset(seed=0)
+space = env.single_action_space
+high = np.atleast_1d(getattr(space, "nvec", getattr(space, "n", 1)))
+actions = np.random.default_rng(0).integers(0, high, size=(64, env.num_agents, *space.shape)).astype(env.actions.dtype)
+actions = actions.reshape(64, *env.actions.shape)
+steps, start = 0, time.perf_counter()
+while time.perf_counter() - start < seconds:
+    env.step(actions[steps % 64])
+    steps += 1
+print(json.dumps({"agent_steps_per_s": steps * env.num_agents / (time.perf_counter() - start), "agents": env.num_agents}))
+"""
+
+
+def ours(game: str, kwargs: dict, num_envs: int, seconds: float) -> dict:
+    import importlib
+
+    from pufferbox_ocean.block import GameBlock
+
+    reference = importlib.import_module(f"pufferbox_ocean.games.{game}").GAME.reference
+    block = GameBlock(game, reference, num_envs, **kwargs)
+    block.vec_reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = np.stack([rng.integers(0, k, (64, block.num_agents)) for k in block.act_n], axis=-1).astype(np.int64)
+    actions = actions.reshape(64, block.num_agents, *block.act_spec.shape)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        block.vec_step(actions[steps % 64])
+        steps += 1
+    rate = steps * block.num_agents / (time.perf_counter() - start)
+    block.close()
+    return {"agent_steps_per_s": rate, "agents": block.num_agents}
+
+
+def peer(path: str, kwargs: dict, num_envs: int, seconds: float) -> dict | None:
+    python = peer_venvs.python_of(peer_venvs.PUFFERLIB_VENV)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [str(python), "-c", PEER_SNIPPET, path, json.dumps(kwargs), str(num_envs), str(seconds)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    if out.returncode != 0:
+        print(f"peer {path} failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def part_cpu(args: argparse.Namespace) -> None:
+    rows = []
+    for label, (kwargs, peer_path, peer_kwargs) in PEERS.items():
+        game = label.split(" ")[0]
+        if args.games and game not in args.games:
+            continue
+        mine, theirs = [], []
+        for _ in range(args.repeats):
+            mine.append(ours(game, kwargs, args.num_envs, args.seconds)["agent_steps_per_s"])
+            if peer_path is not None:
+                result = peer(peer_path, peer_kwargs, args.num_envs, args.seconds)
+                if result is not None:
+                    theirs.append(result["agent_steps_per_s"])
+        rows.append((label, max(mine), max(theirs) if theirs else None, os.getloadavg()[0]))
+        print(
+            json.dumps({"game": label, "pufferbox": rows[-1][1], "pufferlib": rows[-1][2], "load": rows[-1][3]}), flush=True
+        )
+    print(f"\n`benchmarks/bench_ocean.py --part cpu --num-envs {args.num_envs} --repeats {args.repeats}`, one core each\n")
+    print("| game | pufferbox agent steps/s | PufferLib 3.0 | ratio | load |")
+    print("|---|---:|---:|---:|---:|")
+    for label, mine, theirs, load in rows:
+        ratio = f"{mine / theirs:.2f}x" if theirs else "no peer"
+        theirs_text = f"{theirs / 1e6:.2f}M" if theirs else "-"
+        print(f"| {label} | {mine / 1e6:.2f}M | {theirs_text} | {ratio} | {load:.1f} |")
+
+
+def part_solve(args: argparse.Namespace) -> None:
+    pufferbox = Path(sys.executable).parent / "pufferbox"
+    print("| game | seed | launch to solved (s) | steps | solved |")
+    print("|---|---:|---:|---:|---|")
+    for game in args.games or ["pong"]:
+        for seed in args.seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                start = time.perf_counter()
+                out = subprocess.run(
+                    [str(pufferbox), "train", f"ocean/{game}", "--seed", str(seed), "--run-dir", f"{tmp}/run",
+                     "--no-tensorboard", *args.extra],
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                wall = time.perf_counter() - start
+            done = [line for line in out.stdout.splitlines() + out.stderr.splitlines() if line.startswith("done:")]
+            summary = done[-1] if done else out.stderr.strip().splitlines()[-1:]
+            solved = bool(done) and "solved (recent mean" in done[-1]
+            steps = done[-1].split(" steps in ")[0].split()[-1] if done else "?"
+            print(f"| {game} | {seed} | {wall:.1f} | {steps} | {solved} |", flush=True)
+            if not solved:
+                print(f"  {summary}", file=sys.stderr)
+
+
+def part_cuda(args: argparse.Namespace) -> None:
+    import torch
+    from pufferbox_ocean.plugin import games
+
+    from pufferbox.api import get_registry
+    from pufferbox.cuda.runtime import KernelEnv
+
+    print(f"GPU: {torch.cuda.get_device_name(0)}\n")
+    print("| game | envs | env steps/s | agent steps/s |")
+    print("|---|---:|---:|---:|")
+    for game in games():
+        if not game.cuda_type or (args.games and game.name not in args.games):
+            continue
+        impl = get_registry().get(f"ocean/{game.name}").build.cuda
+        env = KernelEnv(impl, num_envs=args.cuda_envs, seed=0)
+        actions = env.tensor("actions")
+        for _ in range(20):
+            actions.random_(0, env.num_actions)
+            env.step()
+        torch.cuda.synchronize()
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < args.seconds:
+            actions.random_(0, env.num_actions)
+            env.step()
+            steps += 1
+        torch.cuda.synchronize()
+        rate = steps * args.cuda_envs / (time.perf_counter() - start)
+        print(f"| {game.name} | {args.cuda_envs:,} | {rate:,.0f} | {rate * env.num_agents:,.0f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("cpu", "solve", "cuda"), default="cpu")
+    parser.add_argument("--games", nargs="*", default=[])
+    parser.add_argument("--num-envs", type=int, default=256)
+    parser.add_argument("--cuda-envs", type=int, default=65536)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("extra", nargs="*", help="with --part solve: extra `pufferbox train` arguments after --")
+    args = parser.parse_args()
+    if args.num_envs < 1 or args.repeats < 1 or args.seconds <= 0:
+        raise SystemExit("Error: --num-envs and --repeats must be >= 1 and --seconds > 0")
+    {"cpu": part_cpu, "solve": part_solve, "cuda": part_cuda}[args.part](args)
+
+
+if __name__ == "__main__":
+    main()
