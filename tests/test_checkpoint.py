@@ -1,7 +1,8 @@
-"""Checkpoints: atomic under a crash mid-write, last K kept, no pickled code, exact resume."""
+"""Checkpoints: atomic under a crash mid-write, last K kept, no pickled code, deterministic resume, no cut episodes."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -93,24 +94,47 @@ def comparable(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in m.items() if k not in ("wall_time", "sps") and not k.startswith("time_")} for m in history]
 
 
+def resume(config: dict, run_dir, per_update: int, updates: int) -> tuple[Trainer, list[dict]]:
+    trainer = Trainer("cartpole", config, run_dir=run_dir)
+    trainer.load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    history = trainer.train_steps(updates * per_update)
+    trainer.close()
+    return trainer, history
+
+
 @pytest.mark.parametrize("extra", [{}, {"vec.native": "false", "policy.lstm": "true"}], ids=["native-mlp", "emulated-lstm"])
-def test_resume_matches_an_uninterrupted_run(tmp_path, extra):
+def test_two_resumes_of_one_checkpoint_train_identically(tmp_path, extra):
+    """What a resume reproduces: the checkpoint's weights, optimizer, counters and RNG states, then fresh
+    episodes seeded from (seed, update); so every resume of one checkpoint trains the same run."""
     config = tiny_config(**extra)
     per_update = 4 * 16
-    whole = Trainer("cartpole", config, run_dir=tmp_path / "whole")
-    whole_history = whole.train_steps(6 * per_update)
-    whole.close()
-
     first = Trainer("cartpole", config, run_dir=tmp_path / "split")
     first.train_steps(4 * per_update)  # checkpoints at updates 2 and 4
     first.close()
-    second = Trainer("cartpole", config, run_dir=tmp_path / "split")
-    second.load_checkpoint(latest_checkpoint(tmp_path / "split" / "checkpoints"))
-    assert second.update == 4
-    resumed_history = second.train_steps(2 * per_update)
-    second.close()
+    shutil.copytree(tmp_path / "split", tmp_path / "again")
+    second, resumed = resume(config, tmp_path / "split", per_update, 2)
+    third, again = resume(config, tmp_path / "again", per_update, 2)
 
-    assert comparable(resumed_history) == comparable(whole_history[4:])
-    for (name, a), (_, b) in zip(whole.agent.state_dict().items(), second.agent.state_dict().items()):
+    assert second.update == 6 and resumed[0]["update"] == 5
+    assert comparable(resumed) == comparable(again)
+    for (name, a), (_, b) in zip(second.agent.state_dict().items(), third.agent.state_dict().items()):
         assert torch.equal(a, b), name
-    assert whole.global_step == second.global_step == 6 * per_update
+    assert second.global_step == third.global_step == 6 * per_update
+
+
+def test_checkpoints_never_cut_an_episode(tmp_path):
+    """A checkpoint at every update (32 steps) leaves the envs running: episodes outlive it, and the envs
+    are reset once, when the trainer starts (they were re-seeded at every checkpoint, capping episodes at 32)."""
+    config = tiny_config(**{"train.num_steps": "32", "train.checkpoint_interval": "1"})
+    trainer = Trainer("cartpole", config, run_dir=tmp_path / "run")
+    resets, lengths = [], []
+    reset, collect = trainer.venv.async_reset, trainer.collector.collect
+    trainer.venv.async_reset = lambda seed=None: resets.append(seed) or reset(seed)
+    trainer.collector.collect = lambda *a: (got := collect(*a), lengths.extend(got.episodes.lengths.tolist()))[0]
+    try:
+        trainer.train_steps(40 * 4 * 32)
+    finally:
+        trainer.close()
+    assert len(list_checkpoints(tmp_path / "run" / "checkpoints")) >= 1 and trainer.update == 40
+    assert resets == []  # the one reset happened in the constructor
+    assert max(lengths) > 32, sorted(lengths)[-5:]

@@ -86,7 +86,7 @@ class TrainConfig:
     # and weights); 2.1x faster Breakout and 1.3x NetHack updates on an AVX512-BF16 CPU (RESULTS.md). "none": float32.
     # "auto": bf16 where the device has bfloat16 in hardware (AVX512-BF16/AMX CPUs, GPUs from Ampere on), else none.
     autocast: str = "none"
-    checkpoint_interval: int = 100  # updates between checkpoints (and env re-seeding, see ppo.py)
+    checkpoint_interval: int = 100  # updates between checkpoints (the envs keep running: episodes are never cut)
     keep_checkpoints: int = 3
     stop_on_solve: bool = False  # stop once the last-solve_window-episode mean reaches the env's solved_return
     solve_window: int = 20

@@ -9,11 +9,13 @@ metrics to callbacks.
 With ``train.overlap`` the collector is an :class:`~pufferbox.train.overlap.OverlapCollector`
 (the next rollout is collected while the learner updates) and lagged batches get V-trace targets.
 
-Reproducible resume: at every ``checkpoint_interval``-th update the envs are re-seeded from
-``(seed, update)``; a checkpoint taken there plus torch's RNG states determine the rest of the
-run, so a resumed run matches an uninterrupted one on the serial backend (overlapped too: the rollout in
-flight is dropped at that update). Kernel envs
-(``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
+Episodes are never cut by checkpoints: the envs are reset (seeded from ``(seed, update)``) when the
+trainer is built and when it loads a checkpoint, never during a run. What a resume reproduces: the
+checkpoint's weights, optimizer moments, counters, RNG states, scoreboard and normalizer statistics,
+then fresh episodes from envs seeded from ``(seed, update)``; so two resumes of one checkpoint train
+identically on the serial backend (overlapped too: a resume starts a fresh double buffer), while the
+episodes that were in progress at the checkpoint start over (the uninterrupted run kept them).
+Kernel envs (``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
 
 Example:
     >>> from pufferbox.train.config import resolve_config
@@ -200,7 +202,7 @@ class Trainer:
         return {**self.collector.phase_time, "learn": self.learn_time}
 
     def env_seed(self) -> int:
-        """Envs are (re-)seeded from the run seed and the update count, so resumes replay exactly."""
+        """The envs' seed at a (re)start: from the run seed and the update count, so resumes of one checkpoint agree."""
         return int(self.tc.seed) * 1_000_003 + self.update * self.venv.num_envs
 
     def wall_time(self) -> float:
@@ -231,10 +233,8 @@ class Trainer:
         if self.league is not None:
             losses |= self.league.record(self.update, rollout)
         metrics = self.record(rollout, losses)
-        if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0:
-            self.collector.reset(self.env_seed())  # first: an overlapped rollout in flight draws from torch's RNG
-            if self.run_dir is not None:
-                self.save_checkpoint()
+        if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0 and self.run_dir is not None:
+            self.save_checkpoint()  # the envs keep running: a checkpoint never cuts an episode
         return metrics
 
     def record(self, rollout: Collected, losses: dict) -> dict:
@@ -342,7 +342,8 @@ class Trainer:
         return self.last_checkpoint
 
     def load_checkpoint(self, path: str | os.PathLike) -> None:
-        """Restore model, optimizer, counters and RNG states; envs are re-seeded as at that update."""
+        """Restore model, optimizer, counters and RNG states; the envs start fresh episodes, seeded from
+        ``(seed, update)`` (the episodes in progress when the checkpoint was taken are not in it)."""
         snapshot.put(self, load_checkpoint(path, map_location=self.device), path)
         self.collector.reset(self.env_seed())
 

@@ -9,7 +9,7 @@ from pufferbox.vector.testenvs import FaultyEnv
 
 
 class ChaosEnv(FaultyEnv):
-    """Counts steps across resets: the trainer re-seeds (resets) its envs at every checkpoint."""
+    """Counts steps across resets (episode ends, a resume): the fault comes at a step of the env, not of an episode."""
 
     def reset(self, **kwargs):
         steps = self.t
