@@ -16,23 +16,32 @@ Example:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import HostCollector, make_collector, make_vec_env
 from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
-from pufferbox.train.hardware import Hardware, pick_autocast, pick_device, policy_macs, resolve_hardware
+from pufferbox.train.hardware import (
+    Hardware,
+    available_memory,
+    pick_autocast,
+    pick_device,
+    policy_macs,
+    resolve_hardware,
+)
 from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import Normalizer, make_normalizer
 from pufferbox.train.overlap import OverlapCollector
 from pufferbox.train.policies import Agent, build_agent
 
-__all__ = ["TrainingParts", "assemble", "fresh_policy", "setup_torch", "training_device"]
+__all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
 
 
 @dataclass
@@ -84,6 +93,54 @@ def refuse_impossible(tc: TrainConfig, vc: VecConfig) -> None:
         )
 
 
+def memory_needed(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyConfig, env_kwargs: Mapping) -> dict[str, int]:
+    """Bytes the sizes in the config take before training starts (a lower bound): the backend's env
+    buffers (in ``/dev/shm`` for the multiprocessing backend) and the rollout storage, twice (the
+    segments the collector fills and the batch the learner copies out of them)."""
+    from pufferbox.vector.base import EnvFactory
+
+    obs_spec, act_spec, agents_per_env = EnvFactory(spec, dict(env_kwargs), use_native=vc.native).layout()
+    rows = vc.num_envs * agents_per_env
+    pool = 0 < vc.batch_size < vc.num_envs  # rows run ahead of each other: spare segments
+    segments = rows * (2 if pool else 1)
+    lstm = (pc.lstm_size or pc.hidden_size) if pc.lstm else 0
+    per_step = (
+        obs_spec.flat_size * obs_spec.flat_dtype.itemsize
+        + math.prod(act_spec.shape) * act_spec.dtype.itemsize
+        + 3 * 4  # logprobs, values, rewards
+        + 2  # starts, masks
+        + 2 * 4 * lstm  # the LSTM state per step
+    )
+    return {
+        "rollout": 2 * segments * (tc.num_steps + 1) * per_step,
+        "env buffers": Buffers.nbytes_for(obs_spec, act_spec, rows),
+    }
+
+
+def refuse_oversized(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyConfig, env_kwargs: Mapping) -> None:
+    """One line when the sizes need more memory than the machine has (before anything is allocated: an
+    absurd ``--num-envs`` would otherwise grow until the kernel's OOM killer ends it, or a neighbour)."""
+    needs = memory_needed(spec, tc, vc, pc, env_kwargs)
+    if vc.backend == "multiprocessing":  # the buffers live in /dev/shm (Docker's default is 64 MB)
+        from pufferbox.vector.shm import check_shm_room
+
+        check_shm_room(needs["env buffers"])
+    if vc.backend == "cuda" and vc.device == "gpu":
+        free = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else None
+        where = "GPU memory free"
+    else:
+        free, where = available_memory(), "memory available"
+    total = sum(needs.values())
+    if free is None or total <= free:
+        return
+    gib = 2**30
+    parts = ", ".join(f"{name} {size / gib:,.1f} GiB" for name, size in needs.items())
+    raise ConfigError(
+        f"vec.num_envs={vc.num_envs:,} x train.num_steps={tc.num_steps:,} need at least {total / gib:,.1f} GiB "
+        f"({parts}) but this machine has {free / gib:,.1f} GiB {where}; fix: lower --num-envs or train.num_steps"
+    )
+
+
 def assemble(
     spec: EnvSpec,
     config: Mapping[str, Any],
@@ -98,6 +155,7 @@ def assemble(
     device = setup_torch(tc)
     layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))  # a bad map: one line, no workers
     refuse_impossible(tc, vc)
+    refuse_oversized(spec, tc, vc, pc, config.get("env", {}))
     grouped_layout = layout if layout is not None and not layout.single else None
     grouped = grouped_layout is not None
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
