@@ -6,7 +6,8 @@ native batched block (``spec.build.native``), the one-env binding (``spec.build.
 is refused with one line naming the key and the accepted ones. A creator that takes
 ``**kwargs`` (``gymnasium.make`` pass-throughs) cannot be read statically: keys that only
 its ``**kwargs`` would take are tried by building that creator once, and a ``TypeError``
-naming such a key is turned into the same one-line error.
+naming such a key is turned into the same one-line error. Accepted keys are tried the same way, so
+a value the creator refuses (a ``ValueError``: a size out of range) is one line too.
 
 Example:
     >>> from pufferbox.registry import get_registry                      # doctest: +SKIP
@@ -61,6 +62,7 @@ def check_env_kwargs(spec: EnvSpec, kwargs: dict, native: bool = True, backend: 
         named, open_ = signature_keys(fn)
         extra = sorted(set(kwargs) - named)
         if not extra:
+            validate(spec, role, fn, kwargs)
             continue
         if not open_:
             raise EnvArgumentError(
@@ -82,6 +84,8 @@ def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra:
     merged = {**spec.build.kwargs, **kwargs}
     try:
         env = fn(num_envs=1, **merged) if role == "native" else fn(**merged)
+    except ValueError as exc:
+        raise refused(spec, kwargs, exc) from None
     except TypeError as exc:
         message = str(exc).splitlines()[0] if str(exc) else "TypeError"
         bad = [key for key in extra if re.search(rf"\b{re.escape(key)}\b", message)]
@@ -95,6 +99,26 @@ def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra:
     close = getattr(env, "close", None)
     if callable(close):
         close()
+
+
+def validate(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict) -> None:
+    """Build ``fn`` once with the accepted ``kwargs``: a ``ValueError`` (a value out of its range) is one line."""
+    if spec.unavailable_reason is not None:
+        return  # the missing package is reported with its fix elsewhere
+    merged = {**spec.build.kwargs, **kwargs}
+    try:
+        env = fn(num_envs=1, **merged) if role == "native" else fn(**merged)
+    except ValueError as exc:
+        raise refused(spec, kwargs, exc) from None
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
+
+
+def refused(spec: EnvSpec, kwargs: dict, exc: ValueError) -> EnvArgumentError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    given = ", ".join(f"env.{key}={value!r}" for key, value in sorted(kwargs.items()))
+    return EnvArgumentError(f"{given}: {spec.name} refuses it: {message}")
 
 
 def qualname(fn: Callable[..., Any]) -> str:

@@ -47,6 +47,20 @@ def test_env_key_refused_by_a_closed_signature_names_key_and_accepted_ones(tmp_p
     assert not (tmp_path / "r").exists()  # refused before the run directory or any env exists
 
 
+@pytest.mark.parametrize(
+    ("env", "setting", "says"),
+    [
+        ("ocean/pong", "env.max_score=-1", "pong: max_score must be >= 1, got -1"),  # native block with **kwargs
+        ("tag", "env.num_runners=-1", "tag needs at least one tagger and one runner"),
+        ("bandit", "env.num_arms=0", "bandit"),  # a closed signature: built once all the same
+    ],
+)
+def test_env_value_out_of_range_is_one_line_before_the_run_dir(tmp_path, env, setting, says):
+    line = error_line(pufferbox("train", env, "--set", setting, "--run-dir", "r", cwd=tmp_path))
+    assert line.startswith(f"Error: {setting}: {env} refuses it: ") and says in line
+    assert not (tmp_path / "r").exists()
+
+
 def test_env_key_refused_by_a_kwargs_binding_is_one_line_too(tmp_path):
     """cartpole's creators take **kwargs (gymnasium.make): the key is tried once and refused by name."""
     line = error_line(pufferbox("train", "cartpole", "--set", "env.gravity_x=3", "--run-dir", "r", cwd=tmp_path))
