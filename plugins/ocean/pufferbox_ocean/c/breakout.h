@@ -1,0 +1,186 @@
+/* Breakout: a paddle at the bottom, a ball, and a wall of 6 x 12 bricks; break them all before the
+ * lives run out.
+ *
+ * Units: the court is the unit square, x to the right, y down; the ball is a point. The wall fills
+ * y in [BRICK_TOP, BRICK_TOP + 6 * BRICK_H), a gap above it lets the ball rattle behind the wall.
+ * Row points from the top: 7, 7, 4, 4, 1, 1 (as in Atari Breakout), 288 for the whole wall.
+ * Each agent step runs `frameskip` ticks. A tick moves the paddle, then the ball along x (walls, then
+ * bricks: a brick hit breaks it, puts the ball back and flips vx), then along y (ceiling, bricks the
+ * same way, the paddle). A paddle hit sends the ball back up a little faster (up to MAX_SPEED) and
+ * steeper the farther from the paddle's centre it lands. A ball below the court costs a life; the
+ * next serve falls from under the wall at a random x and slope.
+ * Reward: the points of the bricks broken. Terminal when the lives are gone or the wall is cleared.
+ * Observation (6 + 72 floats): paddle x, ball x, y, x and y velocity (x40), lives left / lives,
+ * then the bricks row by row (1 present, 0 broken). Actions: 0 stay, 1 left, 2 right.
+ * Reference: pufferbox_ocean/games/breakout.py (same rules, same generator, same order of operations).
+ */
+#ifndef OCEAN_BREAKOUT_H
+#define OCEAN_BREAKOUT_H
+#include "ocean.h"
+
+#define BREAKOUT_ROWS 6
+#define BREAKOUT_COLS 12
+#define BREAKOUT_OBS (6 + BREAKOUT_ROWS * BREAKOUT_COLS)
+#define BREAKOUT_N_PARAMS 3  /* lives, frameskip, max_steps */
+#define BREAKOUT_N_METRICS 3 /* score (points), bricks (broken), cleared (1 or 0) */
+#define BREAKOUT_BRICK_TOP 0.1
+#define BREAKOUT_BRICK_H 0.04
+#define BREAKOUT_PADDLE_Y 0.95
+#define BREAKOUT_HALF_PADDLE 0.08
+#define BREAKOUT_PADDLE_SPEED 0.03
+#define BREAKOUT_SERVE_Y 0.4
+#define BREAKOUT_SERVE_SPEED 0.012
+#define BREAKOUT_SPEED_UP 0.0004
+#define BREAKOUT_MAX_SPEED 0.018
+#define BREAKOUT_VELOCITY_SCALE 40.0
+
+static const int64_t BREAKOUT_ACT_N[1] = {3};
+static const int BREAKOUT_POINTS[BREAKOUT_ROWS] = {7, 7, 4, 4, 1, 1};
+#define BREAKOUT_GAME                                                                                          \
+    OCEAN_GAME(breakout, Breakout, 1, BREAKOUT_OBS * sizeof(float), 1, BREAKOUT_ACT_N, BREAKOUT_N_PARAMS,     \
+               BREAKOUT_N_METRICS)
+
+typedef struct {
+    OceanRng rng;
+    int64_t lives, frameskip, max_steps;
+    double ball_x, ball_y, vel_x, vel_y, speed, paddle;
+    int64_t lives_left, score, broken, steps;
+    uint8_t bricks[BREAKOUT_ROWS][BREAKOUT_COLS];
+} Breakout;
+
+static int breakout_configure(Breakout *env, const int64_t *params)
+{
+    if (params[0] < 1) return -1;
+    if (params[1] < 1) return -2;
+    if (params[2] < 1) return -3;
+    env->lives = params[0];
+    env->frameskip = params[1];
+    env->max_steps = params[2];
+    return 0;
+}
+
+static void breakout_serve(Breakout *env)
+{
+    env->ball_x = 0.2 + 0.6 * rng_unit(&env->rng);
+    env->ball_y = BREAKOUT_SERVE_Y;
+    env->speed = BREAKOUT_SERVE_SPEED;
+    env->vel_x = BREAKOUT_SERVE_SPEED * (2.0 * rng_unit(&env->rng) - 1.0);
+    env->vel_y = BREAKOUT_SERVE_SPEED;
+}
+
+static void breakout_observe(const Breakout *env, float *obs)
+{
+    obs[0] = (float)env->paddle;
+    obs[1] = (float)env->ball_x;
+    obs[2] = (float)env->ball_y;
+    obs[3] = (float)(env->vel_x * BREAKOUT_VELOCITY_SCALE);
+    obs[4] = (float)(env->vel_y * BREAKOUT_VELOCITY_SCALE);
+    obs[5] = (float)((double)env->lives_left / (double)env->lives);
+    const uint8_t *b = &env->bricks[0][0];
+    for (int i = 0; i < BREAKOUT_ROWS * BREAKOUT_COLS; i++) obs[6 + i] = (float)b[i];
+}
+
+static void breakout_reset(Breakout *env, float *obs)
+{
+    env->paddle = 0.5;
+    env->lives_left = env->lives;
+    env->score = env->broken = env->steps = 0;
+    memset(env->bricks, 1, sizeof(env->bricks));
+    breakout_serve(env);
+    breakout_observe(env, obs);
+}
+
+/* Breaks the brick under (x, y) if there is one: its points, else 0. */
+static inline int breakout_hit(Breakout *env, double x, double y)
+{
+    if (y < BREAKOUT_BRICK_TOP) return 0;
+    int64_t row = (int64_t)((y - BREAKOUT_BRICK_TOP) / BREAKOUT_BRICK_H);
+    if (row >= BREAKOUT_ROWS) return 0;
+    int64_t col = (int64_t)(x * (double)BREAKOUT_COLS);
+    if (col >= BREAKOUT_COLS) col = BREAKOUT_COLS - 1;
+    if (!env->bricks[row][col]) return 0;
+    env->bricks[row][col] = 0;
+    env->broken += 1;
+    return BREAKOUT_POINTS[row];
+}
+
+/* One tick: the points scored. */
+static int breakout_tick(Breakout *env, int64_t action)
+{
+    if (action == 1) {
+        env->paddle = env->paddle - BREAKOUT_PADDLE_SPEED;
+        if (env->paddle < BREAKOUT_HALF_PADDLE) env->paddle = BREAKOUT_HALF_PADDLE;
+    } else if (action == 2) {
+        env->paddle = env->paddle + BREAKOUT_PADDLE_SPEED;
+        if (env->paddle > 1.0 - BREAKOUT_HALF_PADDLE) env->paddle = 1.0 - BREAKOUT_HALF_PADDLE;
+    }
+    int points = 0;
+    double before = env->ball_x;
+    env->ball_x = env->ball_x + env->vel_x;
+    if (env->ball_x < 0.0) {
+        env->ball_x = -env->ball_x;
+        env->vel_x = -env->vel_x;
+    } else if (env->ball_x > 1.0) {
+        env->ball_x = 2.0 - env->ball_x;
+        env->vel_x = -env->vel_x;
+    }
+    int p = breakout_hit(env, env->ball_x, env->ball_y);
+    if (p) {
+        points += p;
+        env->ball_x = before;
+        env->vel_x = -env->vel_x;
+    }
+    before = env->ball_y;
+    env->ball_y = env->ball_y + env->vel_y;
+    if (env->ball_y < 0.0) {
+        env->ball_y = -env->ball_y;
+        env->vel_y = -env->vel_y;
+    }
+    p = breakout_hit(env, env->ball_x, env->ball_y);
+    if (p) {
+        points += p;
+        env->ball_y = before;
+        env->vel_y = -env->vel_y;
+    }
+    if (env->vel_y > 0.0 && before < BREAKOUT_PADDLE_Y && env->ball_y >= BREAKOUT_PADDLE_Y) {
+        double off = env->ball_x - env->paddle;
+        if (off <= BREAKOUT_HALF_PADDLE && off >= -BREAKOUT_HALF_PADDLE) {
+            env->ball_y = BREAKOUT_PADDLE_Y + BREAKOUT_PADDLE_Y - env->ball_y;
+            env->speed = env->speed + BREAKOUT_SPEED_UP;
+            if (env->speed > BREAKOUT_MAX_SPEED) env->speed = BREAKOUT_MAX_SPEED;
+            env->vel_x = env->speed * 1.5 * (off / BREAKOUT_HALF_PADDLE);
+            env->vel_y = -env->speed;
+        }
+    }
+    if (env->ball_y > 1.0) {
+        env->lives_left -= 1;
+        if (env->lives_left > 0) breakout_serve(env);
+    }
+    return points;
+}
+
+static int breakout_step(Breakout *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                         uint8_t *truncations, double *metrics)
+{
+    const int64_t all = BREAKOUT_ROWS * BREAKOUT_COLS;
+    int reward = 0;
+    for (int64_t t = 0; t < env->frameskip; t++) {
+        reward += breakout_tick(env, actions[0]);
+        if (env->lives_left <= 0 || env->broken >= all) break;
+    }
+    env->score += reward;
+    env->steps += 1;
+    rewards[0] = (float)reward;
+    terminals[0] = env->lives_left <= 0 || env->broken >= all;
+    truncations[0] = !terminals[0] && env->steps >= env->max_steps;
+    breakout_observe(env, obs);
+    if (terminals[0] || truncations[0]) {
+        metrics[0] = (double)env->score;
+        metrics[1] = (double)env->broken;
+        metrics[2] = env->broken >= all ? 1.0 : 0.0;
+        return 1;
+    }
+    return 0;
+}
+
+#endif

@@ -1,0 +1,185 @@
+"""Breakout: the readable reference of ``c/breakout.h`` (same rules, same numbers).
+
+Example:
+    >>> env = Breakout()
+    >>> obs, _ = env.reset(seed=1)
+    >>> obs.shape, env.action_space, int(obs[6:].sum())
+    ((78,), Discrete(3), 72)
+    >>> total = 0.0
+    >>> for _ in range(50):
+    ...     obs, reward, terminated, truncated, info = env.step(0)
+    ...     total += reward
+    >>> total >= 0.0
+    True
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.rng import Rng
+
+ROWS, COLS = 6, 12
+POINTS = (7, 7, 4, 4, 1, 1)  # per row, top first (Atari Breakout's red/orange, yellow/green, aqua/blue)
+BRICK_TOP = 0.1
+BRICK_H = 0.04
+PADDLE_Y = 0.95
+HALF_PADDLE = 0.08
+PADDLE_SPEED = 0.03
+SERVE_Y = 0.4
+SERVE_SPEED = 0.012
+SPEED_UP = 0.0004
+MAX_SPEED = 0.018
+VELOCITY_SCALE = 40.0
+GLYPHS = ("x", "x", "o", "o", "@", "@")
+
+
+class Breakout(gymnasium.Env):
+    """Breakout: break a 6 x 12 wall of bricks with a ball and a paddle before the lives run out.
+
+    The court is the unit square (y down); the paddle slides along the bottom, the wall hangs below a
+    gap at the top. Each step runs ``frameskip`` ticks; a tick moves the paddle, then the ball along
+    x (walls, then bricks) and along y (ceiling, bricks, paddle). A brick hit breaks the brick and
+    bounces the ball back; a paddle hit returns the ball a little faster and steeper the farther from
+    the paddle's centre it lands. Bricks are worth 7, 7, 4, 4, 1, 1 points by row from the top (288 for
+    the wall); the reward is the points broken. Losing the ball costs a life; the episode ends when the
+    lives are gone or the wall is cleared. Observation: paddle x, ball x, y, velocity x, y (x40), lives
+    left / lives, then the 72 bricks (1 present). Actions: 0 stay, 1 left, 2 right.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "name": "ocean_breakout"}
+    PARAMS = ("lives", "frameskip", "max_steps")
+    METRICS = ("score", "bricks", "cleared")
+
+    def __init__(self, lives: int = 5, frameskip: int = 4, max_steps: int = 5_000, render_mode: str | None = None):
+        self.lives = check_positive("breakout", "lives", lives)
+        self.frameskip = check_positive("breakout", "frameskip", frameskip)
+        self.max_steps = check_positive("breakout", "max_steps", max_steps)
+        self.render_mode = render_mode
+        self.observation_space = spaces.Box(-2.0, 2.0, (6 + ROWS * COLS,), dtype=np.float32)
+        self.action_space = spaces.Discrete(3)
+        self.rng = Rng()
+
+    def params(self) -> list[int]:
+        return [self.lives, self.frameskip, self.max_steps]
+
+    def serve(self) -> None:
+        self.ball_x = 0.2 + 0.6 * self.rng.unit()
+        self.ball_y, self.speed = SERVE_Y, SERVE_SPEED
+        self.vel_x = SERVE_SPEED * (2.0 * self.rng.unit() - 1.0)
+        self.vel_y = SERVE_SPEED
+
+    def observe(self) -> np.ndarray:
+        head = [
+            self.paddle,
+            self.ball_x,
+            self.ball_y,
+            self.vel_x * VELOCITY_SCALE,
+            self.vel_y * VELOCITY_SCALE,
+            self.lives_left / self.lives,
+        ]
+        return np.array(head + [b for row in self.bricks for b in row], dtype=np.float32)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.rng = Rng(seed)
+        self.paddle = 0.5
+        self.lives_left = self.lives
+        self.score = self.broken = self.steps = 0
+        self.bricks = [[1] * COLS for _ in range(ROWS)]
+        self.serve()
+        return self.observe(), {}
+
+    def hit(self, x: float, y: float) -> int:
+        """Break the brick under (x, y), if any: its points, else 0."""
+        if y < BRICK_TOP:
+            return 0
+        row = int((y - BRICK_TOP) / BRICK_H)
+        if row >= ROWS:
+            return 0
+        col = min(int(x * COLS), COLS - 1)
+        if not self.bricks[row][col]:
+            return 0
+        self.bricks[row][col] = 0
+        self.broken += 1
+        return POINTS[row]
+
+    def tick(self, action: int) -> int:
+        if action == 1:
+            self.paddle = max(self.paddle - PADDLE_SPEED, HALF_PADDLE)
+        elif action == 2:
+            self.paddle = min(self.paddle + PADDLE_SPEED, 1.0 - HALF_PADDLE)
+        points = 0
+        before = self.ball_x
+        self.ball_x += self.vel_x
+        if self.ball_x < 0.0:
+            self.ball_x, self.vel_x = -self.ball_x, -self.vel_x
+        elif self.ball_x > 1.0:
+            self.ball_x, self.vel_x = 2.0 - self.ball_x, -self.vel_x
+        p = self.hit(self.ball_x, self.ball_y)
+        if p:
+            points += p
+            self.ball_x, self.vel_x = before, -self.vel_x
+        before = self.ball_y
+        self.ball_y += self.vel_y
+        if self.ball_y < 0.0:
+            self.ball_y, self.vel_y = -self.ball_y, -self.vel_y
+        p = self.hit(self.ball_x, self.ball_y)
+        if p:
+            points += p
+            self.ball_y, self.vel_y = before, -self.vel_y
+        if self.vel_y > 0.0 and before < PADDLE_Y <= self.ball_y:
+            off = self.ball_x - self.paddle
+            if -HALF_PADDLE <= off <= HALF_PADDLE:
+                self.ball_y = PADDLE_Y + PADDLE_Y - self.ball_y
+                self.speed = min(self.speed + SPEED_UP, MAX_SPEED)
+                self.vel_x = self.speed * 1.5 * (off / HALF_PADDLE)
+                self.vel_y = -self.speed
+        if self.ball_y > 1.0:
+            self.lives_left -= 1
+            if self.lives_left > 0:
+                self.serve()
+        return points
+
+    def over(self) -> bool:
+        return self.lives_left <= 0 or self.broken >= ROWS * COLS
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        reward = 0
+        for _ in range(self.frameskip):
+            reward += self.tick(int(action))
+            if self.over():
+                break
+        self.score += reward
+        self.steps += 1
+        terminated = self.over()
+        truncated = not terminated and self.steps >= self.max_steps
+        info = {}
+        if terminated or truncated:
+            cleared = float(self.broken >= ROWS * COLS)
+            info = {"score": float(self.score), "bricks": float(self.broken), "cleared": cleared}
+        return self.observe(), float(reward), terminated, truncated, info
+
+    def render(self) -> str | np.ndarray | None:
+        canvas = Canvas(48, 40)
+        for r in range(ROWS):
+            for c in range(COLS):
+                if self.bricks[r][c]:
+                    canvas.rect(c / COLS, BRICK_TOP + r * BRICK_H, 1.0 / COLS, BRICK_H, GLYPHS[r])
+        canvas.rect(self.paddle - HALF_PADDLE, PADDLE_Y, 2 * HALF_PADDLE, 0.02, "#")
+        canvas.rect(self.ball_x - 0.01, self.ball_y - 0.01, 0.02, 0.02, "*")
+        return canvas.show(self.render_mode, f"score {self.score}  lives {self.lives_left}")
+
+
+GAME = Game(
+    "breakout",
+    Breakout,
+    solved_return=50.0,
+    solved_meaning="scores 50 of the wall's 288 points over 5 lives (a random paddle scores about 1)",
+    config={"train": {"total_steps": 10_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
+    check_kwargs={"lives": 1, "max_steps": 50},
+)
