@@ -47,6 +47,9 @@ def test_override_values_parse_as_toml():
         ("train.gamma=-1.0", "train.gamma: must be >= 0"),
         ("train.num_minibatches=0", "train.num_minibatches: must be >= 1"),
         ("gamma=0.9", "expected SECTION.KEY=VALUE"),
+        ("train.gamma=2", "train.gamma: must be between 0 and 1 (a discount), got 2.0"),  # issue 38, defect 9
+        ("train.gae_lambda=1.5", "train.gae_lambda: must be between 0 and 1"),
+        ("train.max_grad_norm=0", "train.max_grad_norm: must be > 0, got 0.0"),
     ],
 )
 def test_bad_values_name_the_key(override, message):
@@ -70,6 +73,9 @@ def test_bad_file_value_names_the_file(tmp_path):
     [
         (["--set", "train.learning_rte=1e-3"], "Error: train.learning_rte: unknown key; did you mean learning_rate?"),
         (["--set", "train.num_steps=abc"], "Error: train.num_steps: expected int, got str 'abc'"),
+        (["--set", "train.gamma=2"], "Error: train.gamma: must be between 0 and 1 (a discount), got 2.0"),
+        (["--set", "train.max_grad_norm=0"], "Error: train.max_grad_norm: must be > 0, got 0.0"),
+        (["--num-workers", "0"], "Error: --num-workers 0: must be >= 1; fix: leave --num-workers out"),
     ],
 )
 def test_cli_bad_config_is_one_line_exit_2(tmp_path, args, message):
@@ -78,6 +84,7 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message)
+    assert not (tmp_path / "r").exists()
 
 
 def test_typed_sections_are_the_dataclasses_with_every_default_and_the_same_checks():

@@ -178,7 +178,9 @@ CHOICES = {
     "train.autocast": ("none", "bf16", "auto"),
     "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
 }
-POSITIVE = {"train.clip_obs", "train.clip_reward"}
+POSITIVE = {"train.clip_obs", "train.clip_reward", "train.max_grad_norm"}  # max_grad_norm=0 zeroes every gradient
+AT_MOST_ONE = {"train.gamma", "train.gae_lambda"}  # discounts: past 1 the returns grow without bound
+FLAG_AT_LEAST_ONE = {"vec.num_workers"}  # 0 in a config means "the backend decides"; as a flag it is a mistake
 
 
 def merge(base: dict, update: dict, source: str) -> dict:
@@ -221,6 +223,8 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
     if expected in (int, float) and key not in ("seed",) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
+    if f"{section}.{key}" in AT_MOST_ONE and value > 1:
+        raise ConfigError(f"{section}.{key}: must be between 0 and 1 (a discount), got {value!r} ({source})")
     choices = CHOICES.get(f"{section}.{key}")
     if choices and value not in choices:
         raise ConfigError(f"{section}.{key}: must be one of {', '.join(choices)}, got {value!r} ({source})")
@@ -273,5 +277,8 @@ def resolve_config(
     for name, value in (flags or {}).items():
         if value is not None:
             section, _, key = name.partition(".")
-            config = merge(config, {section: {key: value}}, f"--{key.replace('_', '-')}")
+            flag = f"--{key.replace('_', '-')}"
+            if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
+                raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
+            config = merge(config, {section: {key: value}}, flag)
     return config
