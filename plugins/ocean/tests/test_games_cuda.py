@@ -22,7 +22,7 @@ KWARGS = {game.name: game.check_kwargs for game in games()}
 
 
 def test_pong_breakout_and_snake_have_kernels():
-    assert {"pong"} <= set(CUDA_GAMES)
+    assert {"pong", "breakout", "snake"} <= set(CUDA_GAMES)
 
 
 @pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler for the host simulator")

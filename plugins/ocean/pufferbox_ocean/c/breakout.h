@@ -35,7 +35,7 @@
 #define BREAKOUT_VELOCITY_SCALE 40.0
 
 static const int64_t BREAKOUT_ACT_N[1] = {3};
-static const int BREAKOUT_POINTS[BREAKOUT_ROWS] = {7, 7, 4, 4, 1, 1};
+#define BREAKOUT_POINTS_BY_ROW {7, 7, 4, 4, 1, 1} /* a local table in each function: device code reads no host arrays */
 #define BREAKOUT_GAME                                                                                          \
     OCEAN_GAME(breakout, Breakout, 1, BREAKOUT_OBS * sizeof(float), 1, BREAKOUT_ACT_N, BREAKOUT_N_PARAMS,     \
                BREAKOUT_N_METRICS)
@@ -48,7 +48,7 @@ typedef struct {
     uint8_t bricks[BREAKOUT_ROWS][BREAKOUT_COLS];
 } Breakout;
 
-static int breakout_configure(Breakout *env, const int64_t *params)
+OCEAN_FN int breakout_configure(Breakout *env, const int64_t *params)
 {
     if (params[0] < 1) return -1;
     if (params[1] < 1) return -2;
@@ -59,7 +59,7 @@ static int breakout_configure(Breakout *env, const int64_t *params)
     return 0;
 }
 
-static void breakout_serve(Breakout *env)
+OCEAN_FN void breakout_serve(Breakout *env)
 {
     env->ball_x = 0.2 + 0.6 * rng_unit(&env->rng);
     env->ball_y = BREAKOUT_SERVE_Y;
@@ -68,7 +68,7 @@ static void breakout_serve(Breakout *env)
     env->vel_y = BREAKOUT_SERVE_SPEED;
 }
 
-static void breakout_observe(const Breakout *env, float *obs)
+OCEAN_FN void breakout_observe(const Breakout *env, float *obs)
 {
     obs[0] = (float)env->paddle;
     obs[1] = (float)env->ball_x;
@@ -80,7 +80,7 @@ static void breakout_observe(const Breakout *env, float *obs)
     for (int i = 0; i < BREAKOUT_ROWS * BREAKOUT_COLS; i++) obs[6 + i] = (float)b[i];
 }
 
-static void breakout_reset(Breakout *env, float *obs)
+OCEAN_FN void breakout_reset(Breakout *env, float *obs)
 {
     env->paddle = 0.5;
     env->lives_left = env->lives;
@@ -91,7 +91,7 @@ static void breakout_reset(Breakout *env, float *obs)
 }
 
 /* Breaks the brick under (x, y) if there is one: its points, else 0. */
-static inline int breakout_hit(Breakout *env, double x, double y)
+OCEAN_FN int breakout_hit(Breakout *env, double x, double y)
 {
     if (y < BREAKOUT_BRICK_TOP) return 0;
     int64_t row = (int64_t)((y - BREAKOUT_BRICK_TOP) / BREAKOUT_BRICK_H);
@@ -101,11 +101,12 @@ static inline int breakout_hit(Breakout *env, double x, double y)
     if (!env->bricks[row][col]) return 0;
     env->bricks[row][col] = 0;
     env->broken += 1;
-    return BREAKOUT_POINTS[row];
+    const int points[BREAKOUT_ROWS] = BREAKOUT_POINTS_BY_ROW;
+    return points[row];
 }
 
 /* One tick: the points scored. */
-static int breakout_tick(Breakout *env, int64_t action)
+OCEAN_FN int breakout_tick(Breakout *env, int64_t action)
 {
     if (action == 1) {
         env->paddle = env->paddle - BREAKOUT_PADDLE_SPEED;
@@ -159,7 +160,7 @@ static int breakout_tick(Breakout *env, int64_t action)
     return points;
 }
 
-static int breakout_step(Breakout *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+OCEAN_FN int breakout_step(Breakout *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                          uint8_t *truncations, double *metrics)
 {
     const int64_t all = BREAKOUT_ROWS * BREAKOUT_COLS;

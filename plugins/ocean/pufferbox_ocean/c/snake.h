@@ -53,17 +53,17 @@ typedef struct {
     uint8_t grid[SNAKE_CELLS];
 } Snake;
 
-static inline int snake_cell(int64_t x, int64_t y)
+OCEAN_FN int snake_cell(int64_t x, int64_t y)
 {
     return (int)((y + SNAKE_RADIUS) * SNAKE_STRIDE + x + SNAKE_RADIUS);
 }
 
-static inline int64_t snake_interior(int64_t width, int64_t height)
+OCEAN_FN int64_t snake_interior(int64_t width, int64_t height)
 {
     return (width - 2) * (height - 2);
 }
 
-static int snake_configure(Snake *env, const int64_t *params)
+OCEAN_FN int snake_configure(Snake *env, const int64_t *params)
 {
     if (params[0] < SNAKE_MIN_SIDE || params[0] > SNAKE_MAX_SIDE) return -1;
     if (params[1] < SNAKE_MIN_SIDE || params[1] > SNAKE_MAX_SIDE) return -2;
@@ -82,7 +82,7 @@ static int snake_configure(Snake *env, const int64_t *params)
 }
 
 /* A random empty interior cell: uniform draws until one is empty (configure keeps room for one). */
-static int snake_free_cell(Snake *env)
+OCEAN_FN int snake_free_cell(Snake *env)
 {
     int64_t w = env->width - 2, n = snake_interior(env->width, env->height);
     for (;;) {
@@ -92,7 +92,7 @@ static int snake_free_cell(Snake *env)
     }
 }
 
-static void snake_spawn(Snake *env, int i)
+OCEAN_FN void snake_spawn(Snake *env, int i)
 {
     SnakeBody *s = &env->snakes[i];
     int cell = snake_free_cell(env);
@@ -105,10 +105,11 @@ static void snake_spawn(Snake *env, int i)
 }
 
 /* One-hot rows of the observation: empty, wall, food, own body, other snake. */
-static const float SNAKE_ONE_HOT[5][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
+#define SNAKE_ONE_HOT_BY_KIND {{0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}} /* tables are local: device code reads no host arrays */
 
-static void snake_observe(const Snake *env, float *obs)
+OCEAN_FN void snake_observe(const Snake *env, float *obs)
 {
+    const float one_hot[5][4] = SNAKE_ONE_HOT_BY_KIND;
     for (int i = 0; i < SNAKE_AGENTS; i++) {
         float *o = obs + i * SNAKE_OBS;
         const SnakeBody *s = &env->snakes[i];
@@ -116,11 +117,11 @@ static void snake_observe(const Snake *env, float *obs)
         for (int j = 0; j < SNAKE_AGENTS; j++) kind[SNAKE_BODY + j] = j == i ? 3 : 4;
         const uint8_t *row = env->grid + s->body[s->head] - SNAKE_RADIUS * SNAKE_STRIDE - SNAKE_RADIUS;
         for (int dy = 0; dy < SNAKE_VIEW; dy++, row += SNAKE_STRIDE)
-            for (int dx = 0; dx < SNAKE_VIEW; dx++, o += 4) memcpy(o, SNAKE_ONE_HOT[kind[row[dx]]], 4 * sizeof(float));
+            for (int dx = 0; dx < SNAKE_VIEW; dx++, o += 4) memcpy(o, one_hot[kind[row[dx]]], 4 * sizeof(float));
     }
 }
 
-static void snake_reset(Snake *env, float *obs)
+OCEAN_FN void snake_reset(Snake *env, float *obs)
 {
     memset(env->grid, SNAKE_WALL, sizeof(env->grid));
     for (int64_t y = 1; y < env->height - 1; y++)
@@ -135,16 +136,17 @@ static void snake_reset(Snake *env, float *obs)
     snake_observe(env, obs);
 }
 
-static const int SNAKE_DELTA[4] = {-SNAKE_STRIDE, SNAKE_STRIDE, -1, 1};
+#define SNAKE_DELTA_BY_DIR {-SNAKE_STRIDE, SNAKE_STRIDE, -1, 1}
 
-static inline int snake_ring(int32_t index)
+OCEAN_FN int snake_ring(int32_t index)
 {
     return (int)((index + SNAKE_MAX_LEN) % SNAKE_MAX_LEN);
 }
 
-static int snake_step(Snake *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+OCEAN_FN int snake_step(Snake *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                       uint8_t *truncations, double *metrics)
 {
+    const int delta[4] = SNAKE_DELTA_BY_DIR;
     uint8_t died[SNAKE_AGENTS];
     for (int i = 0; i < SNAKE_AGENTS; i++) {
         SnakeBody *s = &env->snakes[i];
@@ -152,7 +154,7 @@ static int snake_step(Snake *env, const int64_t *actions, float *obs, float *rew
         died[i] = 0;
         int32_t action = (int32_t)actions[i];
         if (action != (s->dir ^ 1)) s->dir = action;
-        int target = s->body[s->head] + SNAKE_DELTA[s->dir];
+        int target = s->body[s->head] + delta[s->dir];
         int grow = env->grid[target] == SNAKE_FOOD || s->pending > 0;
         if (env->grid[target] != SNAKE_FOOD && s->pending > 0) s->pending -= 1;
         if (!grow) {

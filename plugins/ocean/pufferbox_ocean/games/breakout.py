@@ -182,4 +182,5 @@ GAME = Game(
     solved_meaning="scores 50 of the wall's 288 points over 5 lives (a random paddle scores about 1)",
     config={"train": {"total_steps": 10_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
     check_kwargs={"lives": 1, "max_steps": 50},
+    cuda_type="Breakout",
 )

@@ -225,4 +225,5 @@ GAME = Game(
         "policy": {"hidden_size": 128},
     },
     check_kwargs={"width": 10, "height": 10, "num_food": 8, "max_length": 6, "max_steps": 25},
+    cuda_type="Snake",
 )
