@@ -3,6 +3,7 @@ read-only disks."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -307,3 +308,48 @@ def test_sigterm_with_worker_processes_closes_them(tmp_path):
     gone, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive, f"workers left running: {alive}"
     assert latest_checkpoint(run_dir / "checkpoints") is not None
+
+
+@pytest.mark.slow  # a trainer, the 3 s grace and a resume: about 12 s
+@pytest.mark.parametrize("overlap", ["false", "true"], ids=["sync", "overlap"])
+def test_sigterm_with_a_stopped_worker_saves_the_last_update_within_seconds(tmp_path, overlap):
+    """Issue 38, defect 4: a SIGSTOPped worker made SIGTERM wait out step_timeout (60 s) and exit 2
+    without a checkpoint. Now the rollout waiting on it (in the main thread, or the overlap thread)
+    is abandoned after the grace (3 s): the last completed update is saved, the workers are killed
+    and reaped, exit 143, and the run resumes."""
+    psutil = pytest.importorskip("psutil")
+    run_dir = tmp_path / "stopped"
+    proc = start_trainer(
+        run_dir,
+        *("--backend", "multiprocessing", "--num-workers", "2"),
+        *("--set", "train.checkpoint_interval=100000", "--set", f"train.overlap={overlap}"),
+    )
+    workers = []
+    try:
+        wait_for_metric_lines(proc, run_dir, 2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        workers = [c for c in children if "resource_tracker" not in " ".join(c.cmdline())]
+        assert len(workers) == 2
+        workers[0].send_signal(signal.SIGSTOP)
+        time.sleep(0.5)  # the trainer now waits on the stopped worker
+        assert latest_checkpoint(run_dir / "checkpoints") is None  # no checkpoint before the signal
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    assert took < 15, f"SIGTERM took {took:.1f}s"
+    assert "Traceback" not in out
+    gone, alive = psutil.wait_procs(workers, timeout=0.5)
+    assert not alive, f"workers left running after the trainer exited: {alive}"
+    state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert state["global_step"] == last["global_step"] > 0 and state["update"] == last["update"]
+    result = pufferbox("train", "--resume", str(run_dir), "--total-steps", str(last["global_step"] + 256))
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -48,11 +48,18 @@ from pufferbox.train.config import ConfigError, updated
 from pufferbox.train.groups import GroupLearner
 from pufferbox.train.overlap import vtrace_targets
 
-__all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError"]
+__all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError", "UpdateAbandoned"]
 
 
 class NonFiniteError(ConfigError):
     """Training produced NaN/inf (rewards, losses or weights); the message says where and what to try."""
+
+
+class UpdateAbandoned(BaseException):
+    """Raised into a rollout (by :class:`~pufferbox.train.runner.stop_on_signals` when a stop signal's grace
+    runs out, e.g. a worker hangs): the update in progress is dropped, :meth:`Trainer.abandon_update` puts
+    back what its rollout changed, and the run stops at the last completed update. A BaseException, so
+    that no ``except Exception`` on the way (a worker error handler) swallows it."""
 
 
 @dataclass
@@ -187,6 +194,9 @@ class Trainer:
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
         self.last_checkpoint: str | None = None
         self.stop_requested = False
+        self.collecting = False  # a rollout is in progress: the weights are still the last update's
+        self.abandoned = False  # an update was dropped mid-rollout (UpdateAbandoned): close ends workers first
+        self.boundary: dict[str, Any] = {}  # what a rollout changes besides the envs, as the last update left it
         self.history: list[dict] = []
         self.collector.reset(self.env_seed())
 
@@ -212,7 +222,14 @@ class Trainer:
     def train_update(self, horizon: int | None = None) -> dict:
         """One rollout (``horizon`` steps per row, default ``num_steps``) + one PPO update; returns the
         update's metrics (also sent to callbacks)."""
-        rollout = self.collector.collect(horizon)
+        self.boundary = {"torch_rng": torch.get_rng_state()}
+        if self.normalizer is not None:
+            self.boundary["normalizer"] = self.normalizer.state_dict()  # a copy
+        self.collecting = True
+        try:
+            rollout = self.collector.collect(horizon)
+        finally:
+            self.collecting = False
         t0 = time.perf_counter()
         batch, progress, tc = rollout.batch, self.update / self.total_updates, self.tc
         lagged = tc.overlap and tc.lag_correction == "vtrace"  # the batch was acted by an older policy
@@ -347,9 +364,23 @@ class Trainer:
         snapshot.put(self, load_checkpoint(path, map_location=self.device), path)
         self.collector.reset(self.env_seed())
 
+    def abandon_update(self) -> None:
+        """Drop the update whose rollout :class:`UpdateAbandoned` interrupted: put back the RNG state and
+        normalizer statistics of the last completed update (the weights, optimizer and counters are
+        still its own: they change only after a rollout), so a checkpoint saved now is that update's."""
+        self.abandoned = True
+        if "torch_rng" in self.boundary:
+            torch.set_rng_state(self.boundary["torch_rng"])
+        if self.normalizer is not None and "normalizer" in self.boundary:
+            self.normalizer.load_state_dict(self.boundary["normalizer"])
+
     def close(self) -> None:
-        """Stop collecting (the overlap thread ends with its rollout), then close the envs."""
+        """Stop collecting (the overlap thread ends with its rollout), then close the envs. After an
+        abandoned update the worker processes are ended first (a hung one is killed), so a rollout
+        in flight waiting on them fails at once instead of after ``vec.step_timeout``."""
         try:
+            if self.abandoned and self.venv.backend == "multiprocessing":
+                self.venv.close()
             if hasattr(self.collector, "close"):
                 self.collector.close()
         finally:

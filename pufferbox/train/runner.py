@@ -27,7 +27,7 @@ from pufferbox.train.checkpoint import (
 )
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
-from pufferbox.train.ppo import Trainer, TrainResult
+from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
 from pufferbox.train.rundir import claim_run_dir, discard_empty_run_dir, disk_error, new_run_dir, trim_metrics
 
 __all__ = ["run", "default_run_dir"]
@@ -103,7 +103,8 @@ def run(
     extend it, e.g. ``total_steps``) and training continues from its newest checkpoint in it.
     Everything (config, policy shape, worker counts) is validated before anything is written, so a
     failed resume leaves the run directory as it was. ``stop_after`` stops after that many steps of
-    this call (for tests and tournaments). SIGINT and SIGTERM checkpoint after the current update.
+    this call (for tests and tournaments). SIGINT and SIGTERM checkpoint after the current update
+    (or, when its rollout is stuck past the grace, the last completed one: :class:`stop_on_signals`).
     ``callbacks`` get each update's metrics after the writers (trackers, sweep reporters); each
     has a ``close()``, called when the run ends.
     """
@@ -202,19 +203,32 @@ def run_locked(
                 "steps (the last rollout is cut short to stay as close as it can)",
                 flush=True,
             )
-        with stop_on_signals(trainer) as stop:
+        return train_until_stopped(trainer, run_dir is not None, stop_after)
+    finally:
+        trainer.close()
+        writers.close()
+
+
+def train_until_stopped(trainer: Trainer, saves: bool, stop_after: int | None) -> TrainResult:
+    """Train to the budget (or ``stop_after`` more steps) under :class:`stop_on_signals`; ``saves``: a
+    checkpoint at the end, also when a stop signal abandoned the update in progress (the last completed one)."""
+    with stop_on_signals(trainer) as stop:
+        try:
             if stop_after is not None:
                 trainer.train_steps(stop_after)
-                if run_dir is not None:
+                if saves:
                     trainer.save_checkpoint()
                 result = trainer.result()
             else:
                 result = trainer.train()
-        result.stop_signal = stop.signum
-        return result
-    finally:
-        trainer.close()
-        writers.close()
+        except UpdateAbandoned:  # the stop's grace ran out mid-rollout (a hung worker): save the last update
+            stop.disarm()
+            trainer.abandon_update()
+            if saves:
+                trainer.save_checkpoint()
+            result = trainer.result()
+    result.stop_signal = stop.signum
+    return result
 
 
 def load_resumed(trainer: Trainer, checkpoint: Path) -> None:
@@ -232,13 +246,19 @@ def load_resumed(trainer: Trainer, checkpoint: Path) -> None:
 
 class stop_on_signals:
     """First SIGINT (Ctrl-C) or SIGTERM (docker stop, Kubernetes, Slurm): finish the current update,
-    checkpoint, return (the CLI then exits 0 after SIGINT, 143 = 128+SIGTERM after SIGTERM).
+    checkpoint, return (the CLI then exits 0 after SIGINT, 143 = 128+SIGTERM after SIGTERM). If the
+    update's rollout is still running ``grace_s`` seconds after the signal (a hung or stopped worker,
+    a slow env), it is abandoned (:class:`~pufferbox.train.ppo.UpdateAbandoned`): the run saves the
+    last completed update and its workers are killed, well within ``docker stop``'s 10 seconds.
     A second signal interrupts at once."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    GRACE_S = 3.0  # seconds a rollout in progress may take to finish after the stop signal
+    RECHECK_S = 0.2  # while the learner updates (it never waits on workers): look again this soon
 
-    def __init__(self, trainer: Trainer):
+    def __init__(self, trainer: Trainer, grace_s: float | None = None):
         self.trainer = trainer
+        self.grace_s = self.GRACE_S if grace_s is None else grace_s
         self.previous: dict[int, Any] = {}
         self.signum: int | None = None
 
@@ -249,14 +269,30 @@ class stop_on_signals:
         self.signum = signum
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
+        if signal.SIGALRM in self.previous:
+            signal.setitimer(signal.ITIMER_REAL, self.grace_s)
+
+    def deadline(self, signum: int, frame: Any) -> None:
+        """The grace is over: abandon a rollout in progress; the learner's update always finishes."""
+        if not self.trainer.stop_requested:  # an alarm that is not ours (no stop signal came)
+            return
+        if self.trainer.collecting:
+            raise UpdateAbandoned
+        signal.setitimer(signal.ITIMER_REAL, self.RECHECK_S)
+
+    def disarm(self) -> None:
+        if signal.SIGALRM in self.previous:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def __enter__(self) -> stop_on_signals:
         if threading.current_thread() is threading.main_thread():
             for signum in self.SIGNALS:
                 self.previous[signum] = signal.signal(signum, self.handler)
+            self.previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self.deadline)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.disarm()
         for signum, previous in self.previous.items():
             signal.signal(signum, previous)
         self.previous.clear()
