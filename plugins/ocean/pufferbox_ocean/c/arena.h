@@ -57,12 +57,13 @@ typedef struct {
     float wall[ARENA_CELLS], ration[ARENA_CELLS]; /* 1 or 0: stored as floats, copied row by row into windows */
 } Arena;
 
-/* health / ARENA_HP as the observation's float (the double quotient rounded), for health 0..ARENA_HP */
+/* health / ARENA_HP as the observation's float (the double quotient rounded), for health 0..ARENA_HP;
+ * tables are local to the functions that read them (device code reads no host arrays) */
 #define ARENA_H(h) (float)((double)(h) / (double)ARENA_HP)
-static const float ARENA_HEALTH[ARENA_HP + 1] = {ARENA_H(0), ARENA_H(1), ARENA_H(2), ARENA_H(3), ARENA_H(4), ARENA_H(5),
-                                                 ARENA_H(6), ARENA_H(7), ARENA_H(8), ARENA_H(9), ARENA_H(10)};
+#define ARENA_HEALTH_TABLE \
+    {ARENA_H(0), ARENA_H(1), ARENA_H(2), ARENA_H(3), ARENA_H(4), ARENA_H(5), ARENA_H(6), ARENA_H(7), ARENA_H(8), ARENA_H(9), ARENA_H(10)}
 
-static int arena_configure(Arena *env, const int64_t *params)
+OCEAN_FN int arena_configure(Arena *env, const int64_t *params)
 {
     if (params[0] < ARENA_MIN_SIZE || params[0] > ARENA_MAX_SIZE) return -1;
     if (params[1] < 1 || params[1] > params[0] * params[0] / 2) return -2;
@@ -78,14 +79,14 @@ static int arena_configure(Arena *env, const int64_t *params)
 }
 
 /* A random in-map cell (padded index). */
-static inline int32_t arena_draw_cell(Arena *env)
+OCEAN_FN int32_t arena_draw_cell(Arena *env)
 {
     int64_t c = rng_below(&env->rng, env->size * env->size);
     return (int32_t)((c / env->size + ARENA_R) * ARENA_STRIDE + c % env->size + ARENA_R);
 }
 
 /* Agent i enters a random free cell, healthy and fed. */
-static void arena_spawn(Arena *env, int i)
+OCEAN_FN void arena_spawn(Arena *env, int i)
 {
     int32_t c;
     do c = arena_draw_cell(env);
@@ -97,8 +98,9 @@ static void arena_spawn(Arena *env, int i)
     env->alive[i] = 1;
 }
 
-static void arena_observe(const Arena *env, float *obs)
+OCEAN_FN void arena_observe(const Arena *env, float *obs)
 {
+    const float health[ARENA_HP + 1] = ARENA_HEALTH_TABLE;
     const double size = (double)env->size;
     for (int i = 0; i < ARENA_AGENTS; i++) {
         float *o = obs + (size_t)i * ARENA_OBS;
@@ -111,18 +113,18 @@ static void arena_observe(const Arena *env, float *obs)
             memcpy(o + ARENA_WIN + k, env->ration + row, sizeof(float) * ARENA_W);
             for (int dx = 0; dx < ARENA_W; dx++) {
                 const int32_t j = env->occupant[row + dx];
-                if (j >= 0 && j != i) o[(j % ARENA_TEAMS == team ? 2 : 3) * ARENA_WIN + k + dx] = ARENA_HEALTH[env->hp[j]];
+                if (j >= 0 && j != i) o[(j % ARENA_TEAMS == team ? 2 : 3) * ARENA_WIN + k + dx] = health[env->hp[j]];
             }
         }
         float *stats = o + 4 * ARENA_WIN;
-        stats[0] = ARENA_HEALTH[env->hp[i]];
+        stats[0] = health[env->hp[i]];
         stats[1] = (float)((double)env->stomach[i] / (double)ARENA_STOMACH);
         stats[2] = (float)((double)(me % ARENA_STRIDE - ARENA_R) / size);
         stats[3] = (float)((double)(me / ARENA_STRIDE - ARENA_R) / size);
     }
 }
 
-static void arena_reset(Arena *env, float *obs)
+OCEAN_FN void arena_reset(Arena *env, float *obs)
 {
     for (int32_t c = 0; c < ARENA_CELLS; c++) {
         const int32_t x = c % ARENA_STRIDE - ARENA_R, y = c / ARENA_STRIDE - ARENA_R;
@@ -143,10 +145,10 @@ static void arena_reset(Arena *env, float *obs)
     arena_observe(env, obs);
 }
 
-static int arena_step(Arena *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
-                      uint8_t *truncations, double *metrics)
+OCEAN_FN int arena_step(Arena *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                        uint8_t *truncations, double *metrics)
 {
-    static const int32_t delta[4] = {-ARENA_STRIDE, ARENA_STRIDE, -1, 1}; /* up, down, left, right */
+    const int32_t delta[4] = {-ARENA_STRIDE, ARENA_STRIDE, -1, 1}; /* up, down, left, right */
     int32_t reward[ARENA_AGENTS];
     for (int i = 0; i < ARENA_AGENTS; i++) reward[i] = 0;
     env->steps += 1;

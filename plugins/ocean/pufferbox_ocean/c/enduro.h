@@ -57,7 +57,7 @@ typedef struct {
     int64_t active[ENDURO_MAX_CARS], car_x[ENDURO_MAX_CARS], car_y[ENDURO_MAX_CARS], car_speed[ENDURO_MAX_CARS];
 } Enduro;
 
-static int enduro_configure(Enduro *env, const int64_t *params)
+OCEAN_FN int enduro_configure(Enduro *env, const int64_t *params)
 {
     if (params[0] < 2 || params[0] > ENDURO_MAX_LANES) return -1;
     if (params[1] < 0) return -2;
@@ -70,7 +70,7 @@ static int enduro_configure(Enduro *env, const int64_t *params)
     return 0;
 }
 
-static void enduro_observe(const Enduro *env, float *obs)
+OCEAN_FN void enduro_observe(const Enduro *env, float *obs)
 {
     const double width = (double)(env->lanes * ENDURO_LANE_W);
     obs[0] = (float)((double)env->x / width);
@@ -103,7 +103,7 @@ static void enduro_observe(const Enduro *env, float *obs)
     obs[4 + 4 * ENDURO_K] = (float)((double)env->day_left / (double)env->day_steps);
 }
 
-static void enduro_reset(Enduro *env, float *obs)
+OCEAN_FN void enduro_reset(Enduro *env, float *obs)
 {
     env->x = (env->lanes / 2) * ENDURO_LANE_W + ENDURO_LANE_W / 2;
     env->speed = 0;
@@ -123,8 +123,8 @@ static void enduro_reset(Enduro *env, float *obs)
     enduro_observe(env, obs);
 }
 
-static int enduro_step(Enduro *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
-                       uint8_t *truncations, double *metrics)
+OCEAN_FN int enduro_step(Enduro *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                         uint8_t *truncations, double *metrics)
 {
     const int64_t action = actions[0];
     const int64_t half = ENDURO_CAR_W / 2, right_edge = env->lanes * ENDURO_LANE_W - ENDURO_CAR_W / 2;

@@ -230,4 +230,5 @@ GAME = Game(
     # judges as well as Pong's 20 without waiting 10 rounds (2.6M steps) to fill.
     config={"train": {"total_steps": 5_000_000, "stop_on_solve": True, "solve_window": 4}, "vec": {"num_envs": 2}},
     check_kwargs={"size": 24, "food": 100, "regrow": 10, "score_limit": 90, "max_steps": 40},
+    cuda_type="Arena",
 )

@@ -223,4 +223,5 @@ GAME = Game(
     ),
     config={"train": {"total_steps": 5_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
     check_kwargs={"quota": 0, "day_steps": 40, "max_steps": 60},
+    cuda_type="Enduro",
 )
