@@ -375,11 +375,11 @@ class Trainer:
             self.normalizer.load_state_dict(self.boundary["normalizer"])
 
     def close(self) -> None:
-        """Stop collecting (the overlap thread ends with its rollout), then close the envs. After an
-        abandoned update the worker processes are ended first (a hung one is killed), so a rollout
-        in flight waiting on them fails at once instead of after ``vec.step_timeout``."""
+        """Stop collecting (the overlap thread ends with its rollout), then close the envs. After a stop
+        signal (or an abandoned update) the worker processes are ended first (a hung one is killed), so
+        a rollout in flight waiting on them fails at once instead of after ``vec.step_timeout``."""
         try:
-            if self.abandoned and self.venv.backend == "multiprocessing":
+            if (self.abandoned or self.stop_requested) and self.venv.backend == "multiprocessing":
                 self.venv.close()
             if hasattr(self.collector, "close"):
                 self.collector.close()
