@@ -81,10 +81,10 @@ train_variant() {  # NAME ENV [TRAIN ARGS...]: on the GPU, the plugin defaults, 
 }
 
 train_ocean_cuda() {  # each Ocean game with a kernel: `--backend cuda` at the plugin defaults, then a GPU-sized batch
-  for game in ${GPU_OCEAN_GAMES:-pong breakout snake}; do
-    train_run "ocean-$game-cuda" "ocean/$game" 20000000 --backend cuda
-    train_run "ocean-$game-cuda-4096" "ocean/$game" 50000000 --backend cuda --num-envs 4096 \
-      --set train.num_steps=32 --set train.num_minibatches=4 --set train.update_epochs=2
+  for game in ${GPU_OCEAN_GAMES:-pong snake breakout}; do
+    timeout 150 bash -c "train_run ocean-$game-cuda ocean/$game ${GPU_OCEAN_STEPS:-3000000} --backend cuda"
+    timeout 150 bash -c "train_run ocean-$game-cuda-4096 ocean/$game ${GPU_OCEAN_BIG_STEPS:-10000000} --backend cuda \
+      --num-envs 4096 --set train.num_steps=32 --set train.num_minibatches=4 --set train.update_epochs=2"
   done
 }
 

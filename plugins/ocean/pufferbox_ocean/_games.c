@@ -13,57 +13,25 @@
 /* Each game's header defines NAME_GAME, its row of the table: OCEAN_GAME(name, Type, agents, obs bytes,
  * action length, action sizes, parameters, metrics). */
 #include "c/pong.h"
-#if __has_include("c/breakout.h")
 #include "c/breakout.h"
-#endif
-#if __has_include("c/tetris.h")
 #include "c/tetris.h"
-#endif
-#if __has_include("c/snake.h")
 #include "c/snake.h"
-#endif
-#if __has_include("c/trash.h")
 #include "c/trash.h"
-#endif
-#if __has_include("c/connect4.h")
 #include "c/connect4.h"
-#endif
-#if __has_include("c/tripletriad.h")
 #include "c/tripletriad.h"
-#endif
-#if __has_include("c/enduro.h")
 #include "c/enduro.h"
-#endif
-#if __has_include("c/arena.h")
 #include "c/arena.h"
-#endif
 
 static const OceanGame GAMES[] = {
     PONG_GAME,
-#ifdef BREAKOUT_GAME
     BREAKOUT_GAME,
-#endif
-#ifdef TETRIS_GAME
     TETRIS_GAME,
-#endif
-#ifdef SNAKE_GAME
     SNAKE_GAME,
-#endif
-#ifdef TRASH_GAME
     TRASH_GAME,
-#endif
-#ifdef CONNECT4_GAME
     CONNECT4_GAME,
-#endif
-#ifdef TRIPLETRIAD_GAME
     TRIPLETRIAD_GAME,
-#endif
-#ifdef ENDURO_GAME
     ENDURO_GAME,
-#endif
-#ifdef ARENA_GAME
     ARENA_GAME,
-#endif
 };
 #define N_GAMES ((int)(sizeof(GAMES) / sizeof(GAMES[0])))
 

@@ -59,17 +59,8 @@ def summary(cls: type) -> str:
 
 
 def games() -> list[Game]:
-    """The compiled games, each ``games/NAME.py``'s ``GAME`` record (listed in ``GAME_NAMES``)."""
-    found = []
-    for name in GAME_NAMES:
-        try:
-            module = importlib.import_module(f"pufferbox_ocean.games.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"pufferbox_ocean.games.{name}":
-                raise
-            continue  # TODO(session 20): remove once every listed game is written
-        found.append(module.GAME)
-    return found
+    """The compiled games: each ``games/NAME.py``'s ``GAME`` record, in ``GAME_NAMES`` order."""
+    return [importlib.import_module(f"pufferbox_ocean.games.{name}").GAME for name in GAME_NAMES]
 
 
 @hookimpl

@@ -78,7 +78,8 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
 
 @pytest.mark.parametrize("name", sorted(GAMES))
 def test_conformance_suite_passes_native_included(name):
-    results = assert_conforms(get_registry().get(f"ocean/{name}"), steps=200)
+    many_agents = GameBlock(name, GAMES[name].reference, 1).num_agents > 16  # the emulated reference is slow there
+    results = assert_conforms(get_registry().get(f"ocean/{name}"), steps=50 if many_agents else 200)
     assert any(r.name == "native" and r.ok and "skipped" not in r.detail for r in results)
 
 
