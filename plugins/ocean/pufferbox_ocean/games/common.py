@@ -87,13 +87,11 @@ class Canvas:
         return "\n".join([*([title] if title else []), border, *rows, border])
 
     def rgb(self) -> np.ndarray:
-        image = np.zeros((self.height * PIXELS, self.width * PIXELS, 3), dtype=np.uint8)
-        for y, row in enumerate(self.cells):
-            for x, glyph in enumerate(row):
-                if glyph != " ":
-                    color = COLORS.get(glyph, (200, 200, 200))
-                    image[y * PIXELS : (y + 1) * PIXELS, x * PIXELS : (x + 1) * PIXELS] = color
-        return image
+        glyphs = sorted({g for row in self.cells for g in row} - {" "})
+        index = {" ": 0, **{g: i + 1 for i, g in enumerate(glyphs)}}
+        palette = np.array([(0, 0, 0), *(COLORS.get(g, (200, 200, 200)) for g in glyphs)], dtype=np.uint8)
+        codes = np.array([[index[g] for g in row] for row in self.cells], dtype=np.intp)
+        return palette[codes].repeat(PIXELS, axis=0).repeat(PIXELS, axis=1)
 
     def show(self, render_mode: str | None, title: str = "") -> str | np.ndarray | None:
         if render_mode == "ansi":
