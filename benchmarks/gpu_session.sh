@@ -112,7 +112,7 @@ step train-breakout 240 train_pair breakout $((GPU_STEPS / 2))
 step train-nethack-graphs 300 train_variant graphs nethack --compile --set train.compile_mode=reduce-overhead  # CUDA graphs
 step train-nethack-overlap 240 train_variant overlap nethack --set train.overlap=true
 # the Ocean games' kernels (issue 37): consistency on the GPU, kernel steps/s, end-to-end PPO to solved
-step pytest-gpu-ocean 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 plugins/ocean/tests
+step pytest-gpu-ocean 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 tests/test_ocean_cuda.py
 step bench-ocean-cuda 150 python3 benchmarks/bench_ocean.py --part cuda --seconds 3
 step train-ocean-cuda 420 train_ocean_cuda
 uptime >>"$OUT/summary.md"
