@@ -212,7 +212,8 @@ def flops(fn: Callable[[], Any], backward: bool = False) -> int:
 def pufferbox_agent(env: str) -> tuple[nn.Module, torch.Tensor]:
     """pufferbox's default agent for ``env`` (its plugin's policy settings) and one observation row."""
     spec = get_registry().get(env)
-    config = resolve_config(spec.training.config, overrides=["vec.num_envs=1", "vec.backend=serial"])
+    # on the CPU whatever the machine has: the table counts parameters and FLOPs, which do not depend on the device
+    config = resolve_config(spec.training.config, overrides=["vec.num_envs=1", "vec.backend=serial", "train.device=cpu"])
     trainer = Trainer(spec, config)
     try:
         agent = getattr(trainer, "agent", None) or trainer.learner.agent
