@@ -84,6 +84,11 @@ RUN_HERE: dict[str, tuple[tuple[str, ...], int, str]] = {
         0,
         "tournament finished",
     ),
+    "pufferbox train ocean/pong": (BUDGET, 0, "done: ocean/pong"),
+    "pufferbox eval ocean/pong --render --episodes 1": ((), 0, "scripted"),
+    "pufferbox train ocean/connect4": (BUDGET, 0, "done: ocean/connect4"),
+    "pufferbox eval ocean/connect4 --opponent random --side second": ((), 0, "win"),
+    "pufferbox check ocean/snake --cuda --host": ((), 0, "0 mismatches"),
 }
 RUN_HERE_ORDER = list(RUN_HERE)  # eval reads the checkpoint that `train cartpole` wrote under runs/ before it
 
@@ -125,6 +130,7 @@ CHECKED_ONLY: dict[str, str] = {
     ".venv/bin/python benchmarks/bench_train_peers.py --envs breakout,bigfish,nethack --seeds 1 2 3 --write": "an hour of training",
     ".venv/bin/python benchmarks/profile_train.py nethack --updates 3": "a profile of a minute of NetHack training",
     "python benchmarks/bench_cuda.py": "needs a GPU",
+    "pufferbox train ocean/snake --backend cuda": "needs a GPU (RESULTS.md: solved in 7 s on an H200); the kernel runs on the host in `check ocean/snake --cuda --host`",
     "python benchmarks/bench_cuda_train.py": "needs a GPU",
 }
 
