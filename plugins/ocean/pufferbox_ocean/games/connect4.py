@@ -149,23 +149,13 @@ GAME = Game(
     Connect4,
     solved_return=0.9,
     solved_meaning=(
-        "as either seat, a return of 0.9 or more against a uniformly random opponent "
-        "(`pufferbox eval ocean/connect4 --opponent random --side first|second`: it wins 95% of games); "
-        "in self-play the two seats' returns sum to 0"
+        "as either seat, a mean return of 0.9 or more against a uniformly random opponent "
+        "(`pufferbox eval ocean/connect4 --opponent random --side first|second`: 95% of games won; "
+        "the defaults reach it as first, about 82-92% as second); in self-play the seats' returns sum to 0"
     ),
-    # 4 epochs of 8 minibatches over 256 envs x 128 steps: many cheap updates (the learner is the cost)
-    config={
-        "train": {
-            "total_steps": 8_000_000,
-            "num_steps": 128,
-            "update_epochs": 4,
-            "num_minibatches": 8,
-            "learning_rate": 5e-4,
-            "ent_coef": 0.005,
-        },
-        "vec": {"num_envs": 256},
-        "policy": {"hidden_size": 128},
-    },
+    # PPO's defaults with a small entropy bonus; self-play oscillates (the seats' win rates against a random
+    # opponent wander by 5-10 points between updates), and longer runs measured no better (10M: 91%/83%)
+    config={"train": {"total_steps": 6_000_000, "ent_coef": 0.01}, "vec": {"num_envs": 256}},
     groups={"first": ["first"], "second": ["second"]},
     check_kwargs={"max_moves": 14},
 )
