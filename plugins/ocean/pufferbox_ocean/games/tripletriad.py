@@ -212,21 +212,17 @@ class TripleTriad(ParallelEnv):
 GAME = Game(
     "tripletriad",
     TripleTriad,
-    solved_return=0.2,
+    solved_return=0.3,
     solved_meaning=(
-        "as either seat, a mean return of 0.2 or more against a uniformly random opponent "
-        "(`pufferbox eval ocean/tripletriad --opponent random --side first|second`: about 60% of games won; "
-        "random against random: first wins 54%, second 45%); in self-play the two seats' returns sum to 0"
+        "as either seat, a mean return of 0.3 or more against a uniformly random opponent "
+        "(`pufferbox eval ocean/tripletriad --opponent random --side first|second`: about 65% of games won; "
+        "random against random: first wins 54%, second 45%; the defaults reach 0.65 as first, 0.38 as second); "
+        "in self-play the seats' returns sum to 0"
     ),
-    # 4 epochs of 8 minibatches over 256 envs x 128 steps: many cheap updates (the learner is the cost)
+    # PPO's defaults with a small entropy bonus and a wider MLP (6M steps: 82.5% / 69% against random;
+    # 4 epochs of 8 minibatches at lr 1e-3 for 8M steps measured 85.5% / 62%)
     config={
-        "train": {
-            "total_steps": 8_000_000,
-            "num_steps": 128,
-            "update_epochs": 4,
-            "num_minibatches": 8,
-            "learning_rate": 1e-3,
-        },
+        "train": {"total_steps": 6_000_000, "ent_coef": 0.01},
         "vec": {"num_envs": 256},
         "policy": {"hidden_size": 128},
     },
