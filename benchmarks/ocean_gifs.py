@@ -35,6 +35,8 @@ def main() -> None:
             cmd = [str(pufferbox), "eval", f"ocean/{name}", "--checkpoint", run, "--episodes", "1", "--video", str(full)]
             subprocess.run(cmd, check=True, capture_output=True)
             frames = imageio.mimread(full, memtest=False)[: args.frames : args.stride]
+        scale = max(1, 180 // min(frames[0].shape[:2]))  # small boards (Connect Four: 42x36) scaled up
+        frames = [frame.repeat(scale, axis=0).repeat(scale, axis=1) for frame in frames]
         imageio.mimsave(OUT / f"{name}.gif", frames, duration=1000 / args.fps, loop=0)
         print(f"{OUT / f'{name}.gif'}: {len(frames)} frames, {(OUT / f'{name}.gif').stat().st_size:,} bytes")
 
