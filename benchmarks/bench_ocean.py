@@ -3,7 +3,7 @@ and time to solve with `pufferbox train` defaults.
 
     .venv/bin/python benchmarks/bench_train_peers.py --setup --envs nethack   # PufferLib 3.0's venv, once
     .venv/bin/python benchmarks/bench_ocean.py --part cpu [--num-envs 256] [--repeats 3]
-    .venv/bin/python benchmarks/bench_ocean.py --part solve --games pong --seeds 1 2 3
+    .venv/bin/python benchmarks/bench_ocean.py --part solve --games pong --seeds 1 2 3 [--peer]
     python3 benchmarks/bench_ocean.py --part cuda                            # on a GPU machine
 
 ``cpu``: one process each, ``--num-envs`` envs in one object, uniformly random actions drawn before
@@ -12,7 +12,9 @@ timing; agent steps/s of pufferbox's C block (GameBlock) and of PufferLib's clas
 best of the repeats). Both at their own defaults (the games differ in rules and frame skip), plus rows
 with the frame skip matched where a game has one. ``solve``: `pufferbox train ocean/NAME` with the
 plugin defaults, wall time from launch to the step the recent mean return first reaches
-`solved_return` (the trainer's own solve detection), per seed. ``cuda``: env steps/s of each game's
+`solved_return` (the trainer's own solve detection), per seed; ``--peer`` also runs PufferLib 3.0's own
+trainer with its shipped config for that game right after each seed and reports its time from launch
+to its logged score first reaching the same return (Pong: points won - points lost). ``cuda``: env steps/s of each game's
 kernel (KernelEnv, random actions written on the device).
 """
 
@@ -148,6 +150,39 @@ def part_solve(args: argparse.Namespace) -> None:
             print(f"| {game} | {seed} | {wall:.1f} | {steps} | {solved} |", flush=True)
             if not solved:
                 print(f"  {summary}", file=sys.stderr)
+            if args.peer and game in PEER_TRAINERS:
+                from pufferbox.api import get_registry
+
+                threshold = get_registry().get(f"ocean/{game}").training.solved_return
+                t, peer_steps, best = peer_time_to(game, seed, threshold, args.peer_seconds)
+                reached = f"{t:.1f}" if t is not None else f"not within {args.peer_seconds:.0f} s (best {best})"
+                print(
+                    f"| {game}: PufferLib 3.0 trainer, its config | {seed} | {reached} | {peer_steps} | {t is not None} |",
+                    flush=True,
+                )
+
+
+# pufferbox game -> PufferLib 3.0's env name for its trainer (its shipped config file) and the field of its logs that
+# is the same quantity as our return (Pong: points won - points lost, per game)
+PEER_TRAINERS = {"pong": ("puffer_pong", "score"), "breakout": ("puffer_breakout", "score")}
+
+
+def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tuple[float | None, int | None, float | None]:
+    """PufferLib's trainer on its own game and config: seconds from launch to its logged score first >= threshold."""
+    env_name, field = PEER_TRAINERS[game]
+    python = peer_venvs.python_of(peer_venvs.PUFFERLIB_VENV)
+    script = Path(__file__).parent / "pufferlib_ocean_peer.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "log.jsonl"
+        cmd = [str(python), str(script), str(log), str(seconds), env_name, "--train.device", "cpu",
+               "--vec.num-envs", "2", "--vec.num-workers", "2", "--train.seed", str(seed)]  # fmt: skip
+        subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, timeout=seconds + 300)
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+    best = max((r.get(field, float("-inf")) for r in rows), default=None)
+    for row in rows:
+        if row.get(field, float("-inf")) >= threshold:
+            return row["t"], row["step"], best
+    return None, (rows[-1]["step"] if rows else None), best
 
 
 def part_cuda(args: argparse.Namespace) -> None:
@@ -189,6 +224,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--peer", action="store_true", help="with --part solve: PufferLib's trainer to the same return")
+    parser.add_argument("--peer-seconds", type=float, default=600.0, help="its time budget per seed")
     parser.add_argument("extra", nargs="*", help="with --part solve: extra `pufferbox train` arguments after --")
     args = parser.parse_args()
     if args.num_envs < 1 or args.repeats < 1 or args.seconds <= 0:
