@@ -17,9 +17,8 @@ import collections
 import numpy as np
 from gymnasium import spaces
 from numpy.lib.stride_tricks import sliding_window_view
-from pettingzoo import ParallelEnv
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 AGENTS = 256
@@ -37,7 +36,7 @@ OBS = 4 * WIN + 4
 TEAM_GLYPHS = "@x*+"
 
 
-class Arena(ParallelEnv):
+class Arena(MultiAgentReference):
     """Arena: 256 agents in 4 teams forage and fight on a walled ``size`` x ``size`` grid.
 
     ``food`` cells (drawn at reset) each hold a ration that regrows ``regrow`` steps after it is eaten.
@@ -86,9 +85,6 @@ class Arena(ParallelEnv):
 
     def action_space(self, agent: str) -> spaces.Space:
         return self._action_space
-
-    def params(self) -> list[int]:
-        return [self.size, self.food, self.regrow, self.score_limit, self.max_steps]
 
     def draw_cell(self) -> int:
         c = self.rng.below(self.size * self.size)

@@ -15,11 +15,10 @@ Example:
 
 from __future__ import annotations
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, SingleAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 ROWS, COLS = 6, 12
@@ -37,7 +36,7 @@ VELOCITY_SCALE = 40.0
 GLYPHS = ("x", "x", "o", "o", "@", "@")
 
 
-class Breakout(gymnasium.Env):
+class Breakout(SingleAgentReference):
     """Breakout: break a 6 x 12 wall of bricks with a ball and a paddle before the lives run out.
 
     The court is the unit square (y down); the paddle slides along the bottom, the wall hangs below a
@@ -62,9 +61,6 @@ class Breakout(gymnasium.Env):
         self.observation_space = spaces.Box(-2.0, 2.0, (6 + ROWS * COLS,), dtype=np.float32)
         self.action_space = spaces.Discrete(3)
         self.rng = Rng()
-
-    def params(self) -> list[int]:
-        return [self.lives, self.frameskip, self.max_steps]
 
     def serve(self) -> None:
         self.ball_x = 0.2 + 0.6 * self.rng.unit()

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import gymnasium
 import numpy as np
+from pettingzoo import ParallelEnv
 
 PIXELS = 6  # rgb_array: pixels per character cell
 COLORS = {  # the glyphs the games draw, as RGB
@@ -50,6 +52,34 @@ class Game:
     outcome: object = None
     check_kwargs: dict = field(default_factory=dict)
     cuda_type: str = ""  # the C struct's name, for games that also run as a CUDA kernel (pufferbox_ocean/cuda.py)
+
+
+class Reference:
+    """What every reference shares: ``params()``, the int parameters in the order the C game reads them
+    (the attributes named by ``PARAMS``), and the end-of-episode ``METRICS`` it reports."""
+
+    PARAMS: tuple[str, ...] = ()
+    METRICS: tuple[str, ...] = ()
+
+    def params(self) -> list[int]:
+        return [int(getattr(self, name)) for name in self.PARAMS]
+
+
+class SingleAgentReference(Reference, gymnasium.Env):
+    """A one-agent game's reference: a Gymnasium env."""
+
+
+class MultiAgentReference(Reference, ParallelEnv):
+    """A multi-agent game's reference: a PettingZoo ParallelEnv whose agents' spaces sit in two dicts."""
+
+    observation_spaces: dict
+    action_spaces: dict
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.action_spaces[agent]
 
 
 def check_positive(game: str, name: str, value: int, low: int = 1, high: int | None = None) -> int:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 COLS, ROWS = 7, 6
@@ -29,7 +28,7 @@ CELLS = COLS * ROWS
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))  # (row step, column step): across, up, two diagonals
 
 
-class Connect4(ParallelEnv):
+class Connect4(MultiAgentReference):
     """Connect Four, 7 columns x 6 rows: two policies drop discs in turn; four in a row wins.
 
     Agents ``first`` (moves on even plies) and ``second``. Both send a column every step; only the
@@ -57,15 +56,6 @@ class Connect4(ParallelEnv):
         self.height = np.zeros(COLS, dtype=np.int64)
         self.moves = self.illegal = 0
         self.result = ""  # how the last game ended, for render()
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def params(self) -> list[int]:
-        return [self.max_moves]
 
     def observe(self, agent: str) -> np.ndarray:
         me = self.possible_agents.index(agent)

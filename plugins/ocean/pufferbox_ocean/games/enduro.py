@@ -17,11 +17,10 @@ Example:
 
 from __future__ import annotations
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, SingleAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 MAX_LANES = 6
@@ -43,7 +42,7 @@ K = 5
 OBS = 3 + 4 * K + 2
 
 
-class Enduro(gymnasium.Env):
+class Enduro(SingleAgentReference):
     """Enduro: drive a day-long race, passing at least ``quota`` rival cars each day or it ends.
 
     Integer units: the road is ``lanes`` lanes of 20 units across; y is distance ahead of your car.
@@ -81,9 +80,6 @@ class Enduro(gymnasium.Env):
         self.observation_space = spaces.Box(-2.0, 2.0, (OBS,), dtype=np.float32)
         self.action_space = spaces.Discrete(5)
         self.rng = Rng()
-
-    def params(self) -> list[int]:
-        return [self.lanes, self.quota, self.day_steps, self.max_steps]
 
     def observe(self) -> np.ndarray:
         width = self.lanes * LANE_W

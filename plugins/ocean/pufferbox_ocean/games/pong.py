@@ -9,11 +9,10 @@ Example:
 
 from __future__ import annotations
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, SingleAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 PADDLE_X = 0.05
@@ -30,7 +29,7 @@ def clamp_paddle(y: float) -> float:
     return HALF_PADDLE if y < HALF_PADDLE else (1.0 - HALF_PADDLE if y > 1.0 - HALF_PADDLE else y)
 
 
-class Pong(gymnasium.Env):
+class Pong(SingleAgentReference):
     """Pong: your paddle (left) against a scripted one (right), first to ``max_score`` points.
 
     Each step runs ``frameskip`` ticks. A paddle hit returns the ball a little faster and steeper the
@@ -52,9 +51,6 @@ class Pong(gymnasium.Env):
         self.observation_space = spaces.Box(-2.0, 2.0, (8,), dtype=np.float32)
         self.action_space = spaces.Discrete(3)
         self.rng = Rng()
-
-    def params(self) -> list[int]:
-        return [self.max_score, self.frameskip, self.max_steps]
 
     def serve(self) -> None:
         self.ball_x, self.ball_y, self.speed = 0.5, 0.5, SERVE_SPEED

@@ -15,9 +15,8 @@ from collections import deque
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 AGENTS = 8
@@ -30,7 +29,7 @@ EMPTY, WALL, FOOD, BODY = 0, 1, 2, 3  # snake i's body cells hold BODY + i
 MOVES = ((0, -1), (0, 1), (-1, 0), (1, 0))  # dx, dy of actions 0 up, 1 down, 2 left, 3 right
 
 
-class Snake(ParallelEnv):
+class Snake(MultiAgentReference):
     """Eight snakes share a walled map with ``num_food`` food items; each eats to grow and dies on contact.
 
     Each step every snake moves one cell, snake 0 first: 0 up, 1 down, 2 left, 3 right; the action
@@ -74,15 +73,6 @@ class Snake(ParallelEnv):
         }
         self.action_spaces = {a: spaces.Discrete(4) for a in self.possible_agents}
         self.rng = Rng()
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def params(self) -> list[int]:
-        return [self.width, self.height, self.num_food, self.max_length, self.max_steps]
 
     def free_cell(self) -> tuple[int, int]:
         """A random empty interior cell: uniform draws (row-major index) until one is empty."""

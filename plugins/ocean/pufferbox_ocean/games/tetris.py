@@ -14,11 +14,10 @@ Example:
 
 from __future__ import annotations
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, SingleAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 W, H = 6, 12  # a small well (the standard is 10 x 20): it learns in minutes on a CPU
@@ -49,7 +48,7 @@ SHAPES = (  # per type, per rotation: the four (row, col) cells inside the box (
 )
 
 
-class Tetris(gymnasium.Env):
+class Tetris(SingleAgentReference):
     """Tetris in a 6 x 12 well: the seven tetrominoes from a 7-bag; clear rows, do not top out.
 
     A step applies the action (0 noop, 1 left, 2 right, 3 rotate clockwise, 4 soft drop, 5 hard drop;
@@ -71,9 +70,6 @@ class Tetris(gymnasium.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (2 * CELLS + 20,), dtype=np.float32)
         self.action_space = spaces.Discrete(6)
         self.rng = Rng()
-
-    def params(self) -> list[int]:
-        return [self.gravity, self.max_steps]
 
     def deal(self) -> int:
         """The next type from the 7-bag, reshuffled (Fisher-Yates) when spent."""

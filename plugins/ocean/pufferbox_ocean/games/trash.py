@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 AGENTS = 3
@@ -27,7 +26,7 @@ MAX_ITEMS, MAX_BINS = 32, 4
 MOVES = ((0, 0), (0, -1), (0, 1), (-1, 0), (1, 0))  # dx, dy of 0 stay, 1 up, 2 down, 3 left, 4 right
 
 
-class Trash(ParallelEnv):
+class Trash(MultiAgentReference):
     """Three agents carry ``num_trash`` items, one at a time, into ``num_bins`` bins on a small grid.
 
     Reset places the bins, then the agents, then the items, each on a uniformly drawn empty cell.
@@ -66,15 +65,6 @@ class Trash(ParallelEnv):
         self.observation_spaces = {a: spaces.Box(-1.0, 1.0, (OBS,), dtype=np.float32) for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(5) for a in self.possible_agents}
         self.rng = Rng()
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def params(self) -> list[int]:
-        return [self.width, self.height, self.num_trash, self.num_bins, self.max_steps]
 
     def free_cell(self) -> tuple[int, int]:
         """A uniformly drawn cell with no bin, agent or item on it (draws repeat until one is)."""

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from pufferbox_ocean.games.common import Canvas, Game, check_positive
+from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 HAND, CELLS = 5, 9
@@ -44,7 +43,7 @@ DECK = (
 NEIGHBOURS = ((-1, 0), (0, 1), (1, 0), (0, -1))
 
 
-class TripleTriad(ParallelEnv):
+class TripleTriad(MultiAgentReference):
     """Triple Triad on a 3x3 board: two policies place cards in turn; a card flips the neighbours it beats.
 
     Each player is dealt 5 distinct cards from a fixed 30-card deck (ranks 1-10 up, right, down,
@@ -77,15 +76,6 @@ class TripleTriad(ParallelEnv):
         self.moves = self.round_moves = self.illegal = 0
         self.rounds = 1
         self.result = ""  # how the last game ended, for render()
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def params(self) -> list[int]:
-        return [self.max_moves]
 
     def observe(self, agent: str) -> np.ndarray:
         me = self.possible_agents.index(agent)
