@@ -81,6 +81,12 @@ class MultiAgentReference(Reference, ParallelEnv):
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
         return self.action_spaces[agent]
 
+    def together(self, observations: dict, rewards: dict, terminated: bool, truncated: bool, info: dict) -> tuple:
+        """A step's five dicts when every agent ends the episode together (the Ocean games' rule)."""
+        agents = self.possible_agents
+        flags = ({a: terminated for a in agents}, {a: truncated for a in agents})
+        return observations, rewards, *flags, {a: dict(info) for a in agents}
+
 
 def check_positive(game: str, name: str, value: int, low: int = 1, high: int | None = None) -> int:
     """``value`` as an int in [low, high], or a one-line ValueError naming the parameter and the range."""

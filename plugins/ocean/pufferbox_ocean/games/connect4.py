@@ -112,14 +112,7 @@ class Connect4(MultiAgentReference):
             }
             self.result = f"{self.possible_agents[mover]} wins" if won else ("draw" if full else "truncated")
             self.agents = []
-        agents = self.possible_agents
-        return (
-            observations,
-            rewards,
-            {a: terminated for a in agents},
-            {a: truncated for a in agents},
-            {a: dict(info) for a in agents},
-        )
+        return self.together(observations, rewards, terminated, truncated, info)
 
     def render(self) -> str | np.ndarray | None:
         canvas = Canvas(COLS, ROWS)

@@ -172,14 +172,7 @@ class Snake(MultiAgentReference):
         if terminated or truncated:
             info = {"food": sum(self.eaten) / AGENTS, "deaths": sum(self.deaths) / AGENTS, "longest": float(longest)}
             self.agents = []
-        agents = self.possible_agents
-        return (
-            self.observations(),
-            rewards,
-            {a: terminated for a in agents},
-            {a: truncated for a in agents},
-            {a: dict(info) for a in agents},
-        )
+        return self.together(self.observations(), rewards, terminated, truncated, info)
 
     def render(self) -> str | np.ndarray | None:
         canvas = Canvas(self.width, self.height)

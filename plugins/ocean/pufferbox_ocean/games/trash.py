@@ -136,14 +136,7 @@ class Trash(MultiAgentReference):
         if terminated or truncated:
             info = {"delivered": float(self.delivered), "cleared": float(terminated)}
             self.agents = []
-        agents = self.possible_agents
-        return (
-            self.observations(),
-            rewards,
-            {a: terminated for a in agents},
-            {a: truncated for a in agents},
-            {a: dict(info) for a in agents},
-        )
+        return self.together(self.observations(), rewards, terminated, truncated, info)
 
     def render(self) -> str | np.ndarray | None:
         canvas = Canvas(self.width, self.height)

@@ -169,14 +169,7 @@ class TripleTriad(MultiAgentReference):
             }
             self.result = self.result if terminated else "draw (truncated)"
             self.agents = []
-        agents = self.possible_agents
-        return (
-            observations,
-            rewards,
-            {a: terminated for a in agents},
-            {a: truncated for a in agents},
-            {a: dict(info) for a in agents},
-        )
+        return self.together(observations, rewards, terminated, truncated, info)
 
     def render(self) -> str | np.ndarray | None:
         """Each card as a 3x3 block: its owner's glyph (x first, o second) in the middle, ranks around
