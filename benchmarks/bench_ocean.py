@@ -21,8 +21,10 @@ kernel (KernelEnv, random actions written on the device).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -176,7 +178,15 @@ def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tupl
         log = Path(tmp) / "log.jsonl"
         cmd = [str(python), str(script), str(log), str(seconds), env_name, "--train.device", "cpu",
                "--vec.num-envs", "2", "--vec.num-workers", "2", "--train.seed", str(seed)]  # fmt: skip
-        subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, timeout=seconds + 300)
+        # its own session, output to a file: its worker processes outlive the trainer's exit, and must not hold
+        # our pipes open; the whole group is ended once the trainer returns
+        with open(Path(tmp) / "out.txt", "w") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True)
+            try:
+                proc.wait(timeout=seconds + 300)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
     best = max((r.get(field, float("-inf")) for r in rows), default=None)
     for row in rows:
