@@ -457,7 +457,11 @@ class DeviceCollector:
             self.final_obs = tensor((obs_spec.flat_size,), torch_dtype(obs_spec.flat_dtype))
             self.cut = tensor((), torch.bool)
         # Discrete actions come from the backend's sampler kernel (one launch, written where the env reads them).
-        self.use_sampler = isinstance(act_spec.flat_space, spaces.Discrete) and hasattr(venv, "sample")
+        self.use_sampler = (
+            isinstance(act_spec.flat_space, spaces.Discrete)
+            and hasattr(venv, "sample")
+            and getattr(agent, "mask", None) is None  # the kernel samples unmasked logits
+        )
         space = act_spec.flat_space
         self.bounds = (
             None
