@@ -6,6 +6,11 @@ register is recorded with its error and skipped; the others still work. Setting
 ``PUFFERBOX_PLUGINS`` to a comma-separated list of entry-point names loads only those
 (empty: none).
 
+Two plugins offering one name never cost either plugin anything else: the name goes to the
+distribution named first in ``PUFFERBOX_PREFER`` (comma-separated distribution or entry-point
+names), else to a first-party plugin (:data:`FIRST_PARTY`), else to the plugin loaded first; the
+other offer is refused and both plugins say so (``pufferbox plugins``, ``pufferbox envs``).
+
 Example:
     >>> from pufferbox.registry import get_registry
     >>> spec = get_registry().get("cartpole")   # doctest: +SKIP
@@ -38,11 +43,32 @@ ENTRY_POINT_GROUP = "pufferbox"
 PLUGINS_ENV_VAR = "PUFFERBOX_PLUGINS"
 IMPLEMENTATIONS = ("cpu", "cuda")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*(/[A-Za-z0-9][A-Za-z0-9_.+-]*)*$")
+PREFER_ENV_VAR = "PUFFERBOX_PREFER"
+ALIAS_BELOW_ENV = "an alias never takes an env's name"
 IMPORT_TIMEOUT_VAR = "PUFFERBOX_PLUGIN_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds; generous: some plugins import torch or a simulator
 
+# The distributions of this repository's plugins/ folder: they keep their names against third parties.
+# tests/test_plugin_clash.py checks this against plugins/*/pyproject.toml.
+FIRST_PARTY = frozenset(
+    {
+        "pufferbox-atari",
+        "pufferbox-classic",
+        "pufferbox-crafter",
+        "pufferbox-minigrid",
+        "pufferbox-minihack",
+        "pufferbox-mujoco",
+        "pufferbox-nethack",
+        "pufferbox-ocean",
+        "pufferbox-pettingzoo",
+        "pufferbox-procgen",
+        "pufferbox-warp",
+    }
+)
+
 __all__ = [
     "EnvBuild",
+    "FIRST_PARTY",
     "EnvMeta",
     "EnvSpec",
     "TrainDefaults",
@@ -307,11 +333,56 @@ class PluginInfo:
     envs: list[str] = field(default_factory=list)
     error: str | None = None
     traceback: str | None = None
-    notes: list[str] = field(default_factory=list)  # refused aliases and commands (the plugin still works)
+    notes: list[str] = field(default_factory=list)  # refused names and commands (the plugin still works)
+    offered: list[EnvSpec] = field(default_factory=list)  # what register_envs gave, before names are settled
+    refused: list[str] = field(default_factory=list)  # its env names another plugin holds
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def first_party(self) -> bool:
+        return canonical(self.distribution) in FIRST_PARTY
+
+
+@dataclass(frozen=True)
+class Clash:
+    """A name two plugins offered: who holds it, whose offer was refused, and why."""
+
+    name: str
+    kind: str  # what the refused offer was: "env" or "alias" (of ``offer``)
+    holder: PluginInfo
+    refused: PluginInfo
+    why: str
+    offer: EnvSpec  # the refused plugin's env (``--plugin`` can still pick it)
+
+    def line(self) -> str:
+        """The refused plugin's note, with how to pick it instead (where picking can help)."""
+        pick = (
+            f"; pick it with {PREFER_ENV_VAR}={self.refused.distribution} or --plugin {self.refused.distribution}"
+            if self.holder is not self.refused and self.why != ALIAS_BELOW_ENV
+            else ""
+        )
+        what = f"env {self.name!r}" if self.kind == "env" else f"alias {self.name!r} of {self.offer.name!r}"
+        return f"{what} refused: {self.holder.distribution} holds the name ({self.why}){pick}"
+
+
+def canonical(name: str) -> str:
+    """A distribution name as pip compares them (``Foo_Bar`` = ``foo-bar``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def preferences_from_env() -> list[str]:
+    return [canonical(p) for p in os.environ.get(PREFER_ENV_VAR, "").split(",") if p.strip()]
+
+
+def prefer(plugin: str) -> None:
+    """Make ``plugin`` (a distribution or entry-point name) win every name clash in this process and the
+    processes it starts (``--plugin``), and forget the loaded registry."""
+    wanted = [canonical(plugin), *(p for p in preferences_from_env() if p != canonical(plugin))]
+    os.environ[PREFER_ENV_VAR] = ",".join(wanted)
+    get_registry.cache_clear()
 
 
 class Registry:
@@ -322,41 +393,36 @@ class Registry:
         group: str = ENTRY_POINT_GROUP,
         only: list[str] | None = None,
         extra_plugins: list[tuple[str, Any]] | None = None,
+        prefer: list[str] | None = None,
     ):
         self.group = group
         if only is None and PLUGINS_ENV_VAR in os.environ:
             only = [p.strip() for p in os.environ[PLUGINS_ENV_VAR].split(",") if p.strip()]
         self.only = only
+        self.prefer = [canonical(p) for p in prefer] if prefer is not None else preferences_from_env()
         self.extra_plugins = list(extra_plugins or [])
         self.manager = pluggy.PluginManager("pufferbox")
         self.manager.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.envs: dict[str, EnvSpec] = {}
         self.aliases: dict[str, str] = {}
+        self.clashes: list[Clash] = []
         self.loaded = False
 
     # -- loading ----------------------------------------------------------------------
     def load(self) -> Registry:
-        """Import every plugin and call its ``register_envs`` hook, one plugin at a time.
+        """Import every plugin and call its ``register_envs`` hook, one plugin at a time, then settle names.
 
         A plugin that fails (import error, ``SystemExit``, an import that does not finish within
-        ``PUFFERBOX_PLUGIN_IMPORT_TIMEOUT`` seconds, a duplicate env name, an error in its hook) is
-        marked broken and registers nothing; the plugins before and after it are unaffected.
+        ``PUFFERBOX_PLUGIN_IMPORT_TIMEOUT`` seconds, a name registered twice by itself, an error in its
+        hook) is marked broken and registers nothing; the plugins before and after it are unaffected.
+        Names offered by two plugins are settled by :meth:`settle_names`.
         """
         if self.loaded:
             return self
         self.loaded = True
-        candidates: list[tuple[PluginInfo, Callable[[], Any]]] = []
-        for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
-            if self.only is not None and ep.name not in self.only:
-                continue
-            dist = ep.dist.name if ep.dist else "?"
-            version = ep.dist.version if ep.dist else "?"
-            candidates.append((PluginInfo(ep.name, dist, version, ep.value), ep.load))
-        for name, obj in self.extra_plugins:
-            candidates.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), returning(obj)))
         timeout = float(os.environ.get(IMPORT_TIMEOUT_VAR) or DEFAULT_IMPORT_TIMEOUT)
-        for info, loader in candidates:
+        for info, loader in self.candidates():
             self.plugins.append(info)
             try:
                 self.manager.register(bounded_import(loader, info, timeout), name=info.name)
@@ -367,7 +433,20 @@ class Registry:
                 self.hook_of(info, "register_envs")(register=functools.partial(self.register, plugin=info))
             except (Exception, SystemExit) as exc:
                 self.mark_broken(info, exc)
+        self.settle_names()
         return self
+
+    def candidates(self) -> list[tuple[PluginInfo, Callable[[], Any]]]:
+        found: list[tuple[PluginInfo, Callable[[], Any]]] = []
+        for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
+            if self.only is not None and ep.name not in self.only:
+                continue
+            dist = ep.dist.name if ep.dist else "?"
+            version = ep.dist.version if ep.dist else "?"
+            found.append((PluginInfo(ep.name, dist, version, ep.value), ep.load))
+        for name, obj in self.extra_plugins:
+            found.append((PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))), returning(obj)))
+        return found
 
     def hook_of(self, info: PluginInfo, hook: str) -> Any:
         """Pluggy's caller of ``hook`` restricted to the plugin ``info`` (so errors are its own)."""
@@ -380,53 +459,77 @@ class Registry:
         else:
             info.error = f"{type(exc).__name__}: {exc}"
             info.traceback = traceback.format_exc()
-        for name in info.envs:  # a plugin that failed half-way registers nothing
-            spec = self.envs.pop(name, None)
-            for alias in spec.aliases if spec else ():
-                self.aliases.pop(alias, None)
-        info.envs.clear()
+        info.offered.clear()  # a plugin that failed half-way registers nothing
         if self.manager.has_plugin(info.name):
             self.manager.unregister(name=info.name)
 
-    def register(self, spec: EnvSpec, plugin: PluginInfo | None = None) -> None:
-        """Add ``spec``. Rules (first come keeps a name; an alias never takes a name from an env):
+    def register(self, spec: EnvSpec, plugin: PluginInfo) -> None:
+        """Offer ``spec`` on behalf of ``plugin``; the names are settled once every plugin is loaded.
+        A plugin offering one name twice is itself broken (:class:`RegistryError`)."""
+        spec.meta = dataclasses.replace(
+            spec.meta, plugin=plugin.name, distribution=plugin.distribution, version=plugin.version
+        )
+        if any(spec.name == earlier.name for earlier in plugin.offered):
+            raise RegistryError(f"env name {spec.name!r} is registered twice by {plugin.distribution}")
+        plugin.offered.append(spec)
 
-        * its name already an env's name: :class:`RegistryError` naming both distributions
-          (the registering plugin is then reported broken);
-        * its name an earlier env's alias: the alias is withdrawn from that env (noted on its plugin);
-        * one of its aliases already taken: that alias is refused (noted on this plugin).
+    def rank(self, info: PluginInfo) -> tuple[int, int]:
+        """Lower wins a name: named in ``PUFFERBOX_PREFER`` (in its order), then first-party, then the rest."""
+        names = (canonical(info.distribution), canonical(info.name))
+        preferred = [i for i, p in enumerate(self.prefer) if p in names]
+        return (preferred[0] if preferred else len(self.prefer), 0 if info.first_party else 1)
+
+    def why(self, holder: PluginInfo, refused: PluginInfo) -> str:
+        if self.rank(holder)[0] < self.rank(refused)[0]:
+            return f"{holder.distribution} is preferred by {PREFER_ENV_VAR}"
+        if self.rank(holder) < self.rank(refused):
+            return "first-party plugins keep their names"
+        return f"plugin {holder.name!r} loads first (entry points load in name order)"
+
+    def settle_names(self) -> None:
+        """Give each env name, then each alias, to the best-ranked plugin offering it (ties: load order).
+
+        A refused offer costs only that name; an alias never takes an env's name.
         """
-        if plugin is not None:
-            spec.meta = dataclasses.replace(
-                spec.meta, plugin=plugin.name, distribution=plugin.distribution, version=plugin.version
-            )
-        owner = self.envs.get(spec.name)
-        if owner is not None:
-            raise RegistryError(
-                f"env name {spec.name!r} is registered twice: by {owner.meta.distribution} (plugin {owner.meta.plugin!r}) "
-                f"and by {spec.meta.distribution} (plugin {spec.meta.plugin!r}); uninstall one, or restrict plugins "
-                f"with {PLUGINS_ENV_VAR}=..."
-            )
-        if spec.name in self.aliases:
-            earlier = self.envs[self.aliases.pop(spec.name)]
-            earlier.aliases = tuple(a for a in earlier.aliases if a != spec.name)
-            self.note(
-                earlier.meta.plugin,
-                f"alias {spec.name!r} of {earlier.name!r} withdrawn: it is the name of an env of {spec.meta.distribution}",
-            )
+        order = sorted((p for p in self.plugins if p.ok), key=self.rank)  # stable: load order breaks ties
+        owner: dict[str, PluginInfo] = {}
+        for info in order:
+            for spec in info.offered:
+                holder = owner.get(spec.name)
+                if holder is not None:
+                    self.refuse(spec, spec.name, "env", holder, info, self.why(holder, info))
+                    info.refused.append(spec.name)
+                    continue
+                owner[spec.name] = info
+                self.envs[spec.name] = spec
+                info.envs.append(spec.name)
+        for info in order:
+            for spec in info.offered:
+                if self.envs.get(spec.name) is spec:
+                    spec.aliases = tuple(self.settle_aliases(spec, info, owner))
+        for info in self.plugins:
+            info.offered.clear()
+
+    def settle_aliases(self, spec: EnvSpec, info: PluginInfo, owner: dict[str, PluginInfo]) -> list[str]:
         kept = []
         for alias in spec.aliases:
-            taken = alias in self.envs or alias in self.aliases or alias == spec.name or alias in kept
-            if taken:
-                self.note(spec.meta.plugin, f"alias {alias!r} of {spec.name!r} refused: the name is already taken")
+            kind = "alias"
+            if alias in self.envs or alias in kept:
+                self.refuse(spec, alias, kind, owner.get(alias, info), info, ALIAS_BELOW_ENV)
+            elif alias in self.aliases:
+                holder = owner[self.aliases[alias]]
+                self.refuse(spec, alias, kind, holder, info, self.why(holder, info))
             else:
                 kept.append(alias)
-        spec.aliases = tuple(kept)
-        self.envs[spec.name] = spec
-        for alias in spec.aliases:
-            self.aliases[alias] = spec.name
-        if plugin is not None:
-            plugin.envs.append(spec.name)
+                self.aliases[alias] = spec.name
+        return kept
+
+    def refuse(self, offer: EnvSpec, name: str, kind: str, holder: PluginInfo, refused: PluginInfo, why: str) -> None:
+        clash = Clash(name, kind, holder, refused, why, offer)
+        self.clashes.append(clash)
+        refused.notes.append(clash.line())
+        if holder is not refused:
+            holder.notes.append(f"{name!r} kept: {refused.distribution} offered it too (as {kind}; refused)")
 
     def note(self, plugin_name: str, text: str) -> None:
         for info in self.plugins:
@@ -434,12 +537,15 @@ class Registry:
                 info.notes.append(text)
 
     # -- queries ----------------------------------------------------------------------
-    def get(self, name: str) -> EnvSpec:
+    def get(self, name: str, plugin: str | None = None) -> EnvSpec:
+        """The env called ``name`` (or an alias of it); with ``plugin`` (distribution or entry-point name),
+        that plugin's offer of the name, also one refused because another plugin holds the name."""
         self.load()
-        if name in self.envs:
-            return self.envs[name]
-        if name in self.aliases:
-            return self.envs[self.aliases[name]]
+        if plugin is not None:
+            return self.from_plugin(name, plugin)
+        spec = self.envs.get(name) or self.envs.get(self.aliases.get(name, ""))
+        if spec is not None:
+            return spec
         names = sorted([*self.envs, *self.aliases])
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; run `pufferbox envs` to list them"
@@ -447,6 +553,26 @@ class Registry:
         if broken:
             hint += f" (broken plugins: {', '.join(broken)}; see `pufferbox plugins`)"
         raise UnknownEnvError(f"unknown env {name!r}{hint}")
+
+    def from_plugin(self, name: str, plugin: str) -> EnvSpec:
+        def mine(distribution: str, entry_point: str) -> bool:
+            return canonical(plugin) in (canonical(distribution), canonical(entry_point))
+
+        if not any(mine(p.distribution, p.name) for p in self.plugins):
+            raise RegistryError(f"plugin {plugin!r} is not installed (or not loaded); `pufferbox plugins` lists them")
+        spec = self.envs.get(name) or self.envs.get(self.aliases.get(name, ""))
+        if spec is not None and mine(spec.meta.distribution, spec.meta.plugin):
+            return spec
+        for clash in self.clashes:
+            if clash.name == name and mine(clash.refused.distribution, clash.refused.name):
+                return clash.offer
+        held = f" (it is {spec.meta.distribution}'s)" if spec is not None else ""
+        raise RegistryError(f"plugin {plugin!r} offers no env {name!r}{held}; `pufferbox plugins --all` lists its envs")
+
+    def clashes_of(self, name: str) -> list[Clash]:
+        """The refused offers of the env name ``name`` (for ``pufferbox envs``)."""
+        self.load()
+        return [c for c in self.clashes if c.name == name and c.refused is not c.holder]
 
     def all_envs(self) -> list[EnvSpec]:
         self.load()

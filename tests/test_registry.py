@@ -1,4 +1,4 @@
-"""Registry rules: broken plugins are reported and skipped, duplicates fail naming both
+"""Registry rules: broken plugins are reported and skipped, a duplicate name is refused naming both
 distributions, PUFFERBOX_PLUGINS restricts loading."""
 
 from __future__ import annotations
@@ -56,13 +56,26 @@ def test_broken_plugin_is_reported_and_others_still_work(tmp_path, monkeypatch, 
         registry.get("no_such_env")
 
 
-def test_duplicate_name_fails_naming_both_distributions(tmp_path, monkeypatch, request):
+def test_a_duplicate_name_is_refused_naming_both_distributions(tmp_path, monkeypatch, request):
     plugin_dists.install("duplicate_plugin", tmp_path, monkeypatch, request)
     registry = Registry(only=["classic", "duplicate_example"])
-    (broken,) = registry.broken()  # the later plugin is broken; the first keeps the name
-    message = broken.error
-    assert "'cartpole' is registered twice" in message
-    assert "pufferbox-classic" in message and "pufferbox-duplicate-example" in message
+    assert not registry.broken()  # the clash costs the name, not the plugin
+    (clash,) = registry.clashes
+    assert clash.holder.distribution == "pufferbox-classic"
+    assert clash.refused.distribution == "pufferbox-duplicate-example"
+    assert "first-party plugins keep their names" in clash.line()
+
+
+def test_a_plugin_registering_one_name_twice_is_broken():
+    class Twice:
+        @hookimpl
+        def register_envs(self, register):
+            register(EnvSpec(name="twice", build=EnvBuild(binding=dict)))
+            register(EnvSpec(name="twice", build=EnvBuild(binding=list)))
+
+    registry = Registry(only=[], extra_plugins=[("twice", Twice())])
+    (broken,) = registry.broken()
+    assert "'twice' is registered twice by (in-process)" in broken.error and registry.all_envs() == []
 
 
 def test_env_var_restricts_plugins(monkeypatch):

@@ -72,6 +72,25 @@ class PufferboxGroup(click.Group):
             raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
+def use_plugin(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        from pufferbox.registry import prefer
+
+        prefer(value)  # for this process and the workers, sweep trials and pods it starts
+    return value
+
+
+plugin_option = click.option(
+    "--plugin",
+    metavar="DIST",
+    callback=use_plugin,
+    expose_value=True,
+    is_eager=True,
+    help="Take ENV from this plugin (distribution or entry-point name) where two offer the name; "
+    "the same as PUFFERBOX_PREFER=DIST (see `pufferbox plugins`).",
+)
+
+
 @click.group(
     cls=PufferboxGroup,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from pufferbox.cli import UserError, cli
+from pufferbox.cli import UserError, cli, plugin_option
 from pufferbox.registry import get_registry
 
 
@@ -28,7 +28,10 @@ from pufferbox.registry import get_registry
     help="Run the --cuda comparison on the CPU: the same kernel source built "
     "with g++ (pufferbox.cuda.hostsim), the same per-index report; implies --cuda.",
 )
-def check(env: str, steps: int, seed: int, num_envs: int, only: tuple[str, ...], cuda: bool, host: bool) -> None:
+@plugin_option
+def check(
+    env: str, steps: int, seed: int, num_envs: int, only: tuple[str, ...], cuda: bool, host: bool, plugin: str | None
+) -> None:
     """Check that ENV conforms to the plugin contract; exit 1 naming each failed check.
 
     `pufferbox check tag --cuda --host` checks a kernel against its CPU reference without a GPU.
@@ -39,7 +42,7 @@ def check(env: str, steps: int, seed: int, num_envs: int, only: tuple[str, ...],
     if unknown:
         raise UserError(f"unknown check {unknown[0]!r}; choose from {', '.join(CHECKS)}")
     cuda = cuda or host
-    spec = get_registry().get(env)
+    spec = get_registry().get(env, plugin=plugin)
     spec.ensure_available()
     if cuda and (spec.build.implementation != "cuda" or spec.build.cuda is None):
         raise UserError(f"--cuda: env {spec.name!r} has no CUDA kernel; `pufferbox envs` lists the cuda ones")

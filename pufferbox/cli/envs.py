@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from typing import Any
 
 import click
 from rich.console import Console
@@ -60,8 +61,10 @@ def envs(as_json: bool) -> None:
                 "reason": reason,
                 "aliases": list(spec.aliases),
                 "description": spec.meta.description,
+                "also_offered_by": [c.refused.distribution for c in registry.clashes_of(spec.name)],
             }
         )
+    rows.extend(refused_rows(registry))
     for plugin in registry.broken():
         rows.append(
             {
@@ -83,9 +86,34 @@ def envs(as_json: bool) -> None:
     table = Table("env", "plugin", "version", "impl", "status")
     for row in rows:
         status = row["status"] if row["status"].startswith("ok") else f"[red]{row['status']}[/]: {row['reason']}"
+        if row.get("also_offered_by"):
+            status += f" (also offered by {', '.join(row['also_offered_by'])}: refused)"
         impl = row["implementation"] + (" +native" if row["native"] else "")
         table.add_row(row["name"], row["plugin"], row["version"], impl, status)
     Console().print(table)
+    for clash in registry.clashes:
+        if clash.kind == "env":
+            click.echo(f"note: {clash.refused.name}: {clash.line()}")
+
+
+def refused_rows(registry: Any) -> list[dict]:
+    """One row per env offer refused because another plugin holds the name (who holds it, how to pick)."""
+    return [
+        {
+            "name": clash.name,
+            "plugin": clash.refused.name,
+            "distribution": clash.refused.distribution,
+            "version": clash.refused.version,
+            "implementation": "",
+            "native": False,
+            "status": "refused",
+            "reason": clash.line(),
+            "aliases": [],
+            "description": "",
+        }
+        for clash in registry.clashes
+        if clash.kind == "env"
+    ]
 
 
 @cli.command()
@@ -101,6 +129,7 @@ def plugins(as_json: bool, show_all: bool) -> None:
             "version": p.version,
             "module": p.module,
             "envs": p.envs,
+            "refused": p.refused,
             "status": "ok" if p.ok else "broken",
             "error": p.error,
             "notes": p.notes,
@@ -114,10 +143,14 @@ def plugins(as_json: bool, show_all: bool) -> None:
     for row in rows:
         status = "ok" if row["status"] == "ok" else f"[red]broken[/]: {row['error']}"
         if row["notes"]:
-            status += "".join(f"\n[yellow]note[/]: {note}" for note in row["notes"])
+            status += f" ({len(row['notes'])} note{'s' if len(row['notes']) > 1 else ''} below)"
         envs = f"{len(row['envs'])}" + (f": {', '.join(row['envs'])}" if show_all and row["envs"] else "")
+        envs += f" ({len(row['refused'])} refused)" if row["refused"] else ""
         table.add_row(row["name"], row["distribution"], row["version"], envs, status)
     Console().print(table)
+    for row in rows:  # plain lines: a table cell would wrap what the user must read to pick a plugin
+        for note in row["notes"]:
+            click.echo(f"note: {row['name']}: {note}")
     if not show_all:
         click.echo("(env names: pufferbox plugins --all, or pufferbox envs)")
 

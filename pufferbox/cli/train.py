@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pufferbox.cli import UserError, cli
+from pufferbox.cli import UserError, cli, plugin_option
 from pufferbox.cli.tracking import tracker_factory, wandb_options
 from pufferbox.registry import get_registry
 
@@ -44,6 +44,7 @@ from pufferbox.registry import get_registry
     default=None,
     help="Check every observation of emulated envs against its space's bounds and for NaN/inf (slow).",
 )
+@plugin_option
 @wandb_options
 def train(
     env,
@@ -63,6 +64,7 @@ def train(
     no_tensorboard,
     ray_address,
     check_obs,
+    plugin,
     **tracking,
 ):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
@@ -79,6 +81,8 @@ def train(
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
     if ray_address:
         use_ray_address(ray_address, backend)
+    if plugin and env:
+        env = get_registry().get(env, plugin=plugin).name  # its own name: an alias may be another plugin's
     flags = {
         "vec.backend": backend,
         "vec.num_envs": num_envs,
@@ -92,8 +96,6 @@ def train(
         "vec.check_obs": check_obs,
     }
     if resume is None and not run_dir:
-        from pufferbox.registry import get_registry
-
         run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
     try:
         result = run(
@@ -173,7 +175,10 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
     type=click.Path(file_okay=False),
     help="With --opponent: record the match in DIR/league.sqlite (ratings).",
 )
-def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side, league_dir):
+@plugin_option
+def eval_(
+    env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side, league_dir, plugin
+):
     """Evaluate a checkpoint: prints mean/std return as JSON.
 
     Without --checkpoint, takes the newest checkpoint of ENV's runs under ./runs
@@ -186,6 +191,8 @@ def eval_(env, checkpoint, runs_root, episodes, render, video, deterministic, se
 
     if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
         raise UserError(f"{video}: video must end in .gif or .mp4")  # before any episode runs
+    if plugin and env:
+        env = get_registry().get(env, plugin=plugin).name
     if checkpoint is None:
         if env is None:
             raise UserError("eval: name an env (newest run under runs/) or pass --checkpoint PATH")

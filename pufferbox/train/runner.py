@@ -155,16 +155,18 @@ def run_locked(
     tensorboard: bool,
     callbacks: list[Any] | None = None,
 ) -> TrainResult:
-    checkpoint = None
+    checkpoint, distribution = None, None
     if resume is not None:
         env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
+        distribution = load_toml(Path(resume) / "config.toml").get("run", {}).get("distribution")
     elif env is None:
         raise ConfigError("run(): name an env")
     elif config is None:
         config = resolve_config(get_registry().get(env).training.config, config_file, overrides, flags)
     else:
         config = merge(resolve_config(), config, "config")
-    spec = get_registry().get(env)
+    registry = get_registry()  # a resume trains the env of the plugin it trained before
+    spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
     check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
     writers = Writers()
     trainer = Trainer(spec, config, run_dir=run_dir, callbacks=[writers])
@@ -177,7 +179,8 @@ def run_locked(
             for stale in run_dir.glob("metrics.jsonl.*.tmp"):  # and one of trim_metrics
                 stale.unlink(missing_ok=True)
             # [run] records what "auto" settings resolved to on this machine
-            dump_toml({"run": {"env": spec.name, **trainer.hardware.as_config()}, **config}, run_dir / "config.toml")
+            run_record = {"env": spec.name, "distribution": spec.meta.distribution, **trainer.hardware.as_config()}
+            dump_toml({"run": run_record, **config}, run_dir / "config.toml")
             if checkpoint is not None:
                 trim_metrics(run_dir / "metrics.jsonl", trainer.update)
             writers.items.append(JsonlWriter(run_dir / "metrics.jsonl"))
