@@ -99,6 +99,7 @@ class GymnasiumEmulator(gymnasium.Env):
         self.check_obs = check_obs  # every observation against its space's bounds, and finite (slow)
         self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
         self.act_spec = act_spec or ActionSpec(env.action_space)
+        fit_mask(self.obs_spec, self.act_spec)
         self.single_observation_space = self.observation_space = self.obs_spec.flat_space
         self.single_action_space = self.action_space = self.act_spec.flat_space
         self.metadata = dict(getattr(env, "metadata", {}) or {})
@@ -276,7 +277,7 @@ class PettingZooEmulator:
         self.obs_spec = row_observation_spec([o for o, _ in own], f"{name} observation")
         self.act_spec = row_action_spec([a for _, a in own], f"{name} action")
         self.agent_specs = [
-            (o if o.space == self.obs_spec.space else InRow(o.space, self.obs_spec, o.name), a) for o, a in own
+            (o if o.space == self.obs_spec.space else fit_mask(InRow(o.space, self.obs_spec, o.name), a), a) for o, a in own
         ]
         self.single_observation_space = self.obs_spec.flat_space
         self.single_action_space = self.act_spec.flat_space
@@ -433,13 +434,21 @@ def agent_specs(
     declared specs when every agent shares one space."""
     spaces_of = [(env.observation_space(a), env.action_space(a)) for a in agents]
     if all(s == spaces_of[0] for s in spaces_of):
-        shared = (obs_spec or ObservationSpec(spaces_of[0][0]), act_spec or ActionSpec(spaces_of[0][1]))
+        shared_act = act_spec or ActionSpec(spaces_of[0][1])
+        shared = (fit_mask(obs_spec or ObservationSpec(spaces_of[0][0]), shared_act), shared_act)
         return [shared] * len(agents)
     made: dict[str, Any] = {}
     for o, a in spaces_of:
-        made.setdefault(f"o{o!r}", ObservationSpec(o, f"{name} observation"))
         made.setdefault(f"a{a!r}", ActionSpec(a, f"{name} action"))
+        made.setdefault(f"o{o!r}", fit_mask(ObservationSpec(o, f"{name} observation"), made[f"a{a!r}"]))
     return [(made[f"o{o!r}"], made[f"a{a!r}"]) for o, a in spaces_of]
+
+
+def fit_mask(obs_spec: ObservationSpec, act_spec: ActionSpec) -> ObservationSpec:
+    """``obs_spec`` after checking its action mask (if any) has one entry per choice of ``act_spec``."""
+    if obs_spec.mask is not None:
+        obs_spec.mask.fit(act_spec)
+    return obs_spec
 
 
 def own_rows(emulator: GymnasiumEmulator | PettingZooEmulator) -> None:

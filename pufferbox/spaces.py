@@ -35,13 +35,17 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "ACTION_MASK_KEY",
+    "ActionMask",
     "ActionSpec",
     "InRow",
     "Leaf",
     "ObservationSpec",
     "SpaceError",
     "leaf_paths",
+    "mask_logits",
     "row_action_spec",
+    "sample_legal",
     "row_observation_spec",
 ]
 
@@ -141,10 +145,18 @@ def record_field(dtype: np.dtype, fields: tuple[str, ...]) -> tuple[np.dtype, in
     return dtype, offset
 
 
-class ObservationSpec:
-    """Maps an observation space tree to one flat buffer row per agent and back."""
+ACTION_MASK_KEY = "action_mask"  # PettingZoo's classic games put their legal moves under this Dict key
 
-    def __init__(self, space: spaces.Space, name: str = "observation"):
+
+class ObservationSpec:
+    """Maps an observation space tree to one flat buffer row per agent and back.
+
+    A Dict observation with an ``action_mask`` key (:data:`ACTION_MASK_KEY`, or the key named by
+    ``action_mask``; None: no mask) carries the env's legal actions in that field of the record:
+    ``mask`` (an :class:`ActionMask`) reads them back, and policies mask their logits with it.
+    """
+
+    def __init__(self, space: spaces.Space, name: str = "observation", action_mask: str | None = ACTION_MASK_KEY):
         self.space = space
         self.name = name
         paths = list(leaf_paths(space))  # first: raises SpaceError naming an unsupported subspace
@@ -164,6 +176,9 @@ class ObservationSpec:
         self.flat_size = self.dtype.itemsize // self.flat_dtype.itemsize
         self.is_leaf = root_is_leaf
         self._torch_layout: tuple | None = None
+        self.mask: ActionMask | None = None
+        if action_mask is not None and isinstance(space, spaces.Dict) and action_mask in space.spaces:
+            self.mask = ActionMask(self, action_mask)
 
     def __repr__(self) -> str:
         return f"ObservationSpec({self.space}, flat={self.flat_dtype}[{self.flat_size}])"
@@ -273,6 +288,83 @@ class ObservationSpec:
                 part = part.view(dtype)
             values.append(part.view(*lead, *shape))
         return self.assemble(values)
+
+
+class ActionMask:
+    """The legal actions an observation declares: a 0/1 leaf (top-level Dict key) with one entry per
+    logit of the flat action (``Discrete(n)``: n; ``MultiDiscrete``: the per-slot masks concatenated,
+    ``sum(nvec)``). Nonzero means legal. A slot with no legal action counts as all legal (PettingZoo
+    gives a waiting agent an all-zero mask; its action is ignored, and a policy must not divide by zero).
+
+    Example:
+        >>> obs = ObservationSpec(spaces.Dict({"board": spaces.Box(0, 1, (3,), np.int8),
+        ...                                    "action_mask": spaces.Box(0, 1, (3,), np.int8)}))
+        >>> obs.mask.legal(obs.flatten({"board": np.zeros(3, np.int8), "action_mask": np.array([0, 1, 1], np.int8)})[None])
+        array([[False,  True,  True]])
+    """
+
+    def __init__(self, spec: ObservationSpec, key: str):
+        leaf = next(leaf for leaf in spec.leaves if leaf.path == (key,))
+        if not isinstance(leaf.space, (spaces.Box, spaces.MultiBinary)):
+            where = format_path(spec.name, leaf.path)
+            raise SpaceError(f"{where}: an action mask must be a 0/1 Box or MultiBinary, got {leaf.space}")
+        self.spec, self.key, self.leaf = spec, key, leaf
+        self.index = spec.leaves.index(leaf)
+        self.size = int(np.prod(leaf.shape, dtype=np.int64))
+        self.sizes: tuple[int, ...] = (self.size,)  # logits per action slot: set by fit()
+
+    def fit(self, act_spec: ActionSpec) -> ActionMask:
+        """Check the mask has one entry per logit of ``act_spec`` and learn its slots; returns self."""
+        flat = act_spec.flat_space
+        if isinstance(flat, spaces.Discrete):
+            sizes = (int(flat.n),)
+        elif isinstance(flat, spaces.MultiDiscrete):
+            sizes = tuple(int(n) for n in np.asarray(flat.nvec).ravel())
+        else:
+            where = format_path(self.spec.name, self.leaf.path)
+            raise SpaceError(f"{where}: action masks apply to discrete actions, not {flat}")
+        if sum(sizes) != self.size:
+            raise SpaceError(
+                f"{format_path(self.spec.name, self.leaf.path)} has {self.size} entries, the action {act_spec.space} has "
+                f"{sum(sizes)} choices: give one 0/1 entry per choice (MultiDiscrete: the slots' masks concatenated)"
+            )
+        self.sizes = sizes
+        return self
+
+    def legal(self, flat: np.ndarray) -> np.ndarray:
+        """``(rows, size)`` bool: the legal choices in each of ``flat``'s rows."""
+        return np.asarray(self.spec.unflatten(flat)[self.key]).reshape(len(flat), self.size) != 0
+
+    def legal_torch(self, flat: torch.Tensor) -> torch.Tensor:
+        """The same for a ``(rows, flat_size)`` tensor (views, then one compare)."""
+        return self.spec.unflatten_torch(flat)[self.key].reshape(flat.shape[0], self.size) != 0
+
+
+def mask_logits(logits: torch.Tensor, legal: torch.Tensor, sizes: tuple[int, ...]) -> torch.Tensor:
+    """``logits`` with illegal choices at -inf: zero probability, so sampling and argmax never pick them;
+    torch's Categorical gives them zero entropy and log-probability terms. A slot with no legal choice
+    keeps all its logits."""
+    import torch
+
+    if len(sizes) == 1:
+        legal = legal | ~legal.any(-1, keepdim=True)
+    else:
+        legal = torch.cat([part | ~part.any(-1, keepdim=True) for part in torch.split(legal, sizes, dim=-1)], dim=-1)
+    return logits.masked_fill(~legal, float("-inf"))
+
+
+def sample_legal(legal: np.ndarray, sizes: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Uniform legal actions, ``(rows,)`` for one slot or ``(rows, len(sizes))``; a slot with no legal
+    choice draws from all of them."""
+    out = np.zeros((len(legal), len(sizes)), dtype=np.int64)
+    start = 0
+    for j, n in enumerate(sizes):
+        part = legal[:, start : start + n]
+        keys = rng.random(part.shape)  # the largest key among the legal choices: uniform over them
+        keys[~(part | ~part.any(1, keepdims=True))] = -1.0
+        out[:, j] = keys.argmax(1)
+        start += n
+    return out[:, 0] if len(sizes) == 1 else out
 
 
 def build_tree(space: spaces.Space, values: Iterator[Any]) -> Any:
@@ -405,8 +497,10 @@ class InRow(ObservationSpec):
         (2, 3)
     """
 
-    def __init__(self, space: spaces.Space, row: ObservationSpec, name: str = "observation"):
-        super().__init__(space, name)
+    def __init__(
+        self, space: spaces.Space, row: ObservationSpec, name: str = "observation", action_mask: str | None = ACTION_MASK_KEY
+    ):
+        super().__init__(space, name, action_mask)
         if self.dtype.itemsize > row.dtype.itemsize:
             raise SpaceError(f"{name}: a record of {self.dtype.itemsize} bytes does not fit a row of {row.dtype.itemsize}")
         self.row = row

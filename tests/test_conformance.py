@@ -174,6 +174,7 @@ def test_pytest_fixture_runs_the_suite(pufferbox_check):
         "serial",
         "native",
         "truncation",
+        "masks",
         "groups",
     ]
 

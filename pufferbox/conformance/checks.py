@@ -11,6 +11,8 @@ on the first violation; :func:`check_env_spec` runs them all and collects the re
 * ``serial``: the serial vector backend equals manual stepping of raw envs (seeded
   ``seed + i``), autoresets and episode infos included.
 * ``native``: a plugin's native batched block equals the emulated envs bit for bit.
+* ``masks``: an env that declares an action mask never receives an illegal action from pufferbox's
+  random sampler nor from its policies' sampling (masked logits: sampled and greedy), every step.
 * ``groups``: a plugin's declared agent groups (``EnvSpec.groups``) put every agent in exactly one
   group, and the agents of a group share their own observation and action spaces.
 """
@@ -32,7 +34,7 @@ import numpy as np
 from pufferbox.emulation import metric
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
-from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, get_path
+from pufferbox.spaces import ACTION_MASK_KEY, ActionSpec, ObservationSpec, SpaceError, get_path, mask_logits, sample_legal
 
 __all__ = ["CheckConfig", "CheckResult", "ConformanceError", "CHECKS", "check_env_spec", "assert_conforms"]
 
@@ -125,7 +127,7 @@ def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any])
     obs, _ = env.reset(seed=seed)
     out.append((copy.deepcopy(obs), None, None, None))
     for t in range(steps):
-        act = actions(env, t)
+        act = actions(env, t, obs)
         obs, reward, terminated, truncated, _ = env.step(act)
         out.append((copy.deepcopy(obs), reward, terminated, truncated))
         done = (not env.agents) if multi else (terminated or truncated)
@@ -135,23 +137,36 @@ def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any])
     return out
 
 
-def random_actions(seed: int) -> Callable[[Any, int], Any]:
-    """Seeded structured actions for whatever agents are live (one sampler per space)."""
+def random_actions(seed: int) -> Callable[[Any, int, Any], Any]:
+    """Seeded structured actions for whatever agents are live (one sampler per space), legal where the
+    last observation (``pick(env, t, obs)``) declares an action mask."""
     samplers: dict[Any, gymnasium.Space] = {}
 
-    def pick(env: Any, t: int) -> Any:
+    def pick(env: Any, t: int, obs: Any = None) -> Any:
         if is_multiagent(env):
             acts = {}
             for agent in env.agents:
                 if agent not in samplers:
                     samplers[agent] = seeded_sampler(env.action_space(agent), seed + len(samplers))
-                acts[agent] = samplers[agent].sample()
+                acts[agent] = legal_sample(samplers[agent], (obs or {}).get(agent))
             return acts
         if None not in samplers:
             samplers[None] = seeded_sampler(env.action_space, seed)
-        return samplers[None].sample()
+        return legal_sample(samplers[None], obs)
 
     return pick
+
+
+def legal_sample(space: gymnasium.Space, obs: Any) -> Any:
+    """``space.sample()``, within the observation's ``action_mask`` when it has one (Discrete, MultiDiscrete)."""
+    mask = obs.get(ACTION_MASK_KEY) if isinstance(obs, dict) else None
+    if mask is None or not np.asarray(mask).any():
+        return space.sample()
+    mask = np.asarray(mask, dtype=np.int8).ravel()
+    if isinstance(space, gymnasium.spaces.MultiDiscrete):
+        cuts = np.cumsum(np.asarray(space.nvec).ravel())[:-1]
+        return space.sample(mask=tuple(np.split(mask, cuts)))
+    return space.sample(mask=mask)
 
 
 def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
@@ -232,7 +247,7 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
         flat_obs, _ = flat.reset(seed=cfg.seed)
         compare(raw_obs, flat_obs, "reset observation")
         for t in range(cfg.steps):
-            act = pick(raw, t)
+            act = pick(raw, t, raw_obs)
             if multi:
                 flat_act = {a: specs_of(a)[1].flatten(v) for a, v in act.items()}
                 for a, v in act.items():
@@ -245,6 +260,7 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
             r_obs, r_rew, r_term, r_trunc, _ = raw.step(act)
             f_obs, f_rew, f_term, f_trunc, _ = flat.step(flat_act)
             compare(r_obs, f_obs, f"step {t}: observation")
+            raw_obs = r_obs
             if not _same_scalars((r_rew, r_term, r_trunc), (f_rew, f_term, f_trunc)):
                 fail(
                     f"step {t}: raw env gave (reward, terminated, truncated) = {(r_rew, r_term, r_trunc)}, "
@@ -412,10 +428,19 @@ def compare_final(t: int, names: tuple[str, str], a: Any, b: Any, cut: np.ndarra
         fail(f"step {t}: final observations of truncated rows {rows[:8].tolist()} differ between {names[0]} and {names[1]}")
 
 
-def action_batches(venv: Any, seed: int) -> Callable[[], np.ndarray]:
-    """Random action batches for every row of ``venv`` (each agent slot within its own action space)."""
+def action_batches(venv: Any, seed: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Random action batches for every row of ``venv`` (each agent slot within its own action space),
+    ``sample(obs)``: legal in each row of ``obs`` where the env declares an action mask."""
     space, shape = seeded_sampler(venv.action_space, seed), (venv.num_agents, *venv.single_action_space.shape)
-    return lambda: np.asarray(space.sample()).reshape(shape)
+    mask, rng = venv.obs_spec.mask, np.random.default_rng(seed)
+
+    def sample(obs: np.ndarray) -> np.ndarray:
+        actions = np.asarray(space.sample()).reshape(shape)
+        if mask is not None:
+            actions = sample_legal(mask.legal(obs), mask.sizes, rng).reshape(shape).astype(actions.dtype)
+        return actions
+
+    return sample
 
 
 def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
@@ -428,11 +453,12 @@ def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
         venv.async_reset(cfg.seed)
         manual.reset(cfg.seed)
         batch = venv.recv()
+        obs = batch[0]
         names = ("serial backend", "manual stepping")
         mine = (manual.obs, manual.rewards, manual.terminals, manual.truncations, manual.masks)
         compare_batches(-1, names, batch[:4] + (batch[6],), mine, manual.multi)
         for t in range(cfg.steps):
-            actions = sample()
+            actions = sample(obs)
             venv.send(actions)
             obs, rew, term, trunc, infos, _env_ids, masks = venv.recv()
             expected_infos = manual.step(actions)
@@ -468,7 +494,7 @@ def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
         a, b = native.recv(), emulated.recv()
         compare_batches(-1, names, a[:4] + (a[6],), b[:4] + (b[6],), multi)
         for t in range(cfg.steps):
-            actions = sample()
+            actions = sample(b[0])
             native.send(actions)
             emulated.send(actions)
             a, b = native.recv(), emulated.recv()
@@ -507,11 +533,11 @@ def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
             return
         multi = is_multiagent(env)
         sample = random_actions(cfg.seed)
-        env.reset(seed=cfg.seed)
+        obs, _ = env.reset(seed=cfg.seed)
         length = 0
         at_limit = as_termination = 0  # episodes that reached the limit; of those, ended as termination only
         for t in range(cfg.steps):
-            _, _, term, trunc, _ = env.step(sample(env, t))
+            obs, _, term, trunc, _ = env.step(sample(env, t, obs))
             length += 1
             if multi:
                 done = not env.agents
@@ -529,7 +555,7 @@ def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
                 at_limit += 1
                 as_termination += terminated and not truncated
             if done:
-                env.reset()
+                obs, _ = env.reset()
                 length = 0
         # One task ending on the last allowed step happens; every episode at the limit doing so is the limit.
         if at_limit >= 2 and as_termination == at_limit:
@@ -541,6 +567,67 @@ def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
         env.close()
 
 
+# -- action masks -----------------------------------------------------------------------
+def illegal_rows(actions: np.ndarray, legal: np.ndarray, sizes: tuple[int, ...], acting: np.ndarray) -> np.ndarray:
+    """The acting rows whose action (one choice per slot) is illegal in their observation's mask."""
+    choice = np.asarray(actions).reshape(len(legal), len(sizes)) + np.cumsum((0,) + sizes[:-1])
+    taken = np.take_along_axis(legal, choice, axis=1)
+    none_legal = np.stack([~part.any(1) for part in np.split(legal, np.cumsum(sizes)[:-1], axis=1)], axis=1)
+    return np.flatnonzero(acting & ~(taken | none_legal).all(1))
+
+
+def policy_choices(logits: Any, legal: np.ndarray, sizes: tuple[int, ...], greedy: bool) -> np.ndarray:
+    """Actions the way pufferbox's policies choose them: masked logits, then a Categorical per slot
+    (sampled) or its argmax (greedy)."""
+    import torch
+
+    masked = mask_logits(logits, torch.from_numpy(legal), sizes)
+    parts = torch.split(masked, sizes, dim=-1)
+    if greedy:
+        chosen = [p.argmax(-1) for p in parts]
+    else:
+        chosen = [torch.distributions.Categorical(logits=p).sample() for p in parts]
+    return torch.stack(chosen, dim=-1).numpy()
+
+
+def check_masks(spec: EnvSpec, cfg: CheckConfig) -> None:
+    """Every step of a serial vector env, the random sampler's actions and a policy's (logits drawn wide,
+    as an untrained or overconfident policy's may be, then masked: sampled and greedy) are legal in every
+    acting row; the three take turns driving the env, so all of them meet mid-episode positions."""
+    import torch
+
+    from pufferbox.vector import make
+
+    venv = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
+    try:
+        mask = venv.obs_spec.mask
+        if mask is None:
+            fail(f"{spec.name}: no action mask: the observation has no {ACTION_MASK_KEY!r} key")
+        sample, gen = action_batches(venv, cfg.seed), torch.Generator().manual_seed(cfg.seed)
+        venv.async_reset(cfg.seed)
+        obs, *_, acting = venv.recv()
+        for t in range(cfg.steps):
+            legal = mask.legal(obs)
+            logits = torch.randn(len(obs), sum(mask.sizes), generator=gen) * 10.0
+            choices = {
+                "the random sampler": sample(obs),
+                "policy sampling": policy_choices(logits, legal, mask.sizes, greedy=False),
+                "greedy policy": policy_choices(logits, legal, mask.sizes, greedy=True),
+            }
+            for source, actions in choices.items():
+                bad = illegal_rows(actions, legal, mask.sizes, np.asarray(acting))
+                if len(bad):
+                    fail(
+                        f"step {t}: {source} chose illegal action {np.asarray(actions)[bad[0]].tolist()} in row {bad[0]} "
+                        f"(legal: {np.flatnonzero(legal[bad[0]]).tolist()})"
+                    )
+            driver = list(choices.values())[t % 3]
+            venv.send(np.asarray(driver).reshape(venv.num_agents, *venv.single_action_space.shape))
+            obs, *_, acting = venv.recv()
+    finally:
+        venv.close()
+
+
 CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
     "api": check_api,
     "spaces": check_spaces,
@@ -549,6 +636,7 @@ CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
     "serial": check_serial,
     "native": check_native,
     "truncation": check_truncation,
+    "masks": check_masks,
 }
 
 
@@ -591,6 +679,9 @@ def check_env_spec(
         if name == "native" and spec.build.native is None:
             results.append(CheckResult(name, True, "no native implementation (skipped)"))
             continue
+        if name == "masks" and not declares_mask(spec, cfg):
+            results.append(CheckResult(name, True, "no action mask (skipped)"))
+            continue
         if name == "groups" and spec.training.groups is None:
             results.append(CheckResult(name, True, "one shared policy (no groups declared)"))
             continue
@@ -602,6 +693,14 @@ def check_env_spec(
         except Exception as exc:  # a crash inside the env is a failure of that check too
             results.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def declares_mask(spec: EnvSpec, cfg: CheckConfig) -> bool:
+    """Whether the env's observation carries an action mask (True when it cannot even be built: the check reports why)."""
+    try:
+        return spec.flattening(**cfg.kwargs)[0].mask is not None
+    except Exception:
+        return True
 
 
 def assert_conforms(spec: EnvSpec, **kwargs: Any) -> list[CheckResult]:

@@ -30,7 +30,7 @@ from gymnasium import spaces
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.spaces import ActionMask, ActionSpec, ObservationSpec, mask_logits
 from pufferbox.train.config import PolicyConfig, typed
 
 __all__ = ["MLPEncoder", "CNNEncoder", "Agent", "is_image_space", "build_agent", "layer_init"]
@@ -65,7 +65,10 @@ class MLPEncoder(nn.Module):
         self.obs_spec = obs_spec
         obs_spec.torch_layout()
         self.hidden_size = hidden_size
-        in_size = sum(leaf_width(leaf.space) for leaf in obs_spec.leaves)
+        # The action mask is not a feature: the policy applies it to the logits (Agent), and in the games
+        # that declare one it follows from the rest of the observation anyway.
+        self.skip = obs_spec.mask.index if obs_spec.mask is not None else -1
+        in_size = sum(leaf_width(leaf.space) for i, leaf in enumerate(obs_spec.leaves) if i != self.skip)
         # (n, start) per leaf to one-hot, None to cast: plain tuples, so compile sees constants
         self.one_hot = tuple(
             (int(leaf.space.n), int(leaf.space.start))
@@ -84,7 +87,9 @@ class MLPEncoder(nn.Module):
         tree = self.obs_spec.unflatten_torch(flat_obs)
         leaves = [tree] if self.obs_spec.is_leaf else flatten_tree(tree)
         parts = []
-        for leaf, one_hot in zip(leaves, self.one_hot):
+        for i, (leaf, one_hot) in enumerate(zip(leaves, self.one_hot)):
+            if i == self.skip:
+                continue
             if one_hot is None:
                 parts.append(leaf.reshape(flat_obs.shape[0], -1).float())
             else:
@@ -143,7 +148,12 @@ class CNNEncoder(nn.Module):
 
 
 class ActionHead(nn.Module):
-    """Discrete → Categorical, MultiDiscrete → independent Categoricals, Box → diagonal Normal."""
+    """Discrete → Categorical, MultiDiscrete → independent Categoricals, Box → diagonal Normal.
+
+    ``legal`` (bool ``(B, logits)``, from the observation's :class:`~pufferbox.spaces.ActionMask`) sets
+    illegal logits to -inf before sampling, scoring and argmax, so entropy and the PPO ratio are over
+    legal actions only; None (envs without a mask) costs nothing.
+    """
 
     def __init__(self, act_spec: ActionSpec, in_size: int):
         super().__init__()
@@ -157,17 +167,21 @@ class ActionHead(nn.Module):
             self.logstd = nn.Parameter(torch.zeros(self.sizes[0]))
         self.linear: nn.Module = layer_init(nn.Linear(in_size, sum(self.sizes)), std=0.01)  # groups may mask it
 
-    def distribution(self, hidden: torch.Tensor) -> Any:
+    def logits(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> torch.Tensor:
         out = self.linear(hidden)
+        return out if legal is None else mask_logits(out, legal, tuple(self.sizes))
+
+    def distribution(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> Any:
+        out = self.logits(hidden, legal)
         if self.kind == "discrete":
             return Categorical(logits=out, validate_args=False)
         if self.kind == "multidiscrete":
             return [Categorical(logits=part, validate_args=False) for part in torch.split(out, self.sizes, dim=-1)]
         return Normal(out, self.logstd.exp().expand_as(out), validate_args=False)
 
-    def sample(self, hidden: torch.Tensor, action: torch.Tensor | None = None):
+    def sample(self, hidden: torch.Tensor, action: torch.Tensor | None = None, legal: torch.Tensor | None = None):
         """``(action, logprob, entropy)``; pass ``action`` to score a stored one."""
-        dist = self.distribution(hidden)
+        dist = self.distribution(hidden, legal)
         if self.kind == "discrete":
             action = dist.sample() if action is None else action
             return action, dist.log_prob(action), dist.entropy()
@@ -180,8 +194,8 @@ class ActionHead(nn.Module):
         action = dist.sample() if action is None else action
         return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1)
 
-    def mode(self, hidden: torch.Tensor) -> torch.Tensor:
-        out = self.linear(hidden)
+    def mode(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> torch.Tensor:
+        out = self.logits(hidden, legal)
         if self.kind == "discrete":
             return out.argmax(-1)
         if self.kind == "multidiscrete":
@@ -190,11 +204,18 @@ class ActionHead(nn.Module):
 
 
 class Agent(nn.Module):
-    """Encoder → optional LSTM (state per agent row, reset on episode start) → actor and critic."""
+    """Encoder → optional LSTM (state per agent row, reset on episode start) → actor and critic.
 
-    def __init__(self, encoder: nn.Module, act_spec: ActionSpec, lstm_size: int = 0):
+    ``obs_spec`` with an action mask (:attr:`ObservationSpec.mask`): every action the agent samples,
+    scores or takes greedily is legal in its row's observation.
+    """
+
+    def __init__(
+        self, encoder: nn.Module, act_spec: ActionSpec, lstm_size: int = 0, obs_spec: ObservationSpec | None = None
+    ):
         super().__init__()
         self.encoder = encoder
+        self.mask: ActionMask | None = None if obs_spec is None or obs_spec.mask is None else obs_spec.mask.fit(act_spec)
         width = int(cast(int, encoder.hidden_size))
         self.lstm = nn.LSTMCell(width, lstm_size) if lstm_size else None
         if self.lstm is not None:
@@ -231,10 +252,14 @@ class Agent(nn.Module):
         """``(action logits, value)`` from :meth:`hidden`'s features (for samplers outside torch, e.g. a kernel)."""
         return self.actor.linear(hidden), self.critic(hidden).squeeze(-1)
 
+    def legal(self, obs: torch.Tensor) -> torch.Tensor | None:
+        """The legal choices of ``(B, flat)`` observations; None without a mask."""
+        return None if self.mask is None else self.mask.legal_torch(obs)
+
     def act(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
         """One inference step: ``(action, logprob, entropy, value, new_state)``."""
         hidden, state = self.hidden(obs, state, starts)
-        action, logprob, entropy = self.actor.sample(hidden)
+        action, logprob, entropy = self.actor.sample(hidden, legal=self.legal(obs))
         return action, logprob, entropy, self.critic(hidden).squeeze(-1), state
 
     def evaluate(
@@ -259,12 +284,13 @@ class Agent(nn.Module):
                 outs.append(h)
             hidden = torch.stack(outs).reshape(steps * rows, -1)
             actions = actions.reshape(steps * rows, *actions.shape[2:])
-        _, logprob, entropy = self.actor.sample(hidden, actions)
+            obs = obs.reshape(steps * rows, -1)
+        _, logprob, entropy = self.actor.sample(hidden, actions, self.legal(obs))
         return logprob, entropy, self.critic(hidden).squeeze(-1)
 
     def greedy(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
         hidden, state = self.hidden(obs, state, starts)
-        return self.actor.mode(hidden), state
+        return self.actor.mode(hidden, self.legal(obs)), state
 
 
 def build_agent(
@@ -292,7 +318,7 @@ def build_agent(
         encoder_cls = resolve(choice)
     encoder = encoder_cls(obs_spec, act_spec, hidden_size=hidden)
     lstm_size = (policy.lstm_size or hidden) if policy.lstm else 0
-    agent = Agent(encoder, act_spec, lstm_size=lstm_size)
+    agent = Agent(encoder, act_spec, lstm_size=lstm_size, obs_spec=obs_spec)
     if policy.channels_last:  # oneDNN's convolutions run channels-last (RESULTS.md: "channels-last")
         agent = cast(Agent, cast(Any, agent).to(memory_format=torch.channels_last))  # torch's stubs omit memory_format
     return agent
