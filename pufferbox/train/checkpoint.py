@@ -93,8 +93,12 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def save_checkpoint(state: dict[str, Any], directory: str | os.PathLike, update: int, keep: int = 3) -> Path:
+def save_checkpoint(
+    state: dict[str, Any], directory: str | os.PathLike, update: int, keep: int = 3, parents: bool = True
+) -> Path:
     """Write ``state`` atomically as ``directory/ckpt-<update>.pt``; delete all but the newest ``keep``.
+    ``parents=False``: ``directory`` is created only inside an existing folder (a run dir deleted
+    under the run stays deleted: ``FileNotFoundError``).
 
     The checkpoint just written is never deleted, whatever numbers other files in ``directory`` carry.
     The state is serialized in memory first, so a full disk surfaces as ``OSError(ENOSPC)`` from the
@@ -106,7 +110,7 @@ def save_checkpoint(state: dict[str, Any], directory: str | os.PathLike, update:
         raise CheckpointError(
             f"{final}: not written: the model's weights are not finite (NaN/inf); earlier checkpoints are kept"
         )
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=parents, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=directory)

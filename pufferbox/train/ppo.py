@@ -345,6 +345,7 @@ class Trainer:
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
+        parents = directory is not None  # RUN_DIR itself is never re-created (it may have been deleted)
         if directory is None:
             if self.run_dir is None:
                 raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
@@ -354,7 +355,9 @@ class Trainer:
                 f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
                 "weights are not finite (NaN/inf); earlier checkpoints are kept"
             )
-        path = save_checkpoint(self.checkpoint_state(), directory, self.update, keep=self.tc.keep_checkpoints)
+        path = save_checkpoint(
+            self.checkpoint_state(), directory, self.update, keep=self.tc.keep_checkpoints, parents=parents
+        )
         self.last_checkpoint = str(path)
         return self.last_checkpoint
 

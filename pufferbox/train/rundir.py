@@ -23,12 +23,16 @@ import errno
 import fcntl
 import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 from pufferbox.train.config import ConfigError
 
 __all__ = [
     "RunDirError",
+    "RunDirLost",
+    "RunDirGuard",
     "RunDirLock",
     "claim_run_dir",
     "new_run_dir",
@@ -58,6 +62,61 @@ os.register_at_fork(after_in_child=close_inherited_locks)
 
 class RunDirError(ConfigError):
     """The run directory cannot be used as asked (a user error: one line, exit 2)."""
+
+
+class RunDirLost(RunDirError):
+    """The run directory was deleted or replaced under a live run (nothing resumable is left of it)."""
+
+
+class RunDirGuard:
+    """Notices a run directory deleted (``rm -rf RUN_DIR``) or replaced while the run writes it.
+
+    Called with each update's metrics before the writers (it raises :class:`RunDirLost`, so nothing is
+    written into a directory that is no longer the run's), and once more before a run reports its
+    checkpoint. The run is lost when ``RUN_DIR`` is gone, is another directory (inode), or has no
+    ``config.toml`` (a resume needs it).
+    """
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        st = os.stat(self.run_dir)
+        self.identity = (st.st_dev, st.st_ino)
+        self.previous_hook: Any = None
+
+    def lost(self) -> bool:
+        try:
+            st = os.stat(self.run_dir)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self.identity or not (self.run_dir / "config.toml").is_file()
+
+    def check(self) -> None:
+        if self.lost():
+            raise RunDirLost(
+                f"{self.run_dir}: the run directory was deleted or replaced during training (its config.toml is "
+                "gone); nothing more was written and no checkpoint of this run can be resumed: start a new run"
+            )
+
+    def __call__(self, metrics: dict) -> None:
+        self.check()
+
+    def quiet_writer_threads(self) -> None:
+        """From now until :meth:`restore_threads`, a writer thread (TensorBoard's) failing because the run dir is gone
+        prints no traceback: :meth:`check` reports the loss in one line."""
+        previous = self.previous_hook = threading.excepthook
+
+        def hook(args: Any) -> None:
+            if not (issubclass(args.exc_type, OSError) and self.lost()):
+                previous(args)
+
+        threading.excepthook = hook
+
+    def close(self) -> None:  # a writer's: nothing to flush
+        pass
+
+    def restore_threads(self) -> None:
+        if self.previous_hook is not None:
+            threading.excepthook, self.previous_hook = self.previous_hook, None
 
 
 class RunDirLock:

@@ -28,7 +28,14 @@ from pufferbox.train.checkpoint import (
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
-from pufferbox.train.rundir import claim_run_dir, discard_empty_run_dir, disk_error, new_run_dir, trim_metrics
+from pufferbox.train.rundir import (
+    RunDirGuard,
+    claim_run_dir,
+    discard_empty_run_dir,
+    disk_error,
+    new_run_dir,
+    trim_metrics,
+)
 
 __all__ = ["run", "default_run_dir"]
 
@@ -170,6 +177,7 @@ def run_locked(
     check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
     writers = Writers()
     trainer = Trainer(spec, config, run_dir=run_dir, callbacks=[writers])
+    guard = None
     try:
         if checkpoint is not None:
             load_resumed(trainer, checkpoint)
@@ -181,6 +189,9 @@ def run_locked(
             # [run] records what "auto" settings resolved to on this machine
             run_record = {"env": spec.name, "distribution": spec.meta.distribution, **trainer.hardware.as_config()}
             dump_toml({"run": run_record, **config}, run_dir / "config.toml")
+            guard = RunDirGuard(run_dir)
+            guard.quiet_writer_threads()
+            writers.items.append(guard)  # first: nothing is written into a run dir deleted under the run
             if checkpoint is not None:
                 trim_metrics(run_dir / "metrics.jsonl", trainer.update)
             writers.items.append(JsonlWriter(run_dir / "metrics.jsonl"))
@@ -206,10 +217,27 @@ def run_locked(
                 "steps (the last rollout is cut short to stay as close as it can)",
                 flush=True,
             )
-        return train_until_stopped(trainer, run_dir is not None, stop_after)
+        if guard is None:
+            return train_until_stopped(trainer, False, stop_after)
+        return train_guarded(trainer, guard, stop_after)
     finally:
         trainer.close()
-        writers.close()
+        writers.close()  # the guard last: TensorBoard's thread may fail while flushing
+        if guard is not None:
+            guard.restore_threads()
+
+
+def train_guarded(trainer: Trainer, guard: RunDirGuard, stop_after: int | None) -> TrainResult:
+    """:func:`train_until_stopped` into a run dir; if the dir was deleted or replaced meanwhile, whatever
+    failed because of it (a checkpoint write, TensorBoard) is reported as :class:`RunDirLost`, and a
+    checkpoint written into a lost dir is never reported as the run's."""
+    try:
+        result = train_until_stopped(trainer, True, stop_after)
+    except Exception:
+        guard.check()
+        raise
+    guard.check()
+    return result
 
 
 def train_until_stopped(trainer: Trainer, saves: bool, stop_after: int | None) -> TrainResult:
