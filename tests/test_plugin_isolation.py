@@ -26,7 +26,7 @@ _helper.loader.exec_module(plugin_dists)
 
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"} | {
     f"ocean/{game}"
-    for game in ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena")
+    for game in ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
 }
 CLASSIC = {
     "cartpole",

@@ -21,6 +21,7 @@
 #include "c/tripletriad.h"
 #include "c/enduro.h"
 #include "c/arena.h"
+#include "c/go.h"
 
 static const OceanGame GAMES[] = {
     PONG_GAME,
@@ -32,6 +33,7 @@ static const OceanGame GAMES[] = {
     TRIPLETRIAD_GAME,
     ENDURO_GAME,
     ARENA_GAME,
+    GO_GAME,
 };
 #define N_GAMES ((int)(sizeof(GAMES) / sizeof(GAMES[0])))
 

@@ -44,7 +44,7 @@ TUNED = {
 
 
 # The C games (c/NAME.h, stepped through _games.c) with their references (games/NAME.py).
-GAME_NAMES = ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena")
+GAME_NAMES = ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
 
 
 def defaults_for(name: str, steps: int) -> dict:
