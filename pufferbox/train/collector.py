@@ -56,6 +56,7 @@ __all__ = [
     "Collector",
     "HostCollector",
     "DeviceCollector",
+    "NonFiniteInput",
     "Rollout",
     "make_collector",
     "make_vec_env",
@@ -241,6 +242,29 @@ class Rollout:
             self.carry(waiting, np.asarray(take))
 
 
+class NonFiniteInput(ConfigError):
+    """An env returned an observation holding NaN/inf, or the policy's action distribution is not finite
+    (NaN or +inf logits; the -inf of masked actions is legal). The trainer adds the env and the step."""
+
+
+def check_observations(obs: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
+    """Raise :class:`NonFiniteInput` naming the first env whose float observation holds NaN/inf."""
+    if obs.dtype.kind != "f":
+        return
+    finite = np.isfinite(obs.reshape(len(obs), -1)).all(axis=1)
+    if not finite.all():
+        row = int(rows[int(np.argmin(finite))])
+        raise NonFiniteInput(f"env {row // agents_per_env} (agent row {row}) returned an observation with NaN/inf")
+
+
+def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
+    """A sampled action's log-probability is NaN/inf only if its row's logits were (masked -inf never is)."""
+    finite = np.isfinite(logprob.reshape(len(logprob), -1)).all(axis=1)
+    if not finite.all():
+        row = int(rows[int(np.argmin(finite))])
+        raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {row // agents_per_env}")
+
+
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
@@ -321,6 +345,7 @@ class HostCollector:
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
+        check_observations(obs, rows, self.agents_per_env)  # before they reach the normalizer or the policy
         if self.norm is not None:
             obs, rewards = self.norm.observe(obs), self.norm.scale(rewards, rows, terminals | truncations)
         if self.bootstrap_gamma:
@@ -379,12 +404,18 @@ class HostCollector:
         if greedy:
             (action, new_state), logprob, value = self.agent.greedy(obs_t, state, starts_t), None, None
         else:
-            action, logprob, _, value, new_state = self.act(obs_t, state, starts_t)
+            try:
+                action, logprob, _, value, new_state = self.act(obs_t, state, starts_t)
+            except RuntimeError as exc:  # torch's sampler on NaN/+inf probabilities: a traceback otherwise
+                if "probability tensor contains" not in str(exc):
+                    raise
+                raise NonFiniteInput("the policy's logits are NaN/inf on this step's observations") from None
         outputs = [action] + ([] if greedy else [logprob, value]) + ([] if new_state is None else list(new_state))
         host = self.transfer.to_host(outputs)
         action, host = host[0], host[1:]
         if not greedy:
             (logprob, value), host = host[:2], host[2:]
+            check_policy_output(logprob, rows, self.agents_per_env)
         if new_state is not None:
             self.state[0][rows], self.state[1][rows] = torch.from_numpy(host[0]), torch.from_numpy(host[1])
         sent = action if self.action_bounds is None else np.clip(action, *self.action_bounds)  # sample unclipped

@@ -43,7 +43,7 @@ from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train import snapshot
 from pufferbox.train.assembly import assemble, fresh_policy
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
-from pufferbox.train.collector import Collected
+from pufferbox.train.collector import Collected, NonFiniteInput
 from pufferbox.train.config import ConfigError, updated
 from pufferbox.train.groups import GroupLearner
 from pufferbox.train.overlap import vtrace_targets
@@ -228,6 +228,8 @@ class Trainer:
         self.collecting = True
         try:
             rollout = self.collector.collect(horizon)
+        except NonFiniteInput as exc:
+            raise self.nonfinite_input(exc) from None
         finally:
             self.collecting = False
         t0 = time.perf_counter()
@@ -253,6 +255,20 @@ class Trainer:
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0 and self.run_dir is not None:
             self.save_checkpoint()  # the envs keep running: a checkpoint never cuts an episode
         return metrics
+
+    def nonfinite_input(self, exc: NonFiniteInput) -> NonFiniteError:
+        """What a NaN/inf observation or logit means for this run, naming the env and the step."""
+        weights_finite = all(bool(torch.isfinite(p).all()) for p in self.agent.parameters())
+        advice = (
+            "the env returned it: fix the env (run with --check-obs to name the field)"
+            if "observation with" in str(exc)
+            else "check the observations' scale or lower train.learning_rate"
+            if weights_finite
+            else "the policy's weights are not finite: lower train.learning_rate"
+        )
+        return NonFiniteError(
+            f"{self.spec.name}: {exc} during update {self.update + 1} (after step {self.global_step:,}); {advice}"
+        )
 
     def record(self, rollout: Collected, losses: dict) -> dict:
         wall = self.wall_time()
