@@ -54,7 +54,15 @@ from pufferbox.spaces import (
     row_observation_spec,
 )
 
-__all__ = ["APIUsageError", "BIND_OBSERVATION_BUFFERS", "GymnasiumEmulator", "PettingZooEmulator", "emulate"]
+__all__ = [
+    "AECEmulator",
+    "APIUsageError",
+    "BIND_OBSERVATION_BUFFERS",
+    "GymnasiumEmulator",
+    "PettingZooEmulator",
+    "emulate",
+    "is_aec",
+]
 
 BIND_OBSERVATION_BUFFERS = "pufferbox_bind_observation_buffers"
 
@@ -427,6 +435,145 @@ class PettingZooEmulator:
         return self
 
 
+class AECEmulator(PettingZooEmulator):
+    """A PettingZoo ``AECEnv`` (turn-based: one agent moves at a time) stepped turn by turn.
+
+    Rows follow ``possible_agents`` as for parallel envs, and every live agent's row holds its current
+    observation. Each :meth:`vec_step` the agent to move (``agent_selection``) acts: its row is the only
+    one with ``masks`` True (the *acting* flag), the other rows' actions are ignored and the learner does
+    not train on them. Rewards are PettingZoo's ``env.rewards`` after every step, summed per agent (as
+    PettingZoo's own AEC-to-parallel conversion counts them), so a reward that arrives while an agent
+    waits (the loser's -1) lands in that agent's own row. An agent that terminates or is truncated has
+    ``terminals``/``truncations`` set on that step and is then absent (terminal, masked) until the
+    episode ends, when every agent is done; its dead steps (``step(None)``) are taken here.
+
+    The ParallelEnv face (:meth:`reset`/:meth:`step` with dicts) applies only the mover's action too.
+    """
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any):
+        super().__init__(env, *args, **kwargs)
+        self.reported: set = set()  # agents whose end was written to their row this episode
+
+    def observe(self) -> dict:
+        """Every live agent's observation (written to the rows); only the mover's row is acting."""
+        env = self.env
+        observations = {a: env.observe(a) for a in env.agents if a not in self.reported}
+        self.write_observations(observations)
+        self.buffers.masks[:] = False
+        if env.agents:
+            self.buffers.masks[self.slot[env.agent_selection]] = True
+        return observations
+
+    def start(self, seed: int | None) -> dict:
+        self.own_rows()
+        self.env.reset(seed=seed) if seed is not None else self.env.reset()
+        self.reported = set()
+        self.needs_reset = False
+        self.episode_returns[:] = 0.0
+        self.episode_length = 0
+        return self.observe()
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        self.start(seed)
+        b = self.buffers
+        b.rewards[:] = 0.0
+        b.terminals[:] = b.truncations[:] = False
+        self.agents = list(self.env.agents)
+        return NO_EPISODES
+
+    def advance(self, action: Any) -> tuple[dict, dict, dict, dict]:
+        """The mover plays ``action`` (a structured action), then the dead steps due: ``(rewards,
+        terminations, truncations, infos)`` of the agents whose episode ended or went on."""
+        env = self.env
+        rewards: dict = {}
+        env.step(action)
+        for agent, reward in env.rewards.items():
+            rewards[agent] = rewards.get(agent, 0.0) + float(reward)
+        terminations, truncations, infos = dict(env.terminations), dict(env.truncations), dict(env.infos)
+        for agent in env.agents:  # a truncated agent's last observation, for the learner's bootstrap
+            if truncations.get(agent) and not terminations.get(agent) and agent not in self.reported:
+                row = self.slot[agent]
+                self.agent_specs[row][0].write(self.buffers.final_observations, row, env.observe(agent))
+        while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            env.step(None)
+            for agent, reward in env.rewards.items():
+                rewards[agent] = rewards.get(agent, 0.0) + float(reward)
+        self.agents = list(env.agents)
+        return rewards, terminations, truncations, infos
+
+    def vec_step(self, actions: np.ndarray) -> Episodes:
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        mover = self.env.agent_selection
+        row = self.slot[mover]
+        spec = self.agent_specs[row][1]
+        if not self.act_checked:
+            check_action(spec, actions[row], f"{self.name} agent {mover!r}")
+            self.act_checked = True
+        rewards, terminations, truncations, infos = self.advance(spec.unflatten(actions[row]))
+        b = self.buffers
+        b.rewards[:] = 0.0
+        b.truncations[:] = False
+        for agent, reward in rewards.items():
+            b.rewards[self.slot[agent]] = reward
+        for agent in self.possible_agents:  # absent (ended before) rows stay terminal, as for parallel envs
+            r = self.slot[agent]
+            ended = terminations.get(agent, False) or truncations.get(agent, False)
+            b.terminals[r] = agent in self.reported or bool(terminations.get(agent, False))
+            b.truncations[r] = agent not in self.reported and bool(truncations.get(agent, False)) and not b.terminals[r]
+            if ended:
+                self.reported.add(agent)
+        self.episode_returns += b.rewards
+        self.episode_length += 1
+        if not self.env.agents:
+            return self.end_episode(infos)
+        self.observe()
+        return NO_EPISODES
+
+    def end_episode(self, infos: dict) -> Episodes:
+        """Every agent is done: report the episode and start the next one in the same step (rows keep this
+        step's rewards and ends)."""
+        b = self.buffers
+        final = {
+            name: float(np.mean([metric(info, name) for info in infos.values()])) if infos else np.nan
+            for name in self.episode_metrics
+        }
+        episode = Episodes.one(0, float(self.episode_returns.mean()), self.episode_length, final)
+        terminals, truncs, rews = b.terminals.copy(), b.truncations.copy(), b.rewards.copy()
+        self.vec_reset()
+        b.terminals[:], b.truncations[:], b.rewards[:] = terminals, truncs, rews
+        return episode
+
+    # -- ParallelEnv face: the mover's action counts ---------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        observations = self.start(seed)
+        self.agents = list(self.env.agents)
+        return self.observation_dict(observations), {a: dict(self.env.infos.get(a, {})) for a in observations}
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        if self.needs_reset:
+            raise APIUsageError(f"{self.name}: step() before reset()")
+        mover = self.env.agent_selection
+        spec = self.agent_specs[self.slot[mover]][1]
+        flat = np.asarray(actions[mover], dtype=spec.dtype).reshape(spec.shape)
+        if not self.act_checked:
+            check_action(spec, flat, f"{self.name} agent {mover!r}")
+            self.act_checked = True
+        rewards, terminations, truncations, infos = self.advance(spec.unflatten(flat))
+        for agent, term in terminations.items():
+            if term or truncations.get(agent, False):
+                self.reported.add(agent)
+        observations = self.observe() if self.env.agents else {}
+        if not self.env.agents:
+            self.needs_reset = True
+        return self.observation_dict(observations), rewards, terminations, truncations, infos
+
+
+def is_aec(env: Any) -> bool:
+    """A PettingZoo ``AECEnv`` (or a wrapper of one): turn-based, stepped with one agent's action."""
+    return hasattr(env, "agent_iter") and hasattr(env, "observe") and hasattr(env, "possible_agents")
+
+
 def agent_specs(
     env: Any, agents: list, name: str, obs_spec: ObservationSpec | None, act_spec: ActionSpec | None
 ) -> list[tuple[ObservationSpec, ActionSpec]]:
@@ -522,7 +669,7 @@ def emulate(
     episode_metrics: tuple[str, ...] = (),
     check_obs: bool = False,
 ) -> GymnasiumEmulator | PettingZooEmulator:
-    """Wrap a raw Gymnasium ``Env`` or PettingZoo ``ParallelEnv`` in its emulator.
+    """Wrap a raw Gymnasium ``Env``, PettingZoo ``ParallelEnv`` or PettingZoo ``AECEnv`` in its emulator.
 
     ``episode_metrics``: names in an episode's final ``info`` reported with it (``Episodes.metrics``).
     ``check_obs``: check every observation against its space's bounds and for NaN/inf (slow;
@@ -530,10 +677,12 @@ def emulate(
     """
     if isinstance(env, gymnasium.Env):
         return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
+    if is_aec(env):
+        return AECEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
         return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
     raise TypeError(
-        f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv"
+        f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv/AECEnv"
     )
 
 

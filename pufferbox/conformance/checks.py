@@ -31,7 +31,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.emulation import metric
+from pufferbox.emulation import is_aec, metric
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ACTION_MASK_KEY, ActionSpec, ObservationSpec, SpaceError, get_path, mask_logits, sample_legal
@@ -69,6 +69,56 @@ def is_multiagent(env: Any) -> bool:
     return not isinstance(env, gymnasium.Env) and hasattr(env, "possible_agents")
 
 
+class TurnByTurn:
+    """A raw PettingZoo AEC env behind a ParallelEnv face, with pufferbox's turn rules spelled out for the
+    checks to compare against: ``step`` plays only the mover's action, then the dead steps due; rewards are
+    ``env.rewards`` after each of those steps, summed per agent; observations are every live agent's."""
+
+    def __init__(self, env: Any):
+        self.env = env
+        self.possible_agents = list(env.possible_agents)
+        self.metadata = getattr(env, "metadata", {})
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+
+    @property
+    def agents(self) -> list:
+        return list(self.env.agents)
+
+    @property
+    def mover(self) -> Any:
+        return self.env.agent_selection if self.env.agents else None
+
+    def observations(self) -> dict:
+        return {a: self.env.observe(a) for a in self.env.agents}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        self.env.reset(seed=seed) if seed is not None else self.env.reset()
+        return self.observations(), {a: self.env.infos.get(a, {}) for a in self.env.agents}
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        env, rewards = self.env, {}
+        env.step(actions[env.agent_selection])
+        for agent, r in env.rewards.items():
+            rewards[agent] = rewards.get(agent, 0.0) + float(r)
+        terms, truncs, infos = dict(env.terminations), dict(env.truncations), dict(env.infos)
+        live = self.observations()
+        self.final = {a: live[a] for a in live if truncs.get(a) and not terms.get(a)}  # kept past the dead steps
+        while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            env.step(None)
+            for agent, r in env.rewards.items():
+                rewards[agent] = rewards.get(agent, 0.0) + float(r)
+        return ({a: o for a, o in live.items() if a in env.agents}, rewards, terms, truncs, infos)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def make_raw(spec: EnvSpec, cfg: CheckConfig) -> Any:
+    """The plugin's raw env; a turn-based (AEC) one behind :class:`TurnByTurn`."""
+    env = spec.make_raw(**cfg.kwargs)
+    return TurnByTurn(env) if is_aec(env) else env
+
+
 def fail(message: str) -> None:
     raise ConformanceError(message)
 
@@ -98,7 +148,11 @@ def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
         try:
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")  # style warnings and banners are not contract violations
-                if multi:
+                if is_aec(env):
+                    from pettingzoo.test import api_test
+
+                    api_test(env, num_cycles=min(cfg.steps, 100))
+                elif multi:
                     from pettingzoo.test import parallel_api_test
 
                     parallel_api_test(env, num_cycles=min(cfg.steps, 100))
@@ -111,7 +165,8 @@ def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             fail(
-                f"{'parallel_api_test' if multi else 'gymnasium check_env'} failed on the {kind} env: "
+                f"{'api_test' if is_aec(env) else 'parallel_api_test' if multi else 'gymnasium check_env'} failed "
+                f"on the {kind} env: "
                 f"{type(exc).__name__}: {first}"
             )
         finally:
@@ -170,7 +225,7 @@ def legal_sample(space: gymnasium.Space, obs: Any) -> Any:
 
 
 def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
-    env = spec.make_raw(**cfg.kwargs)
+    env = make_raw(spec, cfg)
     try:
         multi = is_multiagent(env)
         spaces_of = (lambda a: env.observation_space(a)) if multi else (lambda a: env.observation_space)
@@ -191,7 +246,7 @@ def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
 def check_determinism(spec: EnvSpec, cfg: CheckConfig) -> None:
     runs = []
     for _ in range(2):
-        env = spec.make_raw(**cfg.kwargs)
+        env = make_raw(spec, cfg)
         try:
             runs.append(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed)))
             obs_space = env.observation_space(env.possible_agents[0]) if is_multiagent(env) else env.observation_space
@@ -222,7 +277,7 @@ def _same_scalars(a: tuple, b: tuple) -> bool:
 def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
     import torch
 
-    raw, flat = spec.make_raw(**cfg.kwargs), spec.make_emulated(**cfg.kwargs)
+    raw, flat = make_raw(spec, cfg), spec.make_emulated(**cfg.kwargs)
     try:
         multi = is_multiagent(raw)
         pick = random_actions(cfg.seed)
@@ -304,7 +359,7 @@ class ManualEnvs:
         act_spec: ActionSpec,
         agent_specs: list[tuple[ObservationSpec, ActionSpec]] | None = None,
     ):
-        self.envs = [spec.make_raw(**cfg.kwargs) for _ in range(cfg.num_envs)]
+        self.envs = [make_raw(spec, cfg) for _ in range(cfg.num_envs)]
         self.obs_spec, self.act_spec = obs_spec, act_spec
         self.multi = is_multiagent(self.envs[0])
         self.agents = list(self.envs[0].possible_agents) if self.multi else [None]
@@ -334,7 +389,7 @@ class ManualEnvs:
             else:
                 continue
             self.specs[j][0].write(self.obs, i * k + j, value)
-            self.masks[i * k + j] = True
+            self.masks[i * k + j] = not isinstance(self.envs[i], TurnByTurn) or agent == self.envs[i].mover
 
     def reset(self, seed: int) -> None:
         for i, env in enumerate(self.envs):
@@ -370,8 +425,9 @@ class ManualEnvs:
             self.lengths[i] += 1
             for j, agent in enumerate(self.agents):
                 row = base + j
-                if self.truncations[row] and not self.terminals[row] and (not self.multi or agent in obs):
-                    self.specs[j][0].write(self.final, row, obs[agent] if self.multi else obs)
+                last = obs.get(agent, getattr(env, "final", {}).get(agent)) if self.multi else obs
+                if self.truncations[row] and not self.terminals[row] and last is not None:
+                    self.specs[j][0].write(self.final, row, last)
             if done:
                 ended.append(Episodes.one(i, float(self.returns[i].mean()), self.lengths[i], metrics))
                 self.returns[i][:] = 0.0
@@ -526,9 +582,9 @@ def time_limit_of(env: Any) -> int | None:
 def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
     """An env reports reaching its declared time limit as truncation: never silently running past it,
     never as termination alone (a learner must not read "the task ended" where only time ran out)."""
-    env = spec.make_raw(**cfg.kwargs)
+    env = make_raw(spec, cfg)
     try:
-        limit = time_limit_of(env)
+        limit = time_limit_of(getattr(env, "env", env) if isinstance(env, TurnByTurn) else env)
         if limit is None:
             return
         multi = is_multiagent(env)

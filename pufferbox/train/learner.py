@@ -8,7 +8,9 @@ steps. It knows nothing about backends or envs.
 * An episode start cuts the bootstrap. A time-limit truncation's reward already holds
   ``r + gamma * V(final obs)`` when the collector bootstraps it (``train.bootstrap_truncation``),
   so the update needs no case for it.
-* ``masks`` False (a padded agent slot) removes that transition from every loss and statistic.
+* ``masks`` False (a padded agent slot, or an agent waiting for its turn in a turn-based env) removes that
+  transition from every loss and statistic; GAE passes through it (its reward counts toward the row's
+  previous acting step, see :func:`turn_gae`).
 * Recurrent policies: minibatches of whole segments, unrolled from each segment's first stored
   LSTM state with resets at episode starts (truncated BPTT).
 
@@ -35,12 +37,22 @@ __all__ = ["Learner", "gae"]
 
 
 def gae(
-    rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float, lam: float
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    starts: torch.Tensor,
+    gamma: float,
+    lam: float,
+    acting: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE along dim 1 of ``(segments, horizon + 1)`` tensors; ``(advantages, returns)``, ``horizon`` wide.
 
     ``starts[:, t + 1]`` (an episode starts at the next obs) cuts the bootstrap. Runs on the tensors' device.
+    ``acting`` (turn-based envs: False while the row's agent waits for the others) makes waiting steps
+    transparent: their rewards count toward the agent's previous move, and the bootstrap skips their
+    values (never trained) to the agent's next move; the discount counts the agent's own moves.
     """
+    if acting is not None:
+        return turn_gae(rewards, values, starts, gamma, lam, acting)
     steps = values.shape[1] - 1
     nonterminal = 1.0 - starts[:, 1:].float()
     adv = torch.zeros(len(values), steps, device=values.device)
@@ -49,6 +61,31 @@ def gae(
         delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
         last = delta + gamma * lam * nonterminal[:, t] * last
         adv[:, t] = last
+    return adv, adv + values[:, :steps]
+
+
+def turn_gae(
+    rewards: torch.Tensor, values: torch.Tensor, starts: torch.Tensor, gamma: float, lam: float, acting: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`gae` over each row's acting steps only: the rewards of the waiting steps after a move are summed
+    into that move's reward (undiscounted, up to an episode end) and its bootstrap is the row's next acting
+    value, so this is GAE on the agent's own moves (and GAE exactly when every step acts). Going back in
+    time: ``ahead``/``carry`` are the next acting step's value and advantage, ``pending`` the waiting rewards
+    before it, ``alive`` 0 if an episode ended among those waiting steps. A row that waits at the end of its
+    segment bootstraps from the critic's value of its waiting observation."""
+    steps = values.shape[1] - 1
+    nonterminal = 1.0 - starts[:, 1:].float()
+    adv = torch.zeros(len(values), steps, device=values.device)
+    ahead, carry = values[:, steps], torch.zeros(len(values), device=values.device)
+    pending, alive = torch.zeros_like(carry), torch.ones_like(carry)
+    for t in reversed(range(steps)):
+        n, move = nonterminal[:, t], acting[:, t]
+        now = rewards[:, t] - values[:, t] + n * (pending + gamma * alive * (ahead + lam * carry))
+        adv[:, t] = torch.where(move, now, 0.0)
+        ahead = torch.where(move, values[:, t], ahead)
+        carry = torch.where(move, now, carry)
+        pending = torch.where(move, 0.0, rewards[:, t] + n * pending)
+        alive = torch.where(move, 1.0, n * alive)
     return adv, adv + values[:, :steps]
 
 
@@ -91,7 +128,9 @@ class Learner:
         if "advantages" in batch:  # targets computed by the caller (overlap.vtrace_targets for lagged data)
             adv, returns = batch["advantages"], batch["returns"]
         else:
-            adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda)
+            waiting = not bool(batch["masks"].all())  # turn-based envs (agents that wait) or absent agents
+            acting = batch["masks"] if waiting else None
+            adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda, acting)
         if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
             return self.skipped(lr)
         steps = adv.shape[1]
