@@ -52,7 +52,13 @@ __all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError", "UpdateAban
 
 
 class NonFiniteError(ConfigError):
-    """Training produced NaN/inf (rewards, losses or weights); the message says where and what to try."""
+    """Training produced NaN/inf (rewards, losses or weights); the message says where and what to try.
+    ``learned_nothing``: no update of the run ever changed the model (a failed start: the runner removes
+    the new run directory)."""
+
+    def __init__(self, message: str, learned_nothing: bool = False):
+        super().__init__(message)
+        self.learned_nothing = learned_nothing
 
 
 class UpdateAbandoned(BaseException):
@@ -245,7 +251,8 @@ class Trainer:
             raise NonFiniteError(
                 f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
                 f"loss that is not finite (NaN/inf); the model was left unchanged by them: check "
-                "the env's rewards, or lower train.learning_rate"
+                "the env's rewards, or lower train.learning_rate (or ent_coef, vf_coef)",
+                learned_nothing=self.learned_nothing,
             )
         self.update += 1
         self.global_step += rollout.steps
@@ -267,8 +274,14 @@ class Trainer:
             else "the policy's weights are not finite: lower train.learning_rate"
         )
         return NonFiniteError(
-            f"{self.spec.name}: {exc} during update {self.update + 1} (after step {self.global_step:,}); {advice}"
+            f"{self.spec.name}: {exc} during update {self.update + 1} (after step {self.global_step:,}); {advice}",
+            learned_nothing=self.learned_nothing,
         )
+
+    @property
+    def learned_nothing(self) -> bool:
+        """Every update so far was skipped as non-finite (also true before the first update)."""
+        return self.learner.nonfinite >= self.update
 
     def record(self, rollout: Collected, losses: dict) -> dict:
         wall = self.wall_time()

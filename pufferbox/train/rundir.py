@@ -23,6 +23,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = [
     "claim_run_dir",
     "new_run_dir",
     "discard_empty_run_dir",
+    "discard_failed_start",
     "holds_run",
     "trim_metrics",
     "disk_error",
@@ -191,6 +193,17 @@ def discard_empty_run_dir(run_dir: Path) -> None:
         run_dir.rmdir()
     except OSError:  # not empty after all, or not ours to remove: leave it
         pass
+
+
+def discard_failed_start(run_dir: Path) -> None:
+    """Remove a new run directory whose run learned nothing and saved no checkpoint: what the run itself
+    wrote (config, metrics, TensorBoard events) and then the directory, unless it holds anything else."""
+    if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("ckpt-*.pt")):
+        return
+    for name in ("config.toml", "metrics.jsonl"):
+        (run_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tb", ignore_errors=True)
+    discard_empty_run_dir(run_dir)
 
 
 def new_run_dir(env: str, root: str | Path = "runs") -> Path:

@@ -32,6 +32,7 @@ from pufferbox.train.rundir import (
     RunDirGuard,
     claim_run_dir,
     discard_empty_run_dir,
+    discard_failed_start,
     disk_error,
     new_run_dir,
     trim_metrics,
@@ -138,6 +139,8 @@ def run(
         if lock is not None and lock.fresh and run_dir is not None:
             lock.release()
             lock = None
+            if getattr(exc, "learned_nothing", False):  # e.g. settings that made the first updates non-finite
+                discard_failed_start(Path(run_dir))
             discard_empty_run_dir(Path(run_dir))  # a failed start leaves no empty run directory behind
         error = disk_error(exc, run_dir or ".") if isinstance(exc, OSError) else None
         if error is None:
