@@ -11,6 +11,8 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from pufferbox.train.config import ConfigError
@@ -42,13 +44,26 @@ def read_curves(run_dir: str | Path) -> list[tuple[str, Curve]]:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The run's metric lines. A last line cut short (a live run writing it, or a killed one) is skipped
+    with a warning on stderr; a bad line before it is an error naming the file and line."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         raise ConfigError(f"{run_dir}: no metrics.jsonl (is it a `pufferbox train` run directory?)")
+    lines = path.read_text(errors="replace").splitlines()
     rows = []
-    for line in path.read_text().splitlines():
-        if line.strip():
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
             rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines):
+                raise ConfigError(f"{path}: line {number} is not JSON (the file is damaged)") from None
+            print(
+                f"warning: {path}: skipped its last line, which is incomplete (a run still writing it, or killed)",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 
@@ -80,7 +95,12 @@ def plot_curves(curves: list[tuple[str, Curve, bool]], output: str | Path) -> st
         ax.legend(fontsize="small")
     fig.tight_layout()
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100)
-    plt.close(fig)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(output, dpi=100)
+    except OSError as exc:  # read-only storage, no permission, a file where a folder should be
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise ConfigError(f"{output}: cannot write the plot ({reason}); pass --output PATH where you can write") from None
+    finally:
+        plt.close(fig)
     return str(output)
