@@ -205,3 +205,14 @@ def test_ppo_on_a_masked_env_never_steps_an_illegal_action_and_learns():
     assert PickLegal.illegal == 0
     assert all(np.isfinite(h.get("policy_loss", 0.0)) for h in history)
     assert history[-1]["episode_return"] / 16 > 0.7, history[-1]
+
+
+def test_a_uniform_stand_in_for_random_play_samples_even_when_greedy():
+    """eval --opponent random --deterministic: the random side stays random (the trained side plays its mode)."""
+    obs, act, flat = masked_rows(1, 1)
+    agent = build_agent(obs, act, {"hidden_size": 16})
+    x = torch.from_numpy(np.repeat(flat, 200, axis=0))
+    assert len(set(agent.greedy(x)[0].tolist())) == 1
+    agent.uniform = True
+    picks = set(agent.greedy(x)[0].tolist())
+    assert picks == set(np.flatnonzero(obs.mask.legal(flat)[0]).tolist())

@@ -125,6 +125,7 @@ def build_match_agent(
             linear = cast(torch.nn.Linear, agent.actor.linear)
             torch.nn.init.zeros_(linear.weight)
             torch.nn.init.zeros_(linear.bias)
+            agent.uniform = True  # random even when the match is --deterministic
             continue
         load_group(agent, name, source["model"])
     grouped.eval()

@@ -226,6 +226,7 @@ class Agent(nn.Module):
                     nn.init.orthogonal_(param, 1.0)
             width = lstm_size
         self.lstm_size = lstm_size
+        self.uniform = False  # zeroed logits standing for a random player (matches): greedy still samples
         self.actor = ActionHead(act_spec, width)
         self.critic = layer_init(nn.Linear(width, 1), std=1.0)
 
@@ -289,7 +290,10 @@ class Agent(nn.Module):
         return logprob, entropy, self.critic(hidden).squeeze(-1)
 
     def greedy(self, obs: torch.Tensor, state: LSTMState | None = None, starts: torch.Tensor | None = None):
+        """The policy's mode; a stand-in for uniform random play (``uniform``) samples even here."""
         hidden, state = self.hidden(obs, state, starts)
+        if self.uniform:
+            return self.actor.sample(hidden, legal=self.legal(obs))[0], state
         return self.actor.mode(hidden, self.legal(obs)), state
 
 

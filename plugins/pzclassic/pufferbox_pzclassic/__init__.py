@@ -1,0 +1,1 @@
+"""pufferbox plugin: PettingZoo classic games (see :mod:`pufferbox_pzclassic.plugin`)."""
