@@ -176,7 +176,20 @@ GAME = Game(
     Breakout,
     solved_return=50.0,
     solved_meaning="scores 50 of the wall's 288 points over 5 lives (a random paddle scores about 1)",
-    config={"train": {"total_steps": 10_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
+    # As Pong's: learning is the cost, so shorter rollouts and four epochs over eight minibatches at a
+    # higher rate (3.3-3.9M steps to 50 over seeds 1-3, against 2.3M with the trainer's defaults, at
+    # about a third of the wall time).
+    config={
+        "train": {
+            "total_steps": 10_000_000,
+            "stop_on_solve": True,
+            "num_steps": 128,
+            "update_epochs": 4,
+            "num_minibatches": 8,
+            "learning_rate": 1e-3,
+        },
+        "vec": {"num_envs": 256},
+    },
     check_kwargs={"lives": 1, "max_steps": 50},
     cuda_type="Breakout",
 )
