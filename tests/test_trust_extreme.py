@@ -41,13 +41,15 @@ def train(run_dir, *args: str) -> subprocess.CompletedProcess:
         ("train.learning_rate=2", "train.learning_rate: must be at most 1"),
         ("train.ent_coef=1e39", "train.ent_coef: must be at most 3.403e+38 (float32), got 1e+39"),
         ("train.clip_coef=1e300", "train.clip_coef: must be at most 3.403e+38 (float32)"),
+        ("train.seed=-5", "Error: train.seed: must be >= 0, got -5 (--set train.seed=-5)"),  # not blamed on envs
+        ("train.seed=4294967296", "train.seed: must be at most 4294967295 (the envs' seeds derive from it)"),
     ],
 )
 def test_extreme_settings_are_refused_in_one_line_before_a_run_dir_exists(tmp_path, setting, needle):
     proc = train(tmp_path / "run", "--set", setting)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and needle in proc.stderr, proc.stderr
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "run").exists() and "--resume" not in proc.stderr
 
 
 @pytest.mark.parametrize("setting", ["train.ent_coef=1e38", "train.vf_coef=1e38"])

@@ -70,8 +70,9 @@ def train(
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
     Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
-    A --run-dir that already holds a run is refused (continue it with --resume). Ctrl-C or
-    SIGTERM saves a checkpoint after the current update; exit status 0 after Ctrl-C, 143 after SIGTERM.
+    A --run-dir that already holds a run is refused (continue it with --resume), and so is a
+    non-empty folder that is no run. Ctrl-C or SIGTERM saves a checkpoint after the current
+    update; exit status 0 after Ctrl-C, 143 after SIGTERM.
     """
     from pufferbox.train.config import ConfigError
     from pufferbox.train.runner import default_run_dir, run
@@ -119,12 +120,15 @@ def train(
 
 def worker_error_line(exc: Exception, run_dir: Path) -> str:
     """One line for an env or worker that broke mid-run; the full message (the env's traceback)
-    goes to ``RUN_DIR/worker-error.txt``, and the line says how to continue.
+    goes to ``RUN_DIR/worker-error.txt``, and the line says how to continue: ``--resume`` where the run
+    saved a checkpoint, a new run where it saved none (or its directory is gone).
 
     Example:
         >>> worker_error_line(RuntimeError("cartpole: worker 0 died. Worker traceback:\\nX"), Path("/nonexistent"))
-        'cartpole: worker 0 died; continue with `pufferbox train --resume /nonexistent`'
+        'cartpole: worker 0 died; no checkpoint was saved: start a new run once the env is fixed'
     """
+    from pufferbox.train.checkpoint import latest_checkpoint
+
     first = str(exc).splitlines()[0].removesuffix(" Traceback:").removesuffix(" Worker traceback:").rstrip(" .;:")
     saved = ""
     if run_dir.is_dir():
@@ -133,6 +137,8 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
             saved = f" (details: {run_dir / 'worker-error.txt'})"
         except OSError:
             pass
+    if latest_checkpoint(run_dir / "checkpoints") is None:
+        return f"{first}{saved}; no checkpoint was saved: start a new run once the env is fixed"
     return f"{first}{saved}; continue with `pufferbox train --resume {run_dir}`"
 
 

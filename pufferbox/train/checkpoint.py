@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "checkpoint_from_bytes",
     "latest_checkpoint",
     "latest_finite_checkpoint",
+    "no_usable_checkpoint",
     "list_checkpoints",
     "weights_finite",
     "CheckpointError",
@@ -70,16 +72,38 @@ def weights_finite(state: dict[str, Any]) -> bool:
     )
 
 
-def latest_finite_checkpoint(directory: str | Path) -> Path | None:
-    """The newest checkpoint in ``directory`` that loads and whose weights are finite (what a resume takes)."""
+def latest_finite_checkpoint(directory: str | Path, warn: bool = True) -> Path | None:
+    """The newest checkpoint in ``directory`` that loads and whose weights are finite (what a resume takes).
+    Each newer one skipped is named in a warning on stderr (``warn``), with why: unreadable or NaN/inf."""
+    found, skipped = usable_checkpoint(directory)
+    if warn and found is not None:
+        for path, why in skipped:
+            print(f"warning: {path}: skipped ({why}); using {found.name}", file=sys.stderr, flush=True)
+    return found
+
+
+def usable_checkpoint(directory: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """``(newest usable checkpoint or None, [(newer checkpoint, why it is not usable)])``."""
+    skipped = []
     for path in reversed(list_checkpoints(directory)):
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception:  # a truncated or foreign file: an older checkpoint may still be good
+            skipped.append((path, "unreadable: truncated or corrupt"))
             continue
         if weights_finite(state):
-            return path
-    return None
+            return path, skipped
+        skipped.append((path, "its weights are NaN/inf"))
+    return None, skipped
+
+
+def no_usable_checkpoint(directory: str | Path) -> CheckpointError:
+    """Why none of ``directory``'s checkpoints can be used, counted by reason."""
+    _, skipped = usable_checkpoint(directory)
+    unreadable = sum(why.startswith("unreadable") for _, why in skipped)
+    parts = [f"{unreadable} unreadable: truncated or corrupt"] if unreadable else []
+    parts += [f"{len(skipped) - unreadable} with NaN/inf weights"] if len(skipped) > unreadable else []
+    return CheckpointError(f"{directory}: no usable checkpoint ({'; '.join(parts)}); start a new run")
 
 
 def fsync_dir(directory: Path) -> None:
@@ -156,7 +180,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
             raise CheckpointError(f"{path}: no checkpoint (ckpt-*.pt) in it or in its checkpoints/ folder")
         found = latest_finite_checkpoint(folder)
         if found is None:
-            raise CheckpointError(f"{folder}: no checkpoint with finite weights (every one holds NaN/inf)")
+            raise no_usable_checkpoint(folder)
         path = found
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")

@@ -182,7 +182,10 @@ POSITIVE = {"train.clip_obs", "train.clip_reward", "train.max_grad_norm"}  # max
 AT_MOST_ONE = {"train.gamma", "train.gae_lambda"}  # discounts: past 1 the returns grow without bound
 # Adam moves each weight by about learning_rate per update: past 1 the first update throws the policy away
 # (1e300 overflowed the optimizer's float32 step with a traceback, after the run dir was made).
-AT_MOST = {"train.learning_rate": 1.0}
+AT_MOST = {
+    "train.learning_rate": (1.0, "Adam's step per weight"),
+    "train.seed": (2**32 - 1, "the envs' seeds derive from it"),
+}
 FLOAT32_MAX = 3.4028234663852886e38  # float settings meet float32 tensors: a larger one overflows there
 FLAG_AT_LEAST_ONE = {"vec.num_workers"}  # 0 in a config means "the backend decides"; as a flag it is a mistake
 
@@ -225,13 +228,12 @@ def check_value(section: str, key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{section}.{key}: must be > 0, got {value!r} ({source})")
     if f"{section}.{key}" in AT_LEAST_ONE and value < 1:  # before the >= 0 rule: 0 is no fix for -4
         raise ConfigError(f"{section}.{key}: must be >= 1, got {value!r} ({source})")
-    if expected in (int, float) and key not in ("seed",) and value < 0:
+    if expected in (int, float) and value < 0:
         raise ConfigError(f"{section}.{key}: must be >= 0, got {value!r} ({source})")
-    if f"{section}.{key}" in AT_MOST and value > AT_MOST[f"{section}.{key}"]:
-        raise ConfigError(
-            f"{section}.{key}: must be at most {AT_MOST[f'{section}.{key}']:g} (Adam's step per weight), got {value!r} "
-            f"({source})"
-        )
+    limit, why = AT_MOST.get(f"{section}.{key}", (None, ""))
+    if limit is not None and value > limit:
+        shown = format(limit, "g" if isinstance(limit, float) else "d")
+        raise ConfigError(f"{section}.{key}: must be at most {shown} ({why}), got {value!r} ({source})")
     if expected is float and abs(value) > FLOAT32_MAX:
         raise ConfigError(f"{section}.{key}: must be at most {FLOAT32_MAX:.4g} (float32), got {value!r} ({source})")
     if f"{section}.{key}" in AT_MOST_ONE and value > 1:

@@ -168,16 +168,31 @@ def holds_run(run_dir: str | Path) -> bool:
 
 
 def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
-    """Create (if needed) and lock ``run_dir``; refuse one that holds a run unless ``resume``."""
+    """Create (if needed) and lock ``run_dir``; unless ``resume``, refuse one that holds a run or anything else
+    (a foreign directory: the run would mix its files with someone's, and a failed start would leave them)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     fresh = not any(p.name != LOCK_NAME for p in run_dir.iterdir())
+    if not resume:
+        refuse_foreign(run_dir)
+    elif not holds_run(run_dir):  # before the lock file: a resume of someone's folder writes nothing into it
+        raise RunDirError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
     lock = RunDirLock(run_dir).acquire()
     lock.fresh = fresh
     if not resume and holds_run(run_dir):
         lock.release()
         raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` or pick another --run-dir")
     return lock
+
+
+def refuse_foreign(run_dir: Path) -> None:
+    """A non-empty directory holding no run is refused before anything (the lock file) is written into it."""
+    others = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
+    if others and not holds_run(run_dir):
+        raise RunDirError(
+            f"{run_dir}: not empty (it holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) and is no "
+            "pufferbox run; --run-dir takes a new or empty directory"
+        )
 
 
 def discard_empty_run_dir(run_dir: Path) -> None:

@@ -23,6 +23,7 @@ from pufferbox.train.checkpoint import (
     check_encoder_is_trusted,
     latest_checkpoint,
     latest_finite_checkpoint,
+    no_usable_checkpoint,
     remove_stale_temp_files,
 )
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
@@ -53,11 +54,9 @@ def resolve_resume(
     run_dir = Path(resume)
     if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
         raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
-    checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips a poisoned (NaN/inf) newest one
+    checkpoint = latest_finite_checkpoint(run_dir / "checkpoints")  # skips (and names) a truncated or NaN newest one
     if checkpoint is None:
-        raise CheckpointError(
-            f"{run_dir}: no checkpoint with finite weights in checkpoints/ (every one holds NaN/inf); start a new run"
-        )
+        raise no_usable_checkpoint(run_dir / "checkpoints")
     base = load_toml(run_dir / "config.toml")
     env_name = base.pop("run", {}).get("env")
     if env is not None and env_name is not None and env != env_name:
