@@ -62,6 +62,7 @@ FIRST_PARTY = frozenset(
         "pufferbox-ocean",
         "pufferbox-pettingzoo",
         "pufferbox-procgen",
+        "pufferbox-pzclassic",
         "pufferbox-warp",
     }
 )
