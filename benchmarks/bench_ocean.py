@@ -51,6 +51,8 @@ PEERS = {
     "tripletriad": ({}, "pufferlib.ocean.tripletriad.tripletriad:TripleTriad", {}),
     "enduro": ({}, "pufferlib.ocean.enduro.enduro:Enduro", {}),
     "arena": ({}, None, {}),
+    "go": ({}, "pufferlib.ocean.go.go:Go", {}),  # both 7x7 by default
+    "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
 }
 
 PEER_SNIPPET = r"""
