@@ -53,6 +53,9 @@ def test_suicide_is_illegal_and_played_as_a_pass():
     assert obs["first"][-1] == 1.0  # the last ply was a pass
     assert obs["first"][LEGAL + 0] == 1.0  # black may fill its own eye: its stones keep liberties
     assert not obs["second"][LEGAL : LEGAL + MAX_CELLS].any()  # not white's turn
+    # a group's suicide too: white's (0,1) would leave (0,0)-(0,1) without a liberty, capturing nothing
+    env, (obs, *_) = play_both([5, 0, 6, 24, 2, 1], size=5)
+    assert env.board[0, 1] == 0 and env.board[0, 0] == 2 and env.illegal == 1
 
 
 def test_simple_ko_forbids_the_immediate_retake_only():
