@@ -57,7 +57,7 @@ def evaluate(
     spec = get_registry().get(str(env or env_name))
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
     check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
-    env_kwargs = dict(config.get("env", {}))
+    env_kwargs = dict(config.get("env", {})) | spec.training.match_env
     visual = render or video is not None
     render_mode = None
     if visual:

@@ -55,3 +55,44 @@ def test_the_c_block_plays_the_same_full_column_rule():
         block.vec_step(np.array([[6], [6]]))
     block.vec_step(np.array([[6], [6]]))
     assert block.buffers.observations[0][0] == 1.0  # first's disc in column 0, bottom row
+
+
+def test_the_random_seat_ignores_its_agent_and_plays_only_columns_with_room():
+    env = Connect4(random_seat=1000)  # every game has a random seat
+    seats, random_columns = set(), set()
+    for seed in range(20):
+        env.reset(seed=seed)
+        seats.add(env.random_mover)
+        env.step({"first": 0, "second": 0})  # first asks for column 0
+        column = int(np.nonzero(env.cells[0])[0][0])
+        if env.random_mover == 0:
+            random_columns.add(column)
+        else:
+            assert column == 0  # first's own choice counts when second is the random seat
+    assert seats == {0, 1} and len(random_columns) > 1
+    env.reset(seed=3)
+    while not env.step({"first": 6, "second": 6})[2]["first"]:
+        assert (env.height <= 6).all()
+    assert env.illegal <= env.moves  # the random seat never counts as illegal
+
+
+def test_matches_play_without_the_training_opponent(tmp_path, monkeypatch):
+    """Eval and matches play the plain game: the plugin's match_env switches the random seat off."""
+    import pufferbox.vector
+    from click.testing import CliRunner
+    from pufferbox.cli import cli, load_commands
+    from pufferbox.registry import get_registry
+    from pufferbox.train.league import play_match
+
+    assert get_registry().get("ocean/connect4").training.match_env == {"random_seat": 0}
+    load_commands()
+    run = tmp_path / "c4"
+    args = ["train", "ocean/connect4", "--run-dir", str(run), "--total-steps", "1024", "--num-envs", "4"]
+    args += ["--set", "train.num_steps=64", "--set", "env.random_seat=1000", "--no-tensorboard"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    made = []
+    make = pufferbox.vector.make
+    monkeypatch.setattr(pufferbox.vector, "make", lambda *a, **k: made.append(k["env_kwargs"]) or make(*a, **k))
+    match = play_match(run, "random", episodes=4, side="second")
+    assert match.wins + match.draws + match.losses == 4
+    assert made and all(kwargs["random_seat"] == 0 for kwargs in made)
