@@ -78,8 +78,9 @@ def test_the_random_seat_ignores_its_agent_and_plays_only_columns_with_room():
 
 def test_matches_play_without_the_training_opponent(tmp_path, monkeypatch):
     """Eval and matches play the plain game: the plugin's match_env switches the random seat off."""
-    import pufferbox.vector
     from click.testing import CliRunner
+
+    import pufferbox.vector
     from pufferbox.cli import cli, load_commands
     from pufferbox.registry import get_registry
     from pufferbox.train.league import play_match
