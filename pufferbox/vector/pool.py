@@ -182,7 +182,12 @@ class WorkerPool:
     def check_periodically(self) -> None:
         now = time.perf_counter()
         if now - self.last_check > LIVENESS_PERIOD:
+            away = now - self.last_check - 2 * LIVENESS_PERIOD  # a waiting caller looks at least this often
+            if away > 0:  # the caller was busy elsewhere or stopped (SIGSTOP, suspend): not the workers' time
+                for w in self.in_flight:
+                    self.sent_at[w] = min(self.sent_at[w] + away, now)
             self.last_check = now
+            self.poll()  # an answer that came while nobody looked is on time
             self.check_alive()
             self.check_deadline(now)
 

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import psutil
@@ -447,3 +448,111 @@ def ray_round(s: Schedule, tmp: Path, index: int) -> None:
             t.proc.communicate(timeout=30)
         shutil.rmtree(ray_root, ignore_errors=True)
     assert_resumable(run_dir, tmp, s, [])
+
+
+def stopped_trainer_round(s: Schedule, tmp: Path, index: int) -> None:
+    """The trainer itself SIGSTOPped for up to twice ``step_timeout`` (a debugger, a suspended laptop, a
+    cluster's preemption pause), then SIGCONTed: it must train on (its workers answered; the time it was
+    stopped is not theirs), then SIGTERM: 143 with a checkpoint, nothing left, resumable."""
+    plan = {
+        "fault": "sigstop_sigcont_trainer",
+        "backend": s.rng.choice(["multiprocessing", "multiprocessing", "serial"]),
+        "lines": s.rng.randint(1, 4),
+        "delay": s.rng.uniform(0, 0.4),
+        "stop_s": s.rng.uniform(0.5, 2 * STEP_TIMEOUT),
+        "interval": s.rng.choice([1, 2, 3]),
+    }
+    s.log(f"round {index}: {plan}")
+    run_dir = tmp / f"round{index}"
+    t = Tracked(trainer_args(run_dir, plan), plugin_env(tmp), s)
+    try:
+        s.check(t.wait_for_lines(run_dir, plan["lines"]), f"trainer ended before the fault\n{t.tail()}")
+        time.sleep(plan["delay"])
+        t.signal(signal.SIGSTOP)
+        time.sleep(plan["stop_s"])
+        before = len((run_dir / "metrics.jsonl").read_text().splitlines())
+        t.signal(signal.SIGCONT)
+        if not t.wait_for_lines(run_dir, before + 3):
+            t.wait()
+            s.check(False, f"the trainer did not train on after SIGCONT: exit {t.proc.returncode}\n{t.tail()}")
+        t.signal(signal.SIGTERM)
+        rc = t.wait()
+    finally:
+        if t.proc.poll() is None:
+            os.killpg(t.proc.pid, signal.SIGKILL)
+            t.proc.communicate(timeout=30)
+    s.check("Traceback" not in t.out + t.err, f"traceback from the trainer\n{t.tail()}")
+    s.check(rc == 143 and bool(checkpoints(run_dir)), f"SIGTERM after SIGCONT: exit {rc}\n{t.tail()}")
+    assert_nothing_left(t, run_dir)
+    assert_resumable(run_dir, tmp, s, ["--set", f"vec.step_timeout={STEP_TIMEOUT}"])
+
+
+def sweep_study(run_dir: Path) -> object:
+    import optuna
+
+    meta = tomllib.loads((run_dir / "sweep.toml").read_text())
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.load_study(study_name=meta["study_name"], storage=meta["storage"])
+
+
+def sweep_round(s: Schedule, tmp: Path, index: int) -> None:
+    """A sweep killed (SIGKILL, or SIGTERM) while a random trial trains, then run again to its end: every
+    trial it asked for is finished exactly once (an interrupted trial's settings run once more, in a
+    new trial), its trial processes die with it, and nothing is left."""
+    plan = {
+        "fault": s.rng.choice(["sigkill_sweep", "sigterm_sweep"]),
+        "parallel": s.rng.choice([1, 2]),
+        "trial": s.rng.randint(0, 2),
+        "lines": s.rng.randint(1, 3),
+        "delay": s.rng.uniform(0, 0.3),
+    }
+    s.log(f"round {index}: {plan}")
+    run_dir, trials = tmp / f"round{index}", 3
+    args = ["sweep", "cartpole", "--trials", str(trials), "--run-dir", str(run_dir), "--pruner", "none"]
+    args += ["--parallel", str(plan["parallel"]), "--seed", str(index)]
+    for setting in ("train.total_steps=6144", "vec.num_envs=4", "train.num_steps=32", "train.checkpoint_interval=0"):
+        args += ["--set", setting]
+    args += ["--set", "train.stop_on_solve=false", "--set", "policy.hidden_size=16"]
+    t = Tracked(args, plugin_env(tmp), s)
+    try:
+        if t.wait_for_lines(run_dir / "trials" / str(plan["trial"]), plan["lines"], timeout=2 * WAIT):
+            time.sleep(plan["delay"])
+            t.signal(signal.SIGKILL if plan["fault"] == "sigkill_sweep" else signal.SIGTERM)
+        t.wait(timeout=2 * WAIT)
+    finally:
+        if t.proc.poll() is None:
+            os.killpg(t.proc.pid, signal.SIGKILL)
+            t.proc.communicate(timeout=30)
+    s.check("Traceback" not in t.out + t.err, f"traceback from the sweep\n{t.tail()}")
+    assert_nothing_left(t, None)
+    first = [(tr.number, cut_short(tr), dict(tr.params)) for tr in sweep_study(run_dir).trials]
+    s.log(f"after the fault: {[(n, state) for n, state, _ in first]}")
+    again = Tracked(args, plugin_env(tmp), s)
+    again.wait(timeout=4 * WAIT)
+    s.check(again.proc.returncode == 0, f"the sweep did not continue: exit {again.proc.returncode}\n{again.tail()}")
+    assert_nothing_left(again, None)
+    check_sweep_trials(s, run_dir, first, trials)
+
+
+def cut_short(trial: object) -> str:
+    """A trial's state, ``RUNNING`` also for one the sweep interrupted itself (SIGTERM: a FAIL without an
+    ``error``; with one it is a real failure)."""
+    state = trial.state.name
+    return "RUNNING" if state == "FAIL" and "error" not in trial.user_attrs else state
+
+
+def check_sweep_trials(s: Schedule, run_dir: Path, first: list, trials: int) -> None:
+    """``trials`` finished trials; each one the fault cut short ran again exactly once; trial dirs are their own."""
+    done = [tr for tr in sweep_study(run_dir).trials if tr.state.name in ("COMPLETE", "PRUNED")]
+    s.log(f"finished: {[(tr.number, tr.state.name) for tr in done]}")
+    failed = [tr for tr in sweep_study(run_dir).trials if tr.state.name == "FAIL" and "error" in tr.user_attrs]
+    s.check(not failed, f"trials failed: {[(tr.number, tr.user_attrs['error']) for tr in failed]}")
+    s.check(len(done) == trials, f"{len(done)} trials finished, expected {trials}")
+    cut = [params for _, state, params in first if state == "RUNNING"]
+    for params in cut:
+        again = [tr.number for tr in done if tr.params == params]
+        s.check(len(again) == 1, f"an interrupted trial's settings ran {len(again)} times after the resume: {params}")
+    keys = [json.dumps(tr.params, sort_keys=True) for tr in done]
+    s.check(len(set(keys)) == len(keys), f"two finished trials share their settings: {keys}")
+    for tr in done:
+        s.check((run_dir / "trials" / str(tr.number) / "metrics.jsonl").is_file(), f"trial {tr.number} wrote no metrics")
