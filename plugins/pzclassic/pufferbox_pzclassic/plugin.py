@@ -14,8 +14,8 @@ is the seat with the higher return (a draw when equal).
 
 ``pzclassic/tictactoe-vs-random``: the single-agent game against a uniformly random opponent
 (a seeded coin picks the seat each episode), with the mask under ``action_mask`` (``mask=True``) or under
-``legal_moves`` (``mask=False``: pufferbox does not mask, an illegal move loses): masked vs unmasked
-learning on the same env.
+``legal_moves`` (``mask=False``: pufferbox does not mask, an illegal move loses; the episode metric
+``illegal`` says whether the game ended that way): masked vs unmasked learning on the same env.
 
 The game packages are imported inside the bindings only, so without them the envs are listed as
 unavailable with the install command.
@@ -100,6 +100,10 @@ class VersusRandom(gymnasium.Env):
 
     def __init__(self, module: str = "tictactoe_v3", mask: bool = True, render_mode: str | None = None, **kwargs: Any):
         self.game = make_game(module, **kwargs)
+        if not mask:  # an unmasked learner moves illegally often: the ``illegal`` metric counts it, quietly
+            from pettingzoo.utils.env_logger import EnvLogger
+
+            EnvLogger.suppress_output()
         agent = self.game.possible_agents[0]
         space = self.game.observation_space(agent)
         self.key = "action_mask" if mask else "legal_moves"
@@ -130,13 +134,14 @@ class VersusRandom(gymnasium.Env):
         return self.view(), {}
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        illegal = not self.game.observe(self.me)["action_mask"][int(action)]
         self.game.step(int(action))
         reward = float(self.game.rewards.get(self.me, 0.0))
         if not (self.game.terminations[self.me] or self.game.truncations[self.me]):
             reward += self.reply()
         terminated = bool(self.game.terminations.get(self.me, True))
         truncated = bool(self.game.truncations.get(self.me, False)) and not terminated
-        return self.view(), reward, terminated, truncated, {}
+        return self.view(), reward, terminated, truncated, {"illegal": float(illegal)}
 
     def render(self) -> str | None:
         return str(self.game.unwrapped.board) if self.render_mode == "ansi" else None
@@ -160,7 +165,7 @@ def register_envs(register: Any) -> None:
     register(
         EnvSpec(
             "pzclassic/tictactoe-vs-random",
-            EnvBuild(make_versus_random, kwargs={"module": "tictactoe_v3", "mask": True}),
+            EnvBuild(make_versus_random, kwargs={"module": "tictactoe_v3", "mask": True}, episode_metrics=("illegal",)),
             TrainDefaults(
                 config={
                     "train": {"total_steps": 300_000, "num_steps": 64, "ent_coef": 0.01, "num_minibatches": 4},
