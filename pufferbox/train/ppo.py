@@ -186,6 +186,7 @@ class Trainer:
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
+        self.run_dir_existed = self.run_dir is not None and os.path.isdir(self.run_dir)  # then never re-created
         self.callbacks = list(callbacks or [])
         self.parts = parts = assemble(self.spec, config, self.run_dir, lambda: self.update, self.prefetch_horizon)
         self.tc, self.pc, self.venv, self.device, self.layout = parts.tc, parts.pc, parts.venv, parts.device, parts.layout
@@ -374,7 +375,7 @@ class Trainer:
 
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
-        parents = directory is not None  # RUN_DIR itself is never re-created (it may have been deleted)
+        parents = directory is not None or not self.run_dir_existed  # a deleted RUN_DIR stays deleted
         if directory is None:
             if self.run_dir is None:
                 raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
