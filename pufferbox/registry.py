@@ -574,6 +574,20 @@ class Registry:
         held = f" (it is {spec.meta.distribution}'s)" if spec is not None else ""
         raise RegistryError(f"plugin {plugin!r} offers no env {name!r}{held}; `pufferbox plugins --all` lists its envs")
 
+    def get_trained(self, name: str, distribution: str | None) -> EnvSpec:
+        """The env a run or checkpoint trained: ``name`` from ``distribution`` (what it recorded) when that
+        plugin offers it, even if another plugin holds the name now; without a record, ``get(name)``."""
+        spec = self.get(name)
+        if not distribution or canonical(distribution) == canonical(spec.meta.distribution):
+            return spec
+        try:
+            return self.get(name, plugin=distribution)
+        except RegistryError:
+            raise RegistryError(
+                f"env {name!r} was trained from {distribution}, which no longer offers it here ({spec.meta.distribution}'s "
+                f"{name!r} is another env); install {distribution} again"
+            ) from None
+
     def clashes_of(self, name: str) -> list[Clash]:
         """The refused offers of the env name ``name`` (for ``pufferbox envs``)."""
         self.load()

@@ -155,3 +155,26 @@ def test_first_party_lists_this_repositorys_plugins():
     root = Path(__file__).resolve().parents[1]
     names = {tomllib.loads(p.read_text())["project"]["name"] for p in root.glob("plugins/*/pyproject.toml")}
     assert names == FIRST_PARTY, "a plugin was added to plugins/: add its distribution to registry.FIRST_PARTY"
+
+
+def test_eval_of_the_strangers_checkpoint_plays_the_strangers_env(stranger, monkeypatch, tmp_path):
+    monkeypatch.setenv("PUFFERBOX_PLUGINS", "aadup,classic")
+    load_commands()
+    run_dir = tmp_path / "theirs"
+    result = CliRunner().invoke(cli, ["train", "cartpole", "--plugin", "aadup-envs", "--run-dir", str(run_dir), *QUICK])
+    assert result.exit_code == 0, result.output
+    monkeypatch.delenv("PUFFERBOX_PREFER")  # eval without --plugin: the checkpoint says whose env it is
+    from pufferbox.registry import get_registry
+
+    get_registry.cache_clear()
+    result = CliRunner().invoke(cli, ["eval", "--checkpoint", str(run_dir), "--episodes", "3"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["mean_length"] <= 5  # the stranger's CartPole: 5 steps at most
+
+
+def test_a_checkpoint_of_a_plugin_no_longer_installed_is_refused_in_one_line(stranger):
+    registry = Registry(only=["classic"])
+    with pytest.raises(RegistryError, match="env 'cartpole' was trained from aadup-envs, which no longer offers it"):
+        registry.get_trained("cartpole", "aadup-envs")
+    assert registry.get_trained("cartpole", "pufferbox-classic") is registry.get("cartpole")
+    assert registry.get_trained("cartpole", None) is registry.get("cartpole")  # checkpoints from before the record

@@ -54,7 +54,7 @@ def evaluate(
         raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
     if not (env or env_name):
         raise ConfigError(f"{checkpoint}: the checkpoint names no env; pass the env: pufferbox eval ENV --checkpoint ...")
-    spec = get_registry().get(str(env or env_name))
+    spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
     check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
     env_kwargs = dict(config.get("env", {})) | spec.training.match_env
