@@ -249,7 +249,7 @@ class NonFiniteInput(ConfigError):
 
 def check_observations(obs: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
     """Raise :class:`NonFiniteInput` naming the first env whose float observation holds NaN/inf."""
-    if obs.dtype.kind != "f":
+    if obs.dtype.kind != "f" or np.isfinite(obs).all():  # one pass on the common path
         return
     finite = np.isfinite(obs.reshape(len(obs), -1)).all(axis=1)
     if not finite.all():
@@ -259,6 +259,8 @@ def check_observations(obs: np.ndarray, rows: np.ndarray, agents_per_env: int) -
 
 def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
     """A sampled action's log-probability is NaN/inf only if its row's logits were (masked -inf never is)."""
+    if np.isfinite(logprob).all():
+        return
     finite = np.isfinite(logprob.reshape(len(logprob), -1)).all(axis=1)
     if not finite.all():
         row = int(rows[int(np.argmin(finite))])
