@@ -178,3 +178,22 @@ def test_a_checkpoint_of_a_plugin_no_longer_installed_is_refused_in_one_line(str
         registry.get_trained("cartpole", "aadup-envs")
     assert registry.get_trained("cartpole", "pufferbox-classic") is registry.get("cartpole")
     assert registry.get_trained("cartpole", None) is registry.get("cartpole")  # checkpoints from before the record
+
+
+def test_an_alias_two_plugins_offer_follows_the_same_rules():
+    from pufferbox import EnvBuild, EnvSpec, hookimpl
+
+    def plugin_offering(env: str):
+        class Offer:
+            @hookimpl
+            def register_envs(self, register):
+                register(EnvSpec(env, EnvBuild(binding=dict), aliases=("shared",)))
+
+        return Offer()
+
+    plugins = [("alpha", plugin_offering("a_env")), ("beta", plugin_offering("b_env"))]
+    registry = Registry(only=[], extra_plugins=plugins).load()
+    assert registry.get("shared").name == "a_env" and {s.name for s in registry.all_envs()} == {"a_env", "b_env"}
+    assert "alias 'shared' of 'b_env' refused" in plugin(registry, "beta").notes[0]
+    assert "plugin 'alpha' loads first" in plugin(registry, "beta").notes[0]
+    assert Registry(only=[], extra_plugins=plugins, prefer=["beta"]).get("shared").name == "b_env"
