@@ -30,6 +30,7 @@ from pufferbox.registry import get_registry
 @click.option("--seed", type=int, help="Random seed.")
 @click.option("--device", help="cpu, cuda, cuda:N or auto.")
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the policy.")
+@click.option("--learners", type=int, help="Data-parallel learner processes, each on num-envs/N envs (train.learners).")
 @click.option(
     "--run-dir",
     type=click.Path(file_okay=False),
@@ -59,6 +60,7 @@ def train(
     seed,
     device,
     compile_,
+    learners,
     run_dir,
     resume,
     no_tensorboard,
@@ -94,6 +96,7 @@ def train(
         "train.seed": seed,
         "train.device": device,
         "train.compile": compile_,
+        "train.learners": learners,
         "vec.check_obs": check_obs,
     }
     if resume is None and not run_dir:

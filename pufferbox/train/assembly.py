@@ -26,7 +26,7 @@ import torch
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import HostCollector, make_collector, make_vec_env
-from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed
+from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
     Hardware,
@@ -35,6 +35,7 @@ from pufferbox.train.hardware import (
     pick_device,
     policy_macs,
     resolve_hardware,
+    usable_cores,
 )
 from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import Normalizer, make_normalizer
@@ -93,6 +94,42 @@ def refuse_impossible(tc: TrainConfig, vc: VecConfig) -> None:
         )
 
 
+def refuse_learners(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, config: Mapping[str, Any]) -> None:
+    """One line for ``train.learners`` settings that cannot run (before a learner process starts)."""
+    n = tc.learners
+    for key in ("num_envs", "num_workers", "batch_size", "main_envs"):
+        value = getattr(vc, key)
+        if value % n:
+            raise ConfigError(
+                f"vec.{key}={value} does not split over train.learners={n} (each learner steps an equal "
+                f"share); fix: make --{key.replace('_', '-')} a multiple of {n}"
+            )
+    if vc.backend in ("ray", "cuda"):
+        why = "its rollouts run on Ray's actors" if vc.backend == "ray" else "its kernels step on one device"
+        raise ConfigError(
+            f"train.learners={n}: not with --backend {vc.backend} ({why}); use --backend serial or multiprocessing"
+        )
+    if tc.overlap or tc.norm_obs or tc.norm_reward:
+        raise ConfigError(
+            f"train.learners={n}: not with train.overlap, norm_obs or norm_reward yet (each learner would keep "
+            "its own lagged policy or statistics); drop them or use one learner"
+        )
+    layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))
+    if layout is not None and not layout.single:
+        raise ConfigError(f"train.learners={n}: {spec.name} trains agent groups (one learner per group); use one learner")
+    if pick_device(tc.device).type == "cuda" and torch.cuda.device_count() < n:
+        raise ConfigError(
+            f"train.learners={n}: each learner trains on a GPU of its own and torch sees "
+            f"{torch.cuda.device_count()}; fix: --learners {torch.cuda.device_count()} or --device cpu"
+        )
+
+
+def learner_share(vc: VecConfig, learners: int) -> VecConfig:
+    """The envs (and workers, pool batch, main-process envs) one of ``learners`` learners steps."""
+    keys = ("num_envs", "num_workers", "batch_size", "main_envs")
+    return updated(vc, {key: getattr(vc, key) // learners for key in keys})
+
+
 def memory_needed(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyConfig, env_kwargs: Mapping) -> dict[str, int]:
     """Bytes the sizes in the config take before training starts (a lower bound): the backend's env
     buffers (in ``/dev/shm`` for the multiprocessing backend) and the rollout storage, twice (the
@@ -147,11 +184,16 @@ def assemble(
     run_dir: str | None = None,
     version: Callable[[], int] = lambda: 0,
     plan: Callable[[int], int | None] = lambda pending: None,
+    team: Any = None,
 ) -> TrainingParts:
     """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (the layered dict);
-    ``version``/``plan``: see :func:`build_collector`."""
+    ``version``/``plan``: see :func:`build_collector`; ``team``: this process's place among
+    ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`)."""
     tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
     pc = typed(PolicyConfig, config["policy"])
+    if tc.learners > 1:
+        refuse_learners(spec, tc, vc, config)
+        vc = learner_share(vc, tc.learners)
     device = setup_torch(tc)
     layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))  # a bad map: one line, no workers
     refuse_impossible(tc, vc)
@@ -172,13 +214,14 @@ def assemble(
         agent, learner, league = build_groups(spec, grouped_layout, venv, pc, tc, device, run_dir, config)
     else:  # one shared policy: the single-group path
         agent = build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()).to(device)
-        learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile)
+        learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile, team=team)
     macs = policy_macs(agent, venv.obs_spec) if not tc.torch_threads else float("inf")
     hardware = resolve_hardware(
         device,
         tc.device,
         tc.torch_threads,
         venv,
+        cores=None if tc.learners == 1 else max(1, usable_cores() // tc.learners),  # the learners share the cores
         macs=macs,
         autocast=pick_autocast(tc.autocast, device),
         requested_autocast=tc.autocast,

@@ -102,6 +102,10 @@ class TrainConfig:
     # (the backend keeps the final observation past the autoreset; see train/collector.py). False: truncation
     # ends the return like termination (CleanRL). No effect where the backend has no final observations (cuda).
     bootstrap_truncation: bool = True
+    # Data-parallel learner processes (train/distributed.py): each steps vec.num_envs / learners of the envs,
+    # and every minibatch's gradients are averaged over them. 1: this process alone.
+    learners: int = 1
+    learner_timeout: float = 120.0  # seconds a learner waits for the others at a collective before the run stops
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,7 @@ AT_LEAST_ONE = {
     "train.num_minibatches",
     "train.update_epochs",
     "train.solve_window",
+    "train.learners",
     "vec.num_envs",
     "policy.hidden_size",
 }
@@ -178,7 +183,12 @@ CHOICES = {
     "train.autocast": ("none", "bf16", "auto"),
     "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
 }
-POSITIVE = {"train.clip_obs", "train.clip_reward", "train.max_grad_norm"}  # max_grad_norm=0 zeroes every gradient
+POSITIVE = {
+    "train.clip_obs",
+    "train.clip_reward",
+    "train.max_grad_norm",
+    "train.learner_timeout",
+}  # max_grad_norm=0 zeroes every gradient
 AT_MOST_ONE = {"train.gamma", "train.gae_lambda"}  # discounts: past 1 the returns grow without bound
 # Adam moves each weight by about learning_rate per update: past 1 the first update throws the policy away
 # (1e300 overflowed the optimizer's float32 step with a traceback, after the run dir was made).

@@ -13,6 +13,10 @@ steps. It knows nothing about backends or envs.
   previous acting step, see :func:`turn_gae`).
 * Recurrent policies: minibatches of whole segments, unrolled from each segment's first stored
   LSTM state with resets at episode starts (truncated BPTT).
+* Data-parallel learners (``team``, :mod:`~pufferbox.train.distributed`): each holds a part of the batch;
+  all draw the same shuffle of the whole batch and keep their own samples of each minibatch, the losses
+  are means over the whole minibatch, and :meth:`Team.average_gradients` runs between ``backward`` and
+  the optimizer step: every learner takes the step one learner would take on the whole batch.
 
 Example:
     >>> learner = Learner(agent, typed(TrainConfig, config["train"]), seed=1)  # doctest: +SKIP
@@ -103,8 +107,8 @@ def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
 class Learner:
     """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
 
-    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False):
-        self.agent, self.hp = agent, hp
+    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Any = None):
+        self.agent, self.hp, self.team = agent, hp, team
         self.evaluate = torch.compile(agent.evaluate, mode=hp.compile_mode) if compile else agent.evaluate
         device = next(agent.parameters()).device
         self.device_type = device.type
@@ -131,7 +135,8 @@ class Learner:
             waiting = not bool(batch["masks"].all())  # turn-based envs (agents that wait) or absent agents
             acting = batch["masks"] if waiting else None
             adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda, acting)
-        if not bool(torch.isfinite(returns).all()):  # a NaN/inf reward or value: skip, the model stays as it is
+        finite = bool(torch.isfinite(returns).all())
+        if not (finite if self.team is None else self.team.all_true(finite)):  # a NaN/inf reward or value: skip
             return self.skipped(lr)
         steps = adv.shape[1]
         # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
@@ -144,18 +149,18 @@ class Learner:
             h0, c0 = batch["h"][:, 0], batch["c"][:, 0]
         else:  # minibatches of single live transitions
             units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
-        if len(units) == 0:
+        # data-parallel: this learner's units are positions offset.. of the whole batch's (learners in rank order)
+        offset, whole = (0, len(units)) if self.team is None else self.team.offset_and_total(len(units))
+        if whole == 0:
             return {}
-        mb_size = max(1, len(units) // hp.num_minibatches)
+        mb_size = max(1, whole // hp.num_minibatches)
         stats: dict[str, list[torch.Tensor]] = collections.defaultdict(list)
         # Every minibatch so far had a finite loss and gradient: a device flag, read once after the epochs
         # (a NaN step disables the optimizer from there on, as returning at once would, without a host read).
         self.all_finite = torch.ones((), dtype=torch.bool, device=obs.device)
         self.disabled_steps = torch.zeros((), dtype=torch.int64, device=obs.device)
         for _epoch in range(hp.update_epochs):
-            order = units[torch.randperm(len(units), generator=self.generator)].to(obs.device)  # one copy per epoch
-            for start in range(0, len(units) - mb_size + 1, mb_size):
-                idx = order[start : start + mb_size]
+            for idx in self.minibatches(units, whole, offset, mb_size, obs.device):
                 with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.low_precision):
                     if recurrent:
                         sl = lambda x, idx=idx: x[idx].transpose(0, 1)
@@ -172,8 +177,8 @@ class Learner:
                     new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats
                 ):
                     return self.skipped(lr)
-            recent_kl = stats["approx_kl"][-max(1, hp.num_minibatches) :]
-            if hp.target_kl and float(torch.stack(recent_kl).mean()) > hp.target_kl:
+            recent_kl = torch.stack(stats["approx_kl"][-max(1, hp.num_minibatches) :]).mean()
+            if hp.target_kl and float(recent_kl if self.team is None else self.team.average(recent_kl)) > hp.target_kl:
                 break
         finite, disabled = torch.stack([self.all_finite.long(), self.disabled_steps]).tolist()  # the one read
         if not finite:
@@ -185,9 +190,25 @@ class Learner:
         var_y = torch.var(y_true) if len(y_true) > 1 else torch.tensor(0.0)
         explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
         # statistics stayed on the device during the epochs: one read each, here
-        out = {k: float(torch.stack(v).double().mean()) for k, v in stats.items()}
+        out = {k: torch.stack(v).double().mean() for k, v in stats.items()} | {"explained_variance": torch.tensor(explained)}
+        if self.team is not None:  # each learner's statistics are its share of the whole minibatch's: average them
+            out = dict(zip(out, self.team.average(torch.stack([v.double() for v in out.values()])).tolist()))
         self.nonfinite = 0
-        return out | {"explained_variance": explained, "learning_rate": lr, "nonfinite_updates": 0}
+        return {k: float(v) for k, v in out.items()} | {"learning_rate": lr, "nonfinite_updates": 0}
+
+    def minibatches(
+        self, units: torch.Tensor, whole: int, offset: int, mb_size: int, device: torch.device
+    ) -> list[torch.Tensor]:
+        """One epoch's minibatches (indices into ``units``' tensors, on ``device``): a shuffle of the whole
+        batch's ``whole`` units cut into ``mb_size`` slices. A data-parallel learner draws the same shuffle
+        as every other and keeps the positions ``offset..offset + len(units)`` it holds."""
+        order = torch.randperm(whole, generator=self.generator)
+        cuts = range(0, whole - mb_size + 1, mb_size)
+        if self.team is None:  # the whole batch is here: one copy per epoch
+            order = units[order].to(device)
+            return [order[start : start + mb_size] for start in cuts]
+        mine = [order[start : start + mb_size] - offset for start in cuts]
+        return [units[p[(p >= 0) & (p < len(units))]].to(device) for p in mine]
 
     def skipped(self, lr: float) -> dict[str, float]:
         self.nonfinite += 1
@@ -209,16 +230,20 @@ class Learner:
         that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
         is cleared and from then on the steps change nothing, without a host read here."""
         hp = self.hp
-        total = weight.sum().clamp(min=1.0)
-        wmean = lambda x: (x * weight).sum() / total
+        total, share = weight.sum(), 1
+        if self.team is not None:  # means over the whole minibatch: this learner's share of it, times the learners
+            total, share = self.team.all_reduce(total.detach().clone()), self.team.size
+        total = total.clamp(min=1.0)
+        wmean = lambda x: (x * weight).sum() * share / total
+        whole = (lambda x: x) if self.team is None else self.team.average  # a statistic of the whole minibatch
         logratio = new_logprob - old_logprob
         ratio = logratio.exp()
         with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)
             stats["approx_kl"].append(wmean((ratio - 1) - logratio))
             stats["clipfrac"].append(wmean(((ratio - 1.0).abs() > hp.clip_coef).float()))
         if hp.norm_adv:  # a lone live transition has no spread: keep it as is (torch.where: no sync)
-            mean = wmean(adv)
-            std = (wmean((adv - mean) ** 2) * total / (total - 1).clamp(min=1e-8)).sqrt()
+            mean = whole(wmean(adv))
+            std = (whole(wmean((adv - mean) ** 2)) * total / (total - 1).clamp(min=1e-8)).sqrt()
             adv = torch.where(total > 1, (adv - mean) / (std + 1e-8), adv)
         pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - hp.clip_coef, 1 + hp.clip_coef)))
         if hp.clip_vloss:
@@ -230,6 +255,8 @@ class Learner:
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
+            loss = self.team.average_gradients(self.optimizer.params, loss)
         grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
         finite = torch.isfinite(loss.detach() + grad_norm)
         if self.sync_free:

@@ -28,6 +28,8 @@ Example:
 from __future__ import annotations
 
 import collections
+import copy
+import dataclasses
 import math
 import os
 import time
@@ -45,6 +47,7 @@ from pufferbox.train.assembly import assemble, fresh_policy
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, NonFiniteInput
 from pufferbox.train.config import ConfigError, updated
+from pufferbox.train.distributed import JOIN_S
 from pufferbox.train.groups import GroupLearner
 from pufferbox.train.overlap import vtrace_targets
 
@@ -182,18 +185,22 @@ class Trainer:
         config: dict,
         run_dir: str | os.PathLike | None = None,
         callbacks: list[Callable[[dict], None]] | None = None,
+        team: Any = None,
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.run_dir_existed = self.run_dir is not None and os.path.isdir(self.run_dir)  # then never re-created
         self.callbacks = list(callbacks or [])
-        self.parts = parts = assemble(self.spec, config, self.run_dir, lambda: self.update, self.prefetch_horizon)
+        self.team = team  # data-parallel learners (train/distributed.py): this process's rank among them
+        self.parts = parts = assemble(self.spec, config, self.run_dir, lambda: self.update, self.prefetch_horizon, team=team)
         self.tc, self.pc, self.venv, self.device, self.layout = parts.tc, parts.pc, parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
         self.collector, self.normalizer = parts.collector, parts.normalizer
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
-        self.agents_per_env, self.num_rows = self.venv.agents_per_env, self.venv.num_agents
+        self.learners = 1 if team is None else team.size
+        # agent rows stepped together, all learners' (what the step budget is counted in)
+        self.agents_per_env, self.num_rows = self.venv.agents_per_env, self.venv.num_agents * self.learners
         self.num_steps = self.tc.num_steps
         self.scores = Scoreboard(self.tc.solve_window, self.spec.training.solved_return)
         self.global_step = self.update = 0
@@ -201,10 +208,14 @@ class Trainer:
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
         self.last_checkpoint: str | None = None
         self.stop_requested = False
+        self.stop_agreed = False  # data-parallel: a stop any learner got, as the learners agreed after a rollout
         self.collecting = False  # a rollout is in progress: the weights are still the last update's
         self.abandoned = False  # an update was dropped mid-rollout (UpdateAbandoned): close ends workers first
         self.boundary: dict[str, Any] = {}  # what a rollout changes besides the envs, as the last update left it
         self.history: list[dict] = []
+        if team is not None:
+            team.broadcast_parameters(self.agent)
+            self.seed_sampling()
         self.collector.reset(self.env_seed())
 
     def prefetch_horizon(self, pending: int) -> int | None:
@@ -220,7 +231,15 @@ class Trainer:
 
     def env_seed(self) -> int:
         """The envs' seed at a (re)start: from the run seed and the update count, so resumes of one checkpoint agree."""
-        return int(self.tc.seed) * 1_000_003 + self.update * self.venv.num_envs
+        envs = self.venv.num_envs  # a learner's envs are those of one run with all of them, after the lower ranks'
+        rank = 0 if self.team is None else self.team.rank
+        return int(self.tc.seed) * 1_000_003 + self.update * envs * self.learners + rank * envs
+
+    def seed_sampling(self) -> None:
+        """Learners other than rank 0 sample their actions from a torch seed of their own (rank 0 keeps
+        the run's, which checkpoints hold)."""
+        if self.team is not None and self.team.rank:
+            torch.manual_seed((int(self.tc.seed) * 1_000_003 + self.update) * 1_009 + self.team.rank)
 
     def wall_time(self) -> float:
         return self.elapsed_before + time.perf_counter() - self.start_time
@@ -232,6 +251,8 @@ class Trainer:
         self.boundary = {"torch_rng": torch.get_rng_state()}
         if self.normalizer is not None:
             self.boundary["normalizer"] = self.normalizer.state_dict()  # a copy
+        if self.team is not None and self.team.rank == 0:  # a lost learner drops the update: rank 0 saves this
+            self.boundary["learner"] = copy.deepcopy(self.learner.state_dict())
         self.collecting = True
         try:
             rollout = self.collector.collect(horizon)
@@ -239,6 +260,11 @@ class Trainer:
             raise self.nonfinite_input(exc) from None
         finally:
             self.collecting = False
+        if self.team is not None:  # every learner's steps and episodes; a stop any of them got
+            steps, episodes, self.stop_agreed = self.team.share_rollout(
+                rollout.steps, rollout.episodes, self.stop_requested, self.venv.num_envs
+            )
+            rollout = dataclasses.replace(rollout, steps=steps, episodes=episodes)
         t0 = time.perf_counter()
         batch, progress, tc = rollout.batch, self.update / self.total_updates, self.tc
         lagged = tc.overlap and tc.lag_correction == "vtrace"  # the batch was acted by an older policy
@@ -302,16 +328,21 @@ class Trainer:
         return metrics
 
     def should_stop(self) -> bool:
-        if self.stop_requested or self.global_step >= self.tc.total_steps:
+        if self.stopping or self.global_step >= self.tc.total_steps:
             return True
         return bool(self.tc.stop_on_solve and self.scores.solved_at_step is not None)
 
     def train_steps(self, n: int) -> list[dict]:
         """Train at least ``n`` more steps (whole updates); returns their metrics."""
         target, out = self.global_step + n, []
-        while self.global_step < target and not self.stop_requested:
+        while self.global_step < target and not self.stopping:
             out.append(self.train_update())
         return out
+
+    @property
+    def stopping(self) -> bool:
+        """A stop signal ends the run after this update (data-parallel: once the learners agreed on it)."""
+        return self.stop_requested if self.team is None else self.stop_agreed
 
     def budget_horizon(self) -> int | None:
         """Steps per row of the next rollout so that training ends at ``total_steps`` (None: a whole rollout)."""
@@ -395,6 +426,7 @@ class Trainer:
         """Restore model, optimizer, counters and RNG states; the envs start fresh episodes, seeded from
         ``(seed, update)`` (the episodes in progress when the checkpoint was taken are not in it)."""
         snapshot.put(self, load_checkpoint(path, map_location=self.device), path)
+        self.seed_sampling()
         self.collector.reset(self.env_seed())
 
     def abandon_update(self) -> None:
@@ -402,6 +434,8 @@ class Trainer:
         normalizer statistics of the last completed update (the weights, optimizer and counters are
         still its own: they change only after a rollout), so a checkpoint saved now is that update's."""
         self.abandoned = True
+        if "learner" in self.boundary:  # data-parallel: the update's first minibatch steps may be taken
+            self.learner.load_weights(self.boundary["learner"])
         if "torch_rng" in self.boundary:
             torch.set_rng_state(self.boundary["torch_rng"])
         if self.normalizer is not None and "normalizer" in self.boundary:
@@ -418,3 +452,5 @@ class Trainer:
                 self.collector.close()
         finally:
             self.venv.close()
+            if self.team is not None:  # after a run that ended, the other learners end with it: wait for them
+                self.team.close(wait=JOIN_S if self.should_stop() and not self.abandoned else 0.0)

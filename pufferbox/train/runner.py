@@ -28,6 +28,7 @@ from pufferbox.train.checkpoint import (
 )
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
+from pufferbox.train.distributed import LearnerLost, start_team
 from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
 from pufferbox.train.rundir import (
     RunDirGuard,
@@ -178,7 +179,7 @@ def run_locked(
     spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
     check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
     writers = Writers()
-    trainer = Trainer(spec, config, run_dir=run_dir, callbacks=[writers])
+    trainer = start_trainer(spec, config, run_dir, writers, checkpoint, stop_after)
     guard = None
     try:
         if checkpoint is not None:
@@ -229,6 +230,22 @@ def run_locked(
             guard.restore_threads()
 
 
+def start_trainer(
+    spec: Any, config: dict, run_dir: Any, writers: Writers, checkpoint: Path | None, stop_after: int | None
+) -> Trainer:
+    """The Trainer, rank 0 of ``train.learners`` data-parallel learners when there are several (the
+    others are started here and load ``checkpoint`` themselves)."""
+    if config["train"]["learners"] > 1 and stop_after is not None:
+        raise ConfigError("train.learners: a run of several learners trains to its budget; stop_after needs one learner")
+    team = start_team(spec, config, None if checkpoint is None else str(checkpoint))
+    try:
+        return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team)
+    except BaseException:
+        if team is not None:
+            team.close()
+        raise
+
+
 def train_guarded(trainer: Trainer, guard: RunDirGuard, stop_after: int | None) -> TrainResult:
     """:func:`train_until_stopped` into a run dir; if the dir was deleted or replaced meanwhile, whatever
     failed because of it (a checkpoint write, TensorBoard) is reported as :class:`RunDirLost`, and a
@@ -260,8 +277,21 @@ def train_until_stopped(trainer: Trainer, saves: bool, stop_after: int | None) -
             if saves:
                 trainer.save_checkpoint()
             result = trainer.result()
+        except LearnerLost as lost:  # data-parallel: another learner died or hangs; save the last completed update
+            stop.disarm()
+            trainer.abandon_update()
+            raise LearnerLost(f"{lost}; {saved_for_resume(trainer) if saves else 'nothing saved'}") from None
     result.stop_signal = stop.signum
     return result
+
+
+def saved_for_resume(trainer: Trainer) -> str:
+    """Save the last completed update; the advice that goes with it."""
+    trainer.save_checkpoint()
+    return (
+        f"the run stopped at update {trainer.update:,} (step {trainer.global_step:,}, saved): "
+        f"continue with `pufferbox train --resume {trainer.run_dir}` (with any --learners)"
+    )
 
 
 def load_resumed(trainer: Trainer, checkpoint: Path) -> None:

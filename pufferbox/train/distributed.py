@@ -1,0 +1,257 @@
+"""Data-parallel learners (``train.learners = N``): N processes on one machine, one policy.
+
+Each learner process runs its own :class:`~pufferbox.train.ppo.Trainer` on ``vec.num_envs / N`` of the
+envs (seeded as those envs of one run with all of them would be) and collects its own rollouts. The
+learners then meet at a few collectives (torch.distributed: gloo on the CPU, NCCL when every learner
+has a GPU of its own, ``cuda:RANK``):
+
+* after each rollout, :meth:`Team.share_rollout`: the steps are summed (``global_step`` counts every
+  learner's), every learner gets every learner's finished episodes (one scoreboard, one solve test),
+  and a stop signal any learner got is agreed on, so all stop after the same update;
+* in every minibatch, :meth:`Team.average_gradients` (between ``backward`` and the optimizer step):
+  the gradients are averaged, so every learner takes the same step and holds the same parameters.
+
+The minibatches are those of one learner on the whole batch (the learners' batches in rank order):
+every learner draws the same shuffle of the whole batch's samples and keeps the ones it holds, and the
+losses are means over the whole minibatch (:class:`~pufferbox.train.learner.Learner`), so N learners
+train what one learner would on all the envs, up to float rounding.
+
+Rank 0 is the process that was started (``pufferbox train``): it owns the run directory, the metrics,
+the dashboard and the checkpoints, which hold nothing of N (resume with any N). It starts ranks
+1..N-1 (:func:`start_team`, ``spawn``) and ends them when the run ends. A learner that dies (or stops
+answering for ``train.learner_timeout`` seconds) ends the run: the others stop at their next
+collective with :class:`LearnerLost`, and rank 0 saves the last completed update first.
+
+Example:
+    >>> team = start_team(spec, config)                                 # doctest: +SKIP
+    >>> Trainer(spec, config, run_dir="runs/x", team=team).train()    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from pufferbox.episodes import Episodes
+from pufferbox.train.config import ConfigError
+
+__all__ = ["LearnerLost", "Team", "start_team", "learner_process"]
+
+JOIN_S = 30.0  # rank 0 waits this long for the others to exit after a run that ended (then ends them)
+
+
+class LearnerLost(ConfigError):
+    """Another learner process ended or stopped answering; the message names it when rank 0 knows which."""
+
+
+class Team:
+    """This process's place among ``size`` data-parallel learners, and the collectives they meet at.
+
+    Every collective that fails (a learner died: its connection closed; or none answered within the
+    process group's timeout) raises :class:`LearnerLost`. Rank 0 also holds the other ranks' processes.
+    """
+
+    def __init__(self, rank: int, size: int, device: torch.device, processes: Sequence[Any] = ()):
+        self.rank, self.size, self.device = rank, size, device
+        self.processes = list(processes)  # rank 0: ranks 1..size-1
+
+    # -- the collectives --------------------------------------------------------------------------
+    def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Sum ``tensor`` over the learners, in place."""
+        try:
+            dist.all_reduce(tensor)
+        except RuntimeError as exc:  # gloo/NCCL: a peer's connection closed, or the timeout passed
+            raise self.lost(exc) from None
+        return tensor
+
+    def average(self, value: torch.Tensor) -> torch.Tensor:
+        """The mean of ``value`` (a tensor without gradient) over the learners."""
+        return self.all_reduce(value.detach().clone()) / self.size
+
+    def average_gradients(self, params: Sequence[torch.Tensor], loss: torch.Tensor) -> torch.Tensor:
+        """Replace every gradient by its mean over the learners (one all-reduce of one flat buffer);
+        returns the learners' mean loss, so a non-finite loss anywhere skips the step everywhere."""
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads] + [loss.detach().reshape(1).to(grads[0].dtype)])
+        self.all_reduce(flat).div_(self.size)
+        start = 0
+        for p, g in zip(params, grads):
+            g.copy_(flat[start : start + g.numel()].view_as(g))
+            p.grad = g
+            start += g.numel()
+        return flat[-1]
+
+    def all_true(self, flag: bool) -> bool:
+        """Whether ``flag`` holds on every learner."""
+        return bool(self.all_reduce(torch.tensor([float(not flag)], device=self.device)).item() == 0)
+
+    def offset_and_total(self, count: int) -> tuple[int, int]:
+        """Where this learner's ``count`` samples start among all learners' (rank order), and their total."""
+        counts = torch.zeros(self.size, dtype=torch.int64, device=self.device)
+        counts[self.rank] = count
+        counts = self.all_reduce(counts).tolist()
+        return sum(counts[: self.rank]), sum(counts)
+
+    def share_rollout(self, steps: int, episodes: Episodes, stop: bool, envs: int) -> tuple[int, Episodes, bool]:
+        """``(steps of all learners, their episodes (env ids of the whole run), whether any got a stop)``;
+        ``envs``: the envs each learner steps."""
+        parts: list[Any] = [None] * self.size
+        try:
+            dist.all_gather_object(parts, (steps, episodes.relabel(self.rank * envs), stop))
+        except RuntimeError as exc:
+            raise self.lost(exc) from None
+        return sum(p[0] for p in parts), Episodes.concat([p[1] for p in parts]), any(p[2] for p in parts)
+
+    def broadcast_parameters(self, module: torch.nn.Module) -> None:
+        """Rank 0's weights to every learner (they start from the same seed; this makes sure)."""
+        try:
+            for tensor in module.state_dict().values():
+                dist.broadcast(tensor, src=0)
+        except RuntimeError as exc:
+            raise self.lost(exc) from None
+
+    # -- faults and the end -----------------------------------------------------------------------
+    def lost(self, exc: BaseException) -> LearnerLost:
+        """What failed, in one line: rank 0 names the learner process that ended (or hangs)."""
+        if self.rank != 0:
+            return LearnerLost(
+                f"learner {self.rank}: lost the other learners ({first_line(exc)}); rank 0 keeps the checkpoint"
+            )
+        deadline = time.monotonic() + 2.0  # the process whose connection closed is exiting: let it finish
+        while time.monotonic() < deadline and all(p.exitcode is None for p in self.processes):
+            time.sleep(0.05)
+        for rank, process in enumerate(self.processes, start=1):
+            if process.exitcode is not None:
+                return LearnerLost(f"learner {rank} (pid {process.pid}) {how_it_ended(process.exitcode)}")
+        return LearnerLost(f"a learner stopped answering ({first_line(exc)})")
+
+    def close(self, wait: float = 0.0) -> None:
+        """Leave the process group. Rank 0 first waits up to ``wait`` seconds for the other learners to
+        finish (after a run that ended, they stop after the same update); those still running then get
+        SIGTERM (they exit quietly: the run stopped) as their collectives fail, and are killed if they
+        do not exit within seconds."""
+        deadline = time.monotonic() + wait
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
+            if process.exitcode is None:
+                process.terminate()
+        if dist.is_initialized():
+            dist.destroy_process_group()  # closes the connections: a learner waiting on them stops now
+        for process in self.processes:
+            process.join(5.0)
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def how_it_ended(exitcode: int) -> str:
+    """``exited with code 1`` / ``was killed by SIGKILL``."""
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with code {exitcode}" + (" (its error is above)" if exitcode == 1 else "")
+
+
+def learner_device(tc: Any, rank: int) -> str:
+    """``train.device`` of learner ``rank``: on CUDA each learner has a GPU of its own (``cuda:RANK``)."""
+    from pufferbox.train.hardware import pick_device
+
+    device = pick_device(tc.device)
+    return f"cuda:{rank}" if device.type == "cuda" else "cpu"
+
+
+def join_group(rank: int, size: int, address: str, device: str, timeout_s: float) -> None:
+    """Enter the process group: NCCL between GPUs, gloo on the CPU; every collective times out."""
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+    dist.init_process_group(
+        "nccl" if device.startswith("cuda") else "gloo",
+        init_method=address,
+        rank=rank,
+        world_size=size,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
+
+
+def free_address() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def start_team(spec: Any, config: Mapping[str, Any], checkpoint: str | os.PathLike | None = None) -> Team | None:
+    """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
+    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group."""
+    from pufferbox.train.assembly import refuse_learners
+    from pufferbox.train.config import TrainConfig, VecConfig, typed
+
+    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
+    if tc.learners == 1:
+        return None
+    refuse_learners(spec, tc, vc, config)
+    address, context = free_address(), torch.multiprocessing.get_context("spawn")
+    processes = []
+    for rank in range(1, tc.learners):
+        args = (rank, address, spec.name, spec.meta.distribution, copy.deepcopy(dict(config)), checkpoint)
+        processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
+        processes[-1].start()
+    team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
+    try:
+        join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
+    except BaseException as exc:
+        team.close()
+        if isinstance(exc, RuntimeError | ValueError):
+            raise LearnerLost(f"the {tc.learners} learners did not meet: {first_line(exc)}") from None
+        raise
+    return team
+
+
+def learner_process(
+    rank: int, address: str, env: str, distribution: str | None, config: dict, checkpoint: str | None
+) -> None:
+    """Learner ``rank`` > 0 (a spawned process): its share of the envs, no run directory; its errors are
+    one line on stderr and exit status 1 (rank 0 then names it)."""
+    from pufferbox.registry import get_registry
+    from pufferbox.train.config import TrainConfig, typed
+    from pufferbox.train.ppo import Trainer, UpdateAbandoned
+    from pufferbox.train.runner import stop_on_signals
+
+    tc = typed(TrainConfig, config["train"])
+    device = learner_device(tc, rank)
+    config["train"]["device"] = device
+    trainer = None
+    try:
+        join_group(rank, tc.learners, address, device, tc.learner_timeout)
+        spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
+        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
+        if checkpoint is not None:
+            trainer.load_checkpoint(checkpoint)
+        with stop_on_signals(trainer):
+            trainer.train()
+    except UpdateAbandoned:  # a stop signal's grace ran out mid-rollout: rank 0 saves its last update
+        pass
+    except LearnerLost as exc:
+        if trainer is None or not trainer.stop_requested:  # rank 0 sends SIGTERM when it ends the run early
+            print(f"Error: {exc}", file=sys.stderr, flush=True)
+            sys.exit(1)
+    except (Exception, KeyboardInterrupt) as exc:
+        print(f"Error: learner {rank}: {first_line(exc)}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    finally:
+        if trainer is not None:
+            trainer.close()

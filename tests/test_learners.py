@@ -1,0 +1,221 @@
+"""Data-parallel learners (``--learners N``, pufferbox/train/distributed.py) on the CPU with gloo.
+
+(a) two learners, each on half of a fixed batch, end the PPO update with the parameters of one learner
+on the whole batch; (b) a 2-learner CartPole run solves and its checkpoint resumes with one learner;
+(c) a learner killed mid-run ends the run in one line, exit 2, with a resumable checkpoint;
+(d) settings that cannot run are one line, exit 2, before any learner starts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import torch
+from click.testing import CliRunner
+
+from pufferbox.cli import cli, load_commands
+from pufferbox.train.checkpoint import latest_checkpoint, load_checkpoint
+from pufferbox.train.config import TrainConfig, resolve_config
+from pufferbox.train.distributed import Team, free_address, join_group
+from pufferbox.train.learner import Learner
+from pufferbox.train.ppo import Trainer
+
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+SETTINGS = ["vec.num_envs=4", "train.num_steps=32", "train.num_minibatches=4", "train.update_epochs=3"]
+
+
+def fixed_batch_and_agent(masked: bool) -> tuple[dict, torch.nn.Module, TrainConfig]:
+    """A CartPole rollout of 4 envs (and the policy that acted), some transitions masked when ``masked``."""
+    trainer = Trainer("cartpole", resolve_config(overrides=SETTINGS))
+    try:
+        batch = {k: v.clone() for k, v in trainer.collector.collect().batch.items()}
+    finally:
+        trainer.close()
+    if masked:  # absent agents in the second half: the learners then hold unequal numbers of samples
+        batch["masks"][3, 5:20] = False
+    return batch, trainer.agent, trainer.tc
+
+
+def half_update(rank: int, address: str, inputs: str, tc: TrainConfig, out: str) -> None:
+    """Learner ``rank`` of two (a spawned process): the PPO update on its half of the batch in ``inputs``
+    (a file: tensors passed to a process directly would share the parent's memory)."""
+    torch.set_num_threads(1)
+    batch, agent = torch.load(inputs, weights_only=False)
+    join_group(rank, 2, address, "cpu", 60.0)
+    team = Team(rank, 2, torch.device("cpu"))
+    learner = Learner(agent, tc, seed=tc.seed, team=team)
+    half = {k: v[2 * rank : 2 * rank + 2] for k, v in batch.items()}
+    stats = learner.update(half, progress=0.25)
+    torch.save({"model": agent.state_dict(), "stats": stats}, out)
+    team.close()
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_two_learners_on_half_batches_train_the_parameters_of_one_on_the_whole(tmp_path, masked):
+    torch.manual_seed(0)
+    batch, agent, tc = fixed_batch_and_agent(masked)
+    start = {k: v.clone() for k, v in agent.state_dict().items()}
+    whole = Learner(agent, tc, seed=tc.seed)
+    expected = whole.update(batch, progress=0.25)
+    trained = {k: v.clone() for k, v in agent.state_dict().items()}
+    agent.load_state_dict(start)
+    torch.save((batch, agent), tmp_path / "inputs.pt")
+    context, address = torch.multiprocessing.get_context("spawn"), free_address()
+    procs = []
+    for rank in (0, 1):
+        out = str(tmp_path / f"rank{rank}.pt")
+        procs.append(context.Process(target=half_update, args=(rank, address, str(tmp_path / "inputs.pt"), tc, out)))
+        procs[-1].start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    got = [torch.load(tmp_path / f"rank{rank}.pt") for rank in (0, 1)]
+    moved = max(float((trained[k] - start[k]).abs().max()) for k in start)
+    assert moved > 1e-3  # the update changed the policy: the comparison below is not between two copies of it
+    for name, value in trained.items():
+        torch.testing.assert_close(got[0]["model"][name], got[1]["model"][name], rtol=0, atol=0)  # identical
+        torch.testing.assert_close(got[0]["model"][name], value, rtol=1e-5, atol=1e-6)  # float rounding
+    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac"):
+        assert got[0]["stats"][key] == pytest.approx(expected[key], rel=1e-3, abs=1e-6), key
+
+
+def test_a_two_learner_cartpole_run_solves_and_resumes_with_one_learner(tmp_path):
+    from pufferbox.train.runner import run
+
+    run_dir = tmp_path / "run"
+    result = run(
+        "cartpole",
+        overrides=["train.stop_on_solve=true", "train.total_steps=400000", "train.torch_threads=1"],
+        flags={"train.learners": 2},
+        run_dir=run_dir,
+        dashboard=False,
+        tensorboard=False,
+    )
+    assert result.solved_at_step is not None, result.summary()
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [line["global_step"] for line in lines]
+    # the global step counts both learners' envs: 64 envs (32 each) x 32 steps per update
+    assert steps[0] == 64 * 32 and all(b - a == steps[0] for a, b in itertools.pairwise(steps))
+    state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    assert state["global_step"] == result.global_step == steps[-1]
+    resumed = run(
+        resume=run_dir,
+        overrides=["train.stop_on_solve=false"],  # it is solved already: train on to the new budget
+        flags={"train.learners": 1, "train.total_steps": steps[-1] + 4096},
+        dashboard=False,
+    )
+    assert resumed.global_step == steps[-1] + 4096 and resumed.checkpoint is not None
+
+
+def learner_pids(parent: subprocess.Popen, timeout: float = 60) -> list[int]:
+    """The pids of the trainer's learner processes (its children running ``learner_process``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p.pid for p in psutil.Process(parent.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        if found:
+            return found
+        time.sleep(0.1)
+    pytest.fail("no learner process started")
+
+
+def test_a_killed_learner_ends_the_run_in_one_line_with_a_resumable_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start_learner_run(run_dir)
+    [child] = learner_pids(proc)
+    metrics = run_dir / "metrics.jsonl"
+    wait_for_updates(proc, run_dir, 3)
+    killed_at = time.monotonic()
+    os.kill(child, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - killed_at < 15  # within seconds, not after train.learner_timeout
+    assert proc.returncode == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: learner 1 (pid {child}) was killed by SIGKILL"), err
+    assert "--resume" in lines[0] and "Traceback" not in out + err
+    state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    last = json.loads(metrics.read_text().splitlines()[-1])
+    assert state["global_step"] == last["global_step"] > 0  # the last completed update, as recorded
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    resumed = subprocess.run(
+        [sys.executable, "-m", "pufferbox", "train", "--resume", str(run_dir), "--learners", "1"]
+        + ["--total-steps", str(last["global_step"] + 2048), "--no-tensorboard"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"{last['global_step'] + 2048:,} steps" in resumed.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--learners", "0"], "Error: train.learners: must be >= 1"),
+        (["--learners", "2", "--num-envs", "3"], "Error: vec.num_envs=3 does not split over train.learners=2"),
+        (["--learners", "2", "--backend", "ray"], "Error: train.learners=2: not with --backend ray"),
+        (["--learners", "2", "--device", "cuda"], "Error: train.learners=2: each learner trains on a GPU of its own"),
+    ],
+)
+def test_settings_several_learners_cannot_run_are_one_line_exit_2(tmp_path, monkeypatch, args, message):
+    # a machine with one GPU (the check runs before anything touches CUDA)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    load_commands()
+    result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(tmp_path / "r"), *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message), result.output
+    assert not (tmp_path / "r").exists()
+
+
+def start_learner_run(run_dir, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "pufferbox", "train", "cartpole", "--learners", "2", "--run-dir", str(run_dir)]
+    cmd += ["--total-steps", "100000000", "--no-tensorboard", "--set", "train.torch_threads=1", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def wait_for_updates(proc: subprocess.Popen, run_dir, count: int) -> None:
+    metrics, deadline = run_dir / "metrics.jsonl", time.monotonic() + 90
+    while not metrics.exists() or len(metrics.read_text().splitlines()) < count:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+
+
+def test_sigterm_stops_every_learner_after_the_same_update_and_exits_143(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start_learner_run(run_dir)
+    [child] = learner_pids(proc)
+    wait_for_updates(proc, run_dir, 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, out + err
+    assert "Traceback" not in out + err and "Error" not in err, err
+    state = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert state["global_step"] == last["global_step"] > 0
+    assert not psutil.pid_exists(child)  # rank 1 ended with the run and was reaped
+
+
+def test_a_learner_that_stops_answering_ends_the_run_after_the_timeout(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start_learner_run(run_dir, "--set", "train.learner_timeout=5")
+    [child] = learner_pids(proc)
+    wait_for_updates(proc, run_dir, 2)
+    os.kill(child, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    out, err = proc.communicate(timeout=90)
+    assert time.monotonic() - stopped_at < 30
+    assert proc.returncode == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: a learner stopped answering") and "--resume" in lines[0], err
+    assert latest_checkpoint(run_dir / "checkpoints") is not None
+    assert not psutil.pid_exists(child)  # the stopped learner was killed and reaped
