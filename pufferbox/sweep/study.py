@@ -32,6 +32,7 @@ from pufferbox.sweep.objective import Objective, parse_objective
 from pufferbox.sweep.space import Param, fixed_values, flatten, resolve_space, space_to_toml
 from pufferbox.sweep.trial import REPORTS, TrialJob, TrialOutcome, run_trial
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, parse_override, resolve_config
+from pufferbox.train.rundir import disk_error
 
 __all__ = ["sweep", "SweepResult", "SweepError", "open_storage", "load_sweep"]
 
@@ -201,8 +202,43 @@ def sweep(
         with make_executor(parallel, ray_address) as submit:
             drive(study, trials, parallel, submit, space, config, run_dir, job, callbacks, log)
         return SweepResult(study, run_dir, obj)
+    except Exception as exc:
+        fault = storage_fault(exc, meta["storage"], run_dir)
+        if fault is None:
+            raise
+        raise fault from None
     finally:
         lock.release()
+
+
+RETRY = "free some space (or fix the storage), then run the same command again to continue the sweep"
+
+
+def optuna_storage_errors() -> tuple[type[BaseException], ...]:
+    """What a study on full or broken storage raises: Optuna's wrapper, or SQLAlchemy/SQLite's own error
+    where Optuna does not wrap it (creating the storage)."""
+    import sqlite3
+
+    import optuna
+    import sqlalchemy.exc
+
+    return (optuna.exceptions.StorageInternalError, sqlalchemy.exc.OperationalError, sqlite3.OperationalError)
+
+
+def storage_fault(exc: Exception, storage: str, run_dir: Path) -> SweepError | None:
+    """One line for a study or sweep directory on full or broken storage (SQLite on a full disk raises from
+    deep in Optuna); None for any other error."""
+    if isinstance(exc, optuna_storage_errors()):
+        return SweepError(f"{storage}: the study could not be written ({root_cause(exc)}); " + RETRY)
+    error = disk_error(exc, run_dir) if isinstance(exc, OSError) else None  # sweep.toml, a trial directory
+    return None if error is None else SweepError(f"{str(error).split('; ')[0]}; " + RETRY)
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost cause's first line (``database or disk is full``), without SQLAlchemy's decorations."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def open_study(meta: dict[str, Any], obj: Any, pruner: Any, seed: int, parallel: int) -> Any:
@@ -294,11 +330,12 @@ def drive(
     callbacks: Callable | None,
     log: Callable[[str], None],
 ) -> None:
-    """Ask for trials while fewer than ``trials`` are finished or running; tell each outcome."""
+    """Ask for trials while fewer than ``trials`` are finished or running; tell each outcome. A trial cut
+    short by its storage (a full disk) stops the sweep: :class:`SweepError` once the others are told."""
     import optuna
 
     pending: dict[cf.Future, Any] = {}
-    stopping = False
+    stopping, stopped = False, None
     while True:
         done = sum(counted(t) for t in study.get_trials(deepcopy=False))
         while not stopping and len(pending) < parallel and done + len(pending) < trials:
@@ -316,6 +353,8 @@ def drive(
                 continue
             spec = TrialJob(config=cfg, run_dir=str(trial_dir), trial_id=trial._trial_id, callbacks=extra, **job)
             pending[submit(spec, trial)] = trial
+        if not pending and stopped:
+            raise SweepError(f"{stopped}; the sweep stopped: " + RETRY)
         if not pending:
             return
         finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
@@ -323,7 +362,9 @@ def drive(
             trial = pending.pop(future)
             outcome = outcome_of(future)
             tell(study, trial, outcome, log)
-            stopping = stopping or outcome.state == "interrupted"
+            stopping = stopping or outcome.state in ("interrupted", "storage")
+            if outcome.state == "storage":
+                stopped = f"trial {trial.number}: {(outcome.error or '').split('; ')[0]}"
 
 
 def outcome_of(future: cf.Future) -> TrialOutcome:
@@ -348,6 +389,10 @@ def tell(study: Any, trial: Any, outcome: TrialOutcome, log: Callable[[str], Non
         study.tell(trial, state=S.FAIL)
         study.enqueue_trial(trial.params)
         log(f"trial {trial.number}: interrupted; run the same command again to continue the sweep")
+    elif outcome.state == "storage":  # the disk, not the settings: not counted, the same settings run first next time
+        study.tell(trial, state=S.FAIL)
+        study.enqueue_trial(trial.params)
+        log(f"trial {trial.number}: stopped by its storage ({outcome.error})")
     elif outcome.state == "pruned":
         study.tell(trial, state=S.PRUNED)
         log(f"trial {trial.number}: pruned ({outcome.error})")

@@ -36,7 +36,7 @@ class TrialJob:
 
 @dataclass
 class TrialOutcome:
-    state: str  # "complete", "pruned", "fail" or "interrupted" (Ctrl-C)
+    state: str  # "complete", "pruned", "fail", "interrupted" (Ctrl-C) or "storage" (disk full: the sweep stops)
     values: list[float] | None = None
     error: str | None = None
     global_step: int = 0
@@ -85,6 +85,7 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     """Train ``job.config`` with a :class:`Reporter`; ``trial`` is the live Optuna trial in-process."""
     import optuna
 
+    from pufferbox.train.rundir import StorageError
     from pufferbox.train.runner import run
 
     trial = trial if trial is not None else open_trial(job)
@@ -94,6 +95,8 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
         result = run(job.env, config=job.config, run_dir=job.run_dir, dashboard=False, callbacks=[reporter, *job.callbacks])
     except optuna.TrialPruned as exc:
         return TrialOutcome("pruned", error=str(exc))
+    except StorageError as exc:  # not the settings' fault: the trial runs again once there is room
+        return TrialOutcome("storage", error=str(exc).splitlines()[0])
     except Exception as exc:  # a trial's failure is the sweep's data, not its end
         return TrialOutcome("fail", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     if result.interrupted:

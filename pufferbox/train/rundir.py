@@ -33,6 +33,7 @@ from pufferbox.train.config import ConfigError
 __all__ = [
     "RunDirError",
     "RunDirLost",
+    "StorageError",
     "RunDirGuard",
     "RunDirLock",
     "claim_run_dir",
@@ -267,9 +268,13 @@ DISK_FAULTS = {
 }
 
 
-def disk_error(exc: OSError, run_dir: str | Path) -> RunDirError | None:
-    """A one-line :class:`RunDirError` for a storage fault, naming the path; ``None`` for other errors."""
+class StorageError(RunDirError):
+    """The storage under the run failed (full, read-only, no permission): no fault of the run's settings."""
+
+
+def disk_error(exc: OSError, run_dir: str | Path) -> StorageError | None:
+    """A one-line :class:`StorageError` for a storage fault, naming the path; ``None`` for other errors."""
     reason = DISK_FAULTS.get(exc.errno or 0)
     if reason is None:
         return None
-    return RunDirError(f"{exc.filename or run_dir}: {reason}")
+    return StorageError(f"{exc.filename or run_dir}: {reason}")
