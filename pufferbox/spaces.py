@@ -316,6 +316,7 @@ class ActionMask:
     def fit(self, act_spec: ActionSpec) -> ActionMask:
         """Check the mask has one entry per logit of ``act_spec`` and learn its slots; returns self."""
         flat = act_spec.flat_space
+        sizes: tuple[int, ...]
         if isinstance(flat, spaces.Discrete):
             sizes = (int(flat.n),)
         elif isinstance(flat, spaces.MultiDiscrete):
@@ -349,7 +350,8 @@ def mask_logits(logits: torch.Tensor, legal: torch.Tensor, sizes: tuple[int, ...
     if len(sizes) == 1:
         legal = legal | ~legal.any(-1, keepdim=True)
     else:
-        legal = torch.cat([part | ~part.any(-1, keepdim=True) for part in torch.split(legal, sizes, dim=-1)], dim=-1)
+        parts = torch.split(legal, list(sizes), dim=-1)
+        legal = torch.cat([part | ~part.any(-1, keepdim=True) for part in parts], dim=-1)
     return logits.masked_fill(~legal, float("-inf"))
 
 
