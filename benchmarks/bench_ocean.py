@@ -166,14 +166,17 @@ def part_solve(args: argparse.Namespace) -> None:
                 )
 
 
-# pufferbox game -> PufferLib 3.0's env name for its trainer (its shipped config file) and the field of its logs that
-# is the same quantity as our return (Pong: points won - points lost, per game)
-PEER_TRAINERS = {"pong": ("puffer_pong", "score"), "breakout": ("puffer_breakout", "score")}
+# pufferbox game -> PufferLib 3.0's env name for its trainer (its shipped config file), the field of its logs
+# that measures the same thing as our return, and the factor from our return to that field. Pong: points won -
+# points lost, the same in both. Breakout: the walls differ (ours 288 points, PufferLib's two walls 864), so
+# both are compared as a fraction of the game's maximum (PufferLib's ``perf`` = score / 864).
+PEER_TRAINERS = {"pong": ("puffer_pong", "score", 1.0), "breakout": ("puffer_breakout", "perf", 1 / 288)}
 
 
 def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tuple[float | None, int | None, float | None]:
     """PufferLib's trainer on its own game and config: seconds from launch to its logged score first >= threshold."""
-    env_name, field = PEER_TRAINERS[game]
+    env_name, field, scale = PEER_TRAINERS[game]
+    threshold *= scale
     python = peer_venvs.python_of(peer_venvs.PUFFERLIB_VENV)
     script = Path(__file__).parent / "pufferlib_ocean_peer.py"
     with tempfile.TemporaryDirectory() as tmp:
