@@ -32,14 +32,15 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 SETTINGS = ["vec.num_envs=4", "train.num_steps=32", "train.num_minibatches=4", "train.update_epochs=3"]
 
 
-def fixed_batch_and_agent(masked: bool) -> tuple[dict, torch.nn.Module, TrainConfig]:
-    """A CartPole rollout of 4 envs (and the policy that acted), some transitions masked when ``masked``."""
-    trainer = Trainer("cartpole", resolve_config(overrides=SETTINGS))
+def fixed_batch_and_agent(case: str) -> tuple[dict, torch.nn.Module, TrainConfig]:
+    """A CartPole rollout of 4 envs (and the policy that acted): ``masked``: some transitions masked;
+    ``lstm``: a recurrent policy (minibatches of whole segments: some of a learner's are empty)."""
+    trainer = Trainer("cartpole", resolve_config(overrides=SETTINGS + (["policy.lstm=true"] if case == "lstm" else [])))
     try:
         batch = {k: v.clone() for k, v in trainer.collector.collect().batch.items()}
     finally:
         trainer.close()
-    if masked:  # absent agents in the second half: the learners then hold unequal numbers of samples
+    if case == "masked":  # absent agents in the second half: the learners then hold unequal numbers of samples
         batch["masks"][3, 5:20] = False
     return batch, trainer.agent, trainer.tc
 
@@ -58,10 +59,10 @@ def half_update(rank: int, address: str, inputs: str, tc: TrainConfig, out: str)
     team.close()
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_two_learners_on_half_batches_train_the_parameters_of_one_on_the_whole(tmp_path, masked):
+@pytest.mark.parametrize("case", ["plain", "masked", "lstm"])
+def test_two_learners_on_half_batches_train_the_parameters_of_one_on_the_whole(tmp_path, case):
     torch.manual_seed(0)
-    batch, agent, tc = fixed_batch_and_agent(masked)
+    batch, agent, tc = fixed_batch_and_agent(case)
     start = {k: v.clone() for k, v in agent.state_dict().items()}
     whole = Learner(agent, tc, seed=tc.seed)
     expected = whole.update(batch, progress=0.25)

@@ -183,12 +183,8 @@ CHOICES = {
     "train.autocast": ("none", "bf16", "auto"),
     "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
 }
-POSITIVE = {
-    "train.clip_obs",
-    "train.clip_reward",
-    "train.max_grad_norm",
-    "train.learner_timeout",
-}  # max_grad_norm=0 zeroes every gradient
+# max_grad_norm=0 zeroes every gradient; learner_timeout=0 would fail every collective at once
+POSITIVE = {"train.clip_obs", "train.clip_reward", "train.max_grad_norm", "train.learner_timeout"}
 AT_MOST_ONE = {"train.gamma", "train.gae_lambda"}  # discounts: past 1 the returns grow without bound
 # Adam moves each weight by about learning_rate per update: past 1 the first update throws the policy away
 # (1e300 overflowed the optimizer's float32 step with a traceback, after the run dir was made).

@@ -160,9 +160,14 @@ class Learner:
         self.all_finite = torch.ones((), dtype=torch.bool, device=obs.device)
         self.disabled_steps = torch.zeros((), dtype=torch.int64, device=obs.device)
         for _epoch in range(hp.update_epochs):
-            for idx in self.minibatches(units, whole, offset, mb_size, obs.device):
+            batches = self.minibatches(units, whole, offset, mb_size, obs.device)
+            moments = [None] * len(batches) if self.team is None else self.team_moments(batches, adv, masks, recurrent)
+            for idx, whole_mb in zip(batches, moments):
                 with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.low_precision):
-                    if recurrent:
+                    if len(idx) == 0:  # data-parallel: none of this minibatch is here; step with the others
+                        nothing = torch.zeros(0, device=obs.device)
+                        new, old, weight = (nothing,) * 3, [nothing] * 4, nothing
+                    elif recurrent:
                         sl = lambda x, idx=idx: x[idx].transpose(0, 1)
                         new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
                         old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
@@ -174,7 +179,7 @@ class Learner:
                         weight = torch.ones_like(old[0])
                 (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = (x.float() for x in new), old
                 if not self.minibatch_step(
-                    new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats
+                    new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats, whole_mb
                 ):
                     return self.skipped(lr)
             recent_kl = torch.stack(stats["approx_kl"][-max(1, hp.num_minibatches) :]).mean()
@@ -210,6 +215,18 @@ class Learner:
         mine = [order[start : start + mb_size] - offset for start in cuts]
         return [units[p[(p >= 0) & (p < len(units))]].to(device) for p in mine]
 
+    def team_moments(
+        self, batches: list[torch.Tensor], adv: torch.Tensor, masks: torch.Tensor, recurrent: bool
+    ) -> list[torch.Tensor]:
+        """Data-parallel: each minibatch's live samples, advantage sum and sum of squares over all learners
+        (float64), for the means over the whole minibatch: one all-reduce per epoch."""
+        rows = []
+        for idx in batches:
+            a = (adv[idx] if recurrent else adv.reshape(-1)[idx]).reshape(-1).double()
+            w = masks[idx].reshape(-1).double() if recurrent else torch.ones_like(a)
+            rows.append(torch.stack([w.sum(), (w * a).sum(), (w * a * a).sum()]))
+        return list(self.team.all_reduce(torch.stack(rows)))
+
     def skipped(self, lr: float) -> dict[str, float]:
         self.nonfinite += 1
         return {"learning_rate": lr, "nonfinite_updates": self.nonfinite}
@@ -225,25 +242,31 @@ class Learner:
         ret: torch.Tensor,
         weight: torch.Tensor,
         stats: dict[str, list[torch.Tensor]],
+        whole: torch.Tensor | None = None,
     ) -> bool:
         """One gradient step of the clipped PPO objective on a minibatch (weighted means). A loss or gradient
         that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
-        is cleared and from then on the steps change nothing, without a host read here."""
+        is cleared and from then on the steps change nothing, without a host read here. ``whole``
+        (data-parallel learners, :meth:`team_moments`): the whole minibatch's live samples, advantage sum
+        and sum of squares; the means are then over the whole minibatch (this learner's share of it)."""
         hp = self.hp
-        total, share = weight.sum(), 1
-        if self.team is not None:  # means over the whole minibatch: this learner's share of it, times the learners
-            total, share = self.team.all_reduce(total.detach().clone()), self.team.size
+        total, share = (weight.sum(), 1) if whole is None else (whole[0].float(), self.team.size)
         total = total.clamp(min=1.0)
         wmean = lambda x: (x * weight).sum() * share / total
-        whole = (lambda x: x) if self.team is None else self.team.average  # a statistic of the whole minibatch
         logratio = new_logprob - old_logprob
         ratio = logratio.exp()
         with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)
             stats["approx_kl"].append(wmean((ratio - 1) - logratio))
             stats["clipfrac"].append(wmean(((ratio - 1.0).abs() > hp.clip_coef).float()))
         if hp.norm_adv:  # a lone live transition has no spread: keep it as is (torch.where: no sync)
-            mean = whole(wmean(adv))
-            std = (whole(wmean((adv - mean) ** 2)) * total / (total - 1).clamp(min=1e-8)).sqrt()
+            if whole is None:
+                mean = wmean(adv)
+                var = wmean((adv - mean) ** 2)
+            else:
+                mean64 = whole[1] / whole[0].clamp(min=1.0)
+                var = (whole[2] / whole[0].clamp(min=1.0) - mean64**2).clamp(min=0.0)  # never below 0 by rounding
+                mean, var = mean64.float(), var.float()
+            std = (var * total / (total - 1).clamp(min=1e-8)).sqrt()
             adv = torch.where(total > 1, (adv - mean) / (std + 1e-8), adv)
         pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - hp.clip_coef, 1 + hp.clip_coef)))
         if hp.clip_vloss:
@@ -254,7 +277,8 @@ class Learner:
         entropy_loss = wmean(entropy)
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if loss.requires_grad:  # not when none of a data-parallel minibatch is here (its gradients: zero)
+            loss.backward()
         if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
             loss = self.team.average_gradients(self.optimizer.params, loss)
         grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
