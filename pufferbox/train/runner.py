@@ -29,6 +29,7 @@ from pufferbox.train.checkpoint import (
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.distributed import LearnerLost, start_team
+from pufferbox.train.plan import Plan, plan_record, planned_config
 from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
 from pufferbox.train.rundir import (
     RunDirGuard,
@@ -165,14 +166,15 @@ def run_locked(
     tensorboard: bool,
     callbacks: list[Any] | None = None,
 ) -> TrainResult:
-    checkpoint, distribution = None, None
-    if resume is not None:
+    checkpoint, distribution, plan = None, None, None
+    if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
         env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
-        distribution = load_toml(Path(resume) / "config.toml").get("run", {}).get("distribution")
+        recorded = load_toml(Path(resume) / "config.toml").get("run", {})
+        distribution, plan = recorded.get("distribution"), recorded.get("plan")
     elif env is None:
         raise ConfigError("run(): name an env")
-    elif config is None:
-        config = resolve_config(get_registry().get(env).training.config, config_file, overrides, flags)
+    elif config is None:  # the plugin's defaults scaled to this machine (train/plan.py)
+        config, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
     else:
         config = merge(resolve_config(), config, "config")
     registry = get_registry()  # a resume trains the env of the plugin it trained before
@@ -191,7 +193,7 @@ def run_locked(
                 stale.unlink(missing_ok=True)
             # [run] records what "auto" settings resolved to on this machine
             run_record = {"env": spec.name, "distribution": spec.meta.distribution, **trainer.hardware.as_config()}
-            dump_toml({"run": run_record, **config}, run_dir / "config.toml")
+            dump_toml({"run": run_record | plan_record(plan), **config}, run_dir / "config.toml")
             guard = RunDirGuard(run_dir)
             guard.quiet_writer_threads()
             writers.items.append(guard)  # first: nothing is written into a run dir deleted under the run
@@ -202,6 +204,8 @@ def run_locked(
                 writers.items.append(
                     TensorBoardWriter(run_dir / "tb", purge_step=trainer.global_step + 1 if checkpoint is not None else None)
                 )
+        if dashboard and isinstance(plan, Plan):
+            print(plan.describe(trainer.hardware.torch_threads), flush=True)
         if dashboard:
             writers.items.append(
                 terminal_writer(

@@ -1,0 +1,338 @@
+"""The scaling plan: a plugin's defaults resized for the machine the run trains on (issue 41).
+
+Plugin defaults are tuned and validated on :data:`BASE_CORES` CPU cores without a GPU. On a bigger
+machine :func:`make_plan` sizes ``vec.num_envs``, the backend's workers and pool batch, and the rollout
+horizon (``train.num_steps``) and ``train.num_minibatches`` from a described :class:`Machine` (cores,
+memory, ``/dev/shm``, GPUs and their memory) and the env's family:
+
+* ``native``: a batched C block with small observations (CartPole, Ocean's Pong). Its block steps
+  faster than the policy acts, so more cores would not speed it: it stays in this process (serial), and
+  only a GPU learner, whose forward pass costs about the same for thousands of rows as for a few, gets
+  :data:`GPU_ENV_FACTOR` times the envs.
+* ``heavy``: stepping is the bottleneck (a native block with large observations such as NetHack's, or a
+  Python env). The envs move to ``multiprocessing`` workers, one per spare core (all cores but one per
+  GPU learner with a GPU; half of them without, the other half running torch's update), each stepping
+  as many envs as the defaults gave one core, times :data:`GPU_ENV_FACTOR` with a GPU. A Python env
+  (no native block) steps in a pool of two halves (``vec.batch_size = num_envs / 2``): the policy acts
+  on one half while the other steps, and an uneven step no longer stalls every row.
+* ``image``: as ``heavy`` (Atari is a Python env), with the memory caps below mattering first.
+
+What the learning depends on stays in the range the defaults were validated in: the epochs are never
+changed, and the minibatch size is kept (``num_minibatches`` scales with the batch). More envs first
+shorten the horizon to keep the samples per update, by at most :data:`MAX_HORIZON_SHRINK` and never
+below :data:`MIN_HORIZON` steps (GAE needs some steps to look ahead); past that the batch grows, by at
+most :data:`MAX_BATCH_GROWTH`, which caps the envs. We scale the batch rather than shorten the horizon
+further because a bigger batch at the same minibatch size and epochs keeps Adam's steps per sample,
+while a horizon of a few steps leaves the advantages to the value function's bootstrap. The rollout
+may take half the memory available (and half a GPU's), the env buffers half the free ``/dev/shm``
+(``multiprocessing`` keeps them there; where the defaults' envs do not fit, the plan stays serial).
+
+Explicit settings always win: :func:`planned_config` applies the plan beneath the config file,
+``--set`` and flags, and not at all when the user set any key it sizes (:data:`PLANNED_KEYS`: the
+rollout shape and the backend depend on each other, so a user's ``--num-envs`` never meets a horizon
+or a worker count planned for other envs).
+On the base machine (or a smaller one) the plan is the plugin's defaults exactly. ``train.torch_threads``
+is not planned: ``0`` already resolves from the cores the workers leave (:mod:`pufferbox.train.hardware`).
+With several GPUs the plan suggests ``--learners`` (one data-parallel learner per GPU) without applying it.
+
+Example:
+    >>> m = Machine(cores=16, memory=120 * 2**30, shm=64 * 2**30, gpus=1, gpu_memory=80 * 2**30)
+    >>> plan = make_plan(m, get_registry().get("nethack"))  # doctest: +SKIP
+    >>> plan.num_envs, plan.num_steps, plan.backend, plan.num_workers  # doctest: +SKIP
+    (510, 16, 'multiprocessing', 15)
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pufferbox.registry import EnvSpec
+from pufferbox.train.config import (
+    PolicyConfig,
+    TrainConfig,
+    VecConfig,
+    load_toml,
+    merge,
+    parse_override,
+    resolve_config,
+    typed,
+)
+from pufferbox.train.hardware import available_memory, usable_cores
+
+__all__ = [
+    "BASE_CORES",
+    "GPU_ENV_FACTOR",
+    "MAX_BATCH_GROWTH",
+    "MAX_HORIZON_SHRINK",
+    "MIN_HORIZON",
+    "PLANNED_KEYS",
+    "Machine",
+    "Plan",
+    "env_family",
+    "make_plan",
+    "plan_record",
+    "planned_config",
+]
+
+BASE_CORES = 2  # the machine the first-party defaults were tuned on (2 cores, no GPU: RESULTS.md)
+GPU_ENV_FACTOR = 4  # envs per core with a GPU learner: its forward costs about the same for 4x the rows
+MAX_HORIZON_SHRINK = 4  # the rollout horizon is shortened by at most this factor ...
+MIN_HORIZON = 16  # ... and never below this many steps (or the defaults' own, if shorter)
+MAX_BATCH_GROWTH = 8  # samples per update grow by at most this factor (same minibatch size and epochs)
+HEAVY_OBS_BYTES = 1024  # a native block's observation past this per agent: stepping, not acting, is the cost
+GiB = 2**30
+# What the plan sizes; a user's value for any of them leaves all of them to the user and the plugin
+PLANNED_KEYS = ("vec.num_envs", "train.num_steps", "train.num_minibatches") + (
+    "vec.backend",
+    "vec.num_workers",
+    "vec.batch_size",
+    "vec.main_envs",
+)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the plan sizes for: usable cores, bytes of memory available and free in ``/dev/shm``
+    (None: unknown, no cap), GPUs and the bytes of one GPU's memory."""
+
+    cores: int
+    memory: int | None = None
+    shm: int | None = None
+    gpus: int = 0
+    gpu_memory: int = 0
+
+    @classmethod
+    def here(cls, shm_dir: str = "/dev/shm") -> Machine:
+        """This machine, read by :mod:`pufferbox.train.hardware` (cores, memory) and torch (GPUs)."""
+        import torch
+
+        try:
+            shm = shutil.disk_usage(shm_dir).free if Path(shm_dir).is_dir() else None
+        except OSError:
+            shm = None
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        gpu_memory = torch.cuda.get_device_properties(0).total_memory if gpus else 0
+        return cls(usable_cores(), available_memory(), shm, gpus, gpu_memory)
+
+    def describe(self) -> str:
+        """``"16 cores, 120 GiB, 1 GPU (80 GiB)"``."""
+        text = f"{self.cores} core{'s' if self.cores != 1 else ''}"
+        if self.memory is not None:
+            text += f", {self.memory / GiB:.0f} GiB"
+        if not self.gpus:
+            return text + ", no GPU"
+        return text + f", {self.gpus} GPU{'s' if self.gpus > 1 else ''} ({self.gpu_memory / GiB:.0f} GiB)"
+
+    def env_workers(self) -> int:
+        """Env worker processes this machine has cores for: every core but one per GPU learner, rounded
+        down to a multiple of the GPUs (so ``--learners GPUS`` splits them); without a GPU, half the cores."""
+        if not self.gpus:
+            return self.cores // 2
+        spare = self.cores - self.gpus
+        return max(1, spare - spare % self.gpus)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes :func:`make_plan` chose for one env on one :class:`Machine`, and why."""
+
+    machine: Machine
+    family: str
+    num_envs: int
+    num_steps: int
+    num_minibatches: int
+    backend: str
+    num_workers: int = 0
+    batch_size: int = 0
+    learners: int = 1  # suggested (``--learners``), never applied
+    scaled: bool = False  # False: the plugin's defaults, unchanged
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """The planned keys as config sections (what :func:`planned_config` layers)."""
+        vec = {"num_envs": self.num_envs, "backend": self.backend, "num_workers": self.num_workers}
+        vec["batch_size"] = self.batch_size
+        return {"vec": vec, "train": {"num_steps": self.num_steps, "num_minibatches": self.num_minibatches}}
+
+    def describe(self, torch_threads: int | None = None) -> str:
+        """One line: ``"plan for 2 cores, 23 GiB, no GPU: 64 envs x 32 steps, serial, 1 torch thread"``."""
+        where = "serial" if self.backend == "serial" else f"{self.backend} {self.num_workers} workers"
+        if self.batch_size:
+            where += f", pool of {self.batch_size}"
+        text = f"plan for {self.machine.describe()}: {self.num_envs:,} envs x {self.num_steps} steps, {where}"
+        if torch_threads is not None:
+            text += f", {torch_threads} torch thread{'s' if torch_threads != 1 else ''}"
+        yours = any(note.startswith("not planned") for note in self.notes)
+        origin = "scaled" if self.scaled else "your settings" if yours else "the plugin defaults"
+        text += f" ({self.family + ' env, ' if self.family else ''}{origin})"
+        if self.learners > 1:
+            text += f"; --learners {self.learners} would train on every GPU"
+        return text + "".join(f"; {note}" for note in self.notes)
+
+    def as_record(self) -> dict[str, Any]:
+        """For config.toml's ``[run.plan]``: the machine, the family and the sizes planned."""
+        machine = {k: v for k, v in vars(self.machine).items() if v is not None}
+        sizes = {k: v for k, v in vars(self).items() if k not in ("machine", "notes")}
+        return {"machine": machine, **sizes, "notes": list(self.notes), "line": self.describe()}
+
+
+def env_family(spec: EnvSpec, env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """``"native"``, ``"heavy"`` or ``"image"`` (see the module docstring), from the env's flat layout."""
+    obs_spec, _, _ = spec.flattening(**dict(env_kwargs or {}))
+    if any(len(leaf.shape) >= 3 and leaf.dtype.itemsize == 1 for leaf in obs_spec.leaves):
+        return "image"
+    native = spec.build.native is not None
+    return "native" if native and obs_spec.flat_size * obs_spec.flat_dtype.itemsize < HEAVY_OBS_BYTES else "heavy"
+
+
+def make_plan(machine: Machine, spec: EnvSpec, base: Mapping[str, Any] | None = None) -> Plan:
+    """The :class:`Plan` for ``spec`` on ``machine``; ``base``: the resolved config the plugin's
+    defaults give (:func:`~pufferbox.train.config.resolve_config` of them when None), whose
+    ``train.learners`` the planned envs, workers and pool split over."""
+    base = resolve_config(spec.training.config) if base is None else base
+    tc, vc = typed(TrainConfig, base["train"]), typed(VecConfig, base["vec"])
+    learners = tc.learners
+    same = Plan(machine, "", vc.num_envs, tc.num_steps, tc.num_minibatches, vc.backend, vc.num_workers, vc.batch_size)
+    same = replace(same, learners=machine.gpus if machine.gpus > 1 else 1)
+    workers = machine.env_workers()
+    workers -= workers % learners  # each learner steps an equal share
+    if vc.backend not in ("serial", "multiprocessing") or (workers < 2 and not machine.gpus):
+        return same  # the base machine, a smaller one, or a backend the plan does not size (ray, cuda)
+    family = env_family(spec, base.get("env", {}))
+    same = replace(same, family=family)
+    per_core = GPU_ENV_FACTOR if machine.gpus else 1
+    if family == "native":
+        target, workers = vc.num_envs * per_core, 0
+    else:
+        target = vc.num_envs * max(1, workers) * per_core
+        workers = workers if workers >= 2 else 0
+    if target <= vc.num_envs:
+        return same
+    return fit_plan(same, spec, base, target, workers)
+
+
+def fit_plan(same: Plan, spec: EnvSpec, base: Mapping[str, Any], target: int, workers: int) -> Plan:
+    """``target`` envs over ``workers`` processes (0: serial), fitted to the learning range, the memory
+    and ``/dev/shm``; serial with a GPU's share of envs where not even the defaults' envs fit there."""
+    envs0, steps0 = same.num_envs, typed(TrainConfig, base["train"]).num_steps
+    steps = max(math.ceil(envs0 * steps0 / target), steps0 // MAX_HORIZON_SHRINK, min(MIN_HORIZON, steps0))
+    envs = min(target, envs0 * steps0 * MAX_BATCH_GROWTH // steps)
+    notes = [f"envs capped at {MAX_BATCH_GROWTH}x the defaults' samples per update"] if envs < target else []
+    envs, memory_note = fit_memory(same.machine, spec, base, envs, steps, workers)
+    notes += [memory_note] if memory_note else []
+    learners = typed(TrainConfig, base["train"]).learners
+    envs -= envs % learners
+    if workers:
+        envs, shm_note = fit_shm(same.machine, spec, base, envs - envs % workers, workers)
+        if envs < envs0:  # not even the defaults' envs fit in /dev/shm: no workers
+            serial = envs0 * (GPU_ENV_FACTOR if same.machine.gpus else 1)
+            fallback = fit_plan(same, spec, base, serial, 0) if serial > envs0 else same
+            return replace(fallback, notes=fallback.notes + (shm_note + ": serial",))
+        notes += [shm_note] if shm_note else []
+    if envs <= envs0:
+        return replace(same, notes=tuple(notes))
+    return scaled_plan(same, spec, base, envs, max(steps, math.ceil(envs0 * steps0 / envs)), workers, notes)
+
+
+def scaled_plan(
+    same: Plan, spec: EnvSpec, base: Mapping[str, Any], envs: int, steps: int, workers: int, notes: list[str]
+) -> Plan:
+    """``same`` resized to ``envs`` x ``steps`` over ``workers``: the defaults' minibatch size kept."""
+    minibatch = max(1, same.num_envs * typed(TrainConfig, base["train"]).num_steps // same.num_minibatches)
+    learners = typed(TrainConfig, base["train"]).learners
+    halves = workers >= 2 and workers % 2 == 0 and (envs // 2) % learners == 0
+    pool = envs // 2 if halves and spec.build.native is None else 0
+    return replace(
+        same,
+        num_envs=envs,
+        num_steps=steps,
+        num_minibatches=max(1, round(envs * steps / minibatch)),
+        backend="multiprocessing" if workers else same.backend,
+        num_workers=workers if workers else same.num_workers,
+        batch_size=pool if workers else same.batch_size,
+        scaled=True,
+        notes=tuple(notes),
+    )
+
+
+def one_env_bytes(spec: EnvSpec, base: Mapping[str, Any], steps: int) -> dict[str, int]:
+    """:func:`~pufferbox.train.assembly.memory_needed` for one env of ``base`` and ``steps`` steps
+    (what it counts grows with the envs)."""
+    from pufferbox.train.assembly import memory_needed
+
+    tc = typed(TrainConfig, {**base["train"], "num_steps": steps})
+    vc = typed(VecConfig, {**base["vec"], "num_envs": 1, "batch_size": 0})
+    return memory_needed(spec, tc, vc, typed(PolicyConfig, base["policy"]), base.get("env", {}))
+
+
+def fit_memory(
+    machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int, steps: int, workers: int
+) -> tuple[int, str]:
+    """``envs`` lowered until the rollout and env buffers take at most half the memory available, and the
+    learner's copy of the rollout at most half of one GPU's."""
+    per_env = one_env_bytes(spec, base, steps)
+    pool = 2 if workers >= 2 and spec.build.native is None else 1  # a pool keeps spare segments
+    host = pool * per_env["rollout"] + per_env["env buffers"]
+    rooms = [machine.memory // 2 // host] if machine.memory is not None else []
+    rooms += [machine.gpu_memory // 2 // max(1, per_env["rollout"] // 2)] if machine.gpus else []
+    room = min(rooms, default=envs)
+    if room >= envs:
+        return envs, ""
+    return max(1, room), f"envs capped by memory ({host * room / GiB:.1f} GiB of rollout)"
+
+
+def fit_shm(machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int, workers: int) -> tuple[int, str]:
+    """``envs`` (a multiple of ``workers``) lowered until their buffers take at most half the free ``/dev/shm``."""
+    if machine.shm is None:
+        return envs, ""
+    buffers = one_env_bytes(spec, base, typed(TrainConfig, base["train"]).num_steps)["env buffers"]
+    room = machine.shm // 2 // max(1, buffers)
+    if room >= envs:
+        return envs, ""
+    room -= room % workers
+    return room, f"envs capped by /dev/shm ({machine.shm / 2**20:,.0f} MiB free)"
+
+
+def plan_record(plan: Plan | dict | None) -> dict[str, Any]:
+    """``{"plan": ...}`` for config.toml's ``[run]``: the plan's record (a resumed run's, as recorded)."""
+    if plan is None:
+        return {}
+    return {"plan": plan if isinstance(plan, dict) else plan.as_record()}
+
+
+def explicit_keys(config_file: str | Path | None, overrides: Iterable[str] | None, flags: Mapping | None) -> set[str]:
+    """``"section.key"`` of every setting the user gave: in the config file, ``--set`` or a flag."""
+    layers = [load_toml(config_file)] if config_file is not None else []
+    layers += [parse_override(text) for text in overrides or []]
+    keys = {f"{s}.{k}" for layer in layers for s, values in layer.items() if isinstance(values, dict) for k in values}
+    return keys | {name for name, value in (flags or {}).items() if value is not None}
+
+
+def planned_config(
+    spec: EnvSpec,
+    config_file: str | Path | None = None,
+    overrides: list[str] | None = None,
+    flags: dict | None = None,
+    machine: Machine | None = None,
+) -> tuple[dict, Plan]:
+    """The run's config and its :class:`Plan`: built-ins < plugin defaults < the plan < ``config_file`` <
+    ``overrides`` < ``flags``; no plan where the user set a key of :data:`PLANNED_KEYS`. The plan
+    returned shows what the run got: the user's values where they won, named in its notes."""
+    user = resolve_config(spec.training.config, config_file, overrides, flags)
+    plugin = resolve_config(spec.training.config, overrides=[f"train.learners={user['train']['learners']}"])
+    plan = make_plan(Machine.here() if machine is None else machine, spec, plugin)
+    kept = sorted(explicit_keys(config_file, overrides, flags) & set(PLANNED_KEYS))
+    planned = {} if kept else plan.settings()  # the sizes depend on each other: all planned, or none
+    layered = merge(merge({}, spec.training.config, "plugin defaults"), planned, "plan")
+    config = resolve_config(layered, config_file, overrides, flags)
+    if not kept:
+        return config, plan
+    tc, vc = config["train"], config["vec"]
+    got = replace(plan, num_envs=vc["num_envs"], num_steps=tc["num_steps"], num_minibatches=tc["num_minibatches"])
+    got = replace(got, backend=vc["backend"], num_workers=vc["num_workers"], batch_size=vc["batch_size"])
+    return config, replace(got, scaled=False, notes=(f"not planned: you set {', '.join(kept)}",))

@@ -1,0 +1,152 @@
+"""The scaling plan (pufferbox/train/plan.py) against described machines, and in a real run.
+
+Each test describes a machine (no test reads this one's cores, memory or GPUs) and asserts the
+numbers the plan gives a cheap native env (CartPole, Ocean's Pong) and a heavy one (NetHack).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pufferbox.registry import get_registry
+from pufferbox.train.config import ConfigError, load_toml, resolve_config
+from pufferbox.train.hardware import usable_cores
+from pufferbox.train.plan import MAX_BATCH_GROWTH, Machine, make_plan, planned_config
+from pufferbox.train.runner import run
+
+GiB = 2**30
+BASE = Machine(cores=2, memory=23 * GiB, shm=24 * GiB)  # the machine the defaults were tuned on
+WORKSTATION = Machine(cores=16, memory=120 * GiB, shm=64 * GiB, gpus=1, gpu_memory=80 * GiB)
+SERVER = Machine(cores=64, memory=500 * GiB, shm=200 * GiB, gpus=8, gpu_memory=80 * GiB)
+CPU_BOX = Machine(cores=16, memory=60 * GiB, shm=30 * GiB)
+LITTLE_SHM = Machine(cores=16, memory=120 * GiB, shm=2**20, gpus=1, gpu_memory=80 * GiB)  # 1 MiB of /dev/shm
+
+
+def spec(name):
+    return get_registry().get(name)
+
+
+def sizes(plan):
+    return plan.num_envs, plan.num_steps, plan.num_minibatches, plan.backend, plan.num_workers, plan.batch_size
+
+
+def samples(plan):
+    return plan.num_envs * plan.num_steps
+
+
+def first_party_with_defaults():
+    return [s for s in get_registry().all_envs() if s.meta.distribution.startswith("pufferbox-") and s.training.config]
+
+
+@pytest.mark.parametrize("machine", [BASE, Machine(cores=1, memory=4 * GiB, shm=64 * 2**20), Machine(cores=3)])
+def test_on_the_base_machine_or_a_smaller_one_every_first_party_default_is_unchanged(machine):
+    envs = first_party_with_defaults()
+    assert {"cartpole", "nethack", "ocean/pong", "atari/breakout"} <= {s.name for s in envs}
+    for env in envs:
+        config, plan = planned_config(env, machine=machine)
+        assert config == resolve_config(env.training.config), env.name
+        assert not plan.scaled and plan.learners == 1
+
+
+def test_this_machine_is_read_through_hardware():
+    here = Machine.here()
+    assert here.cores == usable_cores() and here.gpus >= 0
+    assert "core" in here.describe()
+
+
+def test_a_16_core_gpu_workstation_feeds_the_gpu():
+    # NetHack: 15 workers (one core left to the learner) x 34 envs, a horizon of 16, the batch 8x the
+    # defaults' (capped), the defaults' minibatch size (256) nearly kept: 32 minibatches of 255
+    nethack = make_plan(WORKSTATION, spec("nethack"))
+    assert sizes(nethack) == (510, 16, 32, "multiprocessing", 15, 0)
+    assert nethack.family == "heavy" and nethack.scaled
+    assert samples(nethack) <= MAX_BATCH_GROWTH * 16 * 64
+    # cheap native envs stay in the trainer's process, 4x the envs for the GPU's forward, same batch or 2x
+    assert sizes(make_plan(WORKSTATION, spec("ocean/pong"))) == (1024, 32, 4, "serial", 0, 0)
+    assert sizes(make_plan(WORKSTATION, spec("cartpole"))) == (256, 16, 4, "serial", 0, 0)
+    breakout = make_plan(WORKSTATION, spec("breakout"))
+    assert sizes(breakout) == (255, 32, 64, "multiprocessing", 15, 0) and breakout.family == "image"
+
+
+def test_an_8_gpu_server_splits_over_learners_per_gpu():
+    nethack = make_plan(SERVER, spec("nethack"))
+    assert sizes(nethack) == (504, 16, 32, "multiprocessing", 56, 0)  # 64 cores less one per GPU learner
+    assert nethack.learners == 8 and "--learners 8" in nethack.describe()
+    assert nethack.num_envs % 8 == 0 and nethack.num_workers % 8 == 0  # --learners 8 splits them evenly
+    assert sizes(make_plan(SERVER, spec("cartpole"))) == (256, 16, 4, "serial", 0, 0)
+    breakout = make_plan(SERVER, spec("breakout"))  # a Python env: a pool of two halves
+    assert sizes(breakout) == (224, 32, 56, "multiprocessing", 56, 112) and breakout.batch_size % 8 == 0
+
+
+def test_a_cpu_only_box_shares_its_cores_between_envs_and_the_update():
+    assert sizes(make_plan(CPU_BOX, spec("nethack"))) == (128, 16, 8, "multiprocessing", 8, 0)
+    assert sizes(make_plan(CPU_BOX, spec("breakout"))) == (64, 32, 16, "multiprocessing", 8, 32)
+    cartpole = make_plan(CPU_BOX, spec("cartpole"))  # its block outpaces the policy: more cores do not help
+    assert sizes(cartpole) == (64, 32, 2, "serial", 0, 0) and not cartpole.scaled
+
+
+def test_little_shared_memory_caps_the_envs_or_keeps_them_serial():
+    nethack = make_plan(LITTLE_SHM, spec("nethack"))
+    assert sizes(nethack) == (60, 18, 4, "multiprocessing", 15, 0)
+    assert any("/dev/shm" in note for note in nethack.notes)
+    breakout = make_plan(LITTLE_SHM, spec("breakout"))  # not even 8 frames per worker fit: serial
+    assert sizes(breakout) == (32, 32, 8, "serial", 0, 0) and "serial" in breakout.notes[-1]
+    assert sizes(make_plan(LITTLE_SHM, spec("cartpole"))) == (256, 16, 4, "serial", 0, 0)  # no shm needed
+
+
+def test_little_memory_caps_the_envs():
+    small = Machine(cores=16, memory=1 * GiB, shm=64 * GiB, gpus=1, gpu_memory=80 * GiB)
+    breakout = make_plan(small, spec("breakout"))
+    assert 8 < breakout.num_envs < 255 and any("memory" in note for note in breakout.notes)
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"flags": {"vec.num_envs": 16}},  # the plugin's own value, given explicitly: still the user's
+        {"overrides": ["train.num_steps=64"]},
+        {"flags": {"vec.backend": "serial"}},
+    ],
+)
+def test_explicit_settings_are_never_planned_over(user):
+    config, plan = planned_config(spec("nethack"), machine=WORKSTATION, **user)
+    assert (config["vec"]["num_envs"], config["train"]["num_steps"], config["vec"]["backend"]) == (16, 64, "serial")
+    assert config["train"]["num_minibatches"] == 4 and config["vec"]["num_workers"] == 0
+    assert not plan.scaled and "not planned: you set" in plan.describe()
+
+
+def test_a_config_file_counts_as_explicit(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text("[vec]\nnum_envs = 32\n")
+    config, plan = planned_config(spec("nethack"), config_file=path, machine=WORKSTATION)
+    assert config["vec"]["num_envs"] == 32 and config["train"]["num_steps"] == 64 and not plan.scaled
+
+
+def test_learners_get_equal_shares_of_the_planned_envs_and_workers():
+    config, plan = planned_config(spec("nethack"), flags={"train.learners": 2}, machine=WORKSTATION)
+    vec = config["vec"]
+    assert (vec["num_envs"], vec["num_workers"]) == (504, 14)  # 15 spare cores rounded to 2 learners' shares
+    assert vec["num_envs"] % 2 == 0 and vec["num_workers"] % 2 == 0 and plan.scaled
+
+
+def test_bad_user_input_is_still_one_config_error():
+    with pytest.raises(ConfigError, match="vec.num_envs: must be >= 1"):
+        planned_config(spec("nethack"), overrides=["vec.num_envs=0"], machine=WORKSTATION)
+
+
+def test_a_run_records_its_plan_and_a_resume_keeps_the_recorded_settings(tmp_path, monkeypatch, capsys):
+    # the first run plans for a GPU workstation (CartPole: 256 envs x 16 steps), the resume runs "here"
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": WORKSTATION))
+    run_dir = tmp_path / "run"
+    run("cartpole", overrides=["train.total_steps=4096", "train.device=cpu"], run_dir=run_dir, tensorboard=False)
+    line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 256 envs x 16 steps, serial, 1 torch thread"
+    assert line in capsys.readouterr().out
+    recorded = load_toml(run_dir / "config.toml")
+    train = recorded["train"]
+    assert (recorded["vec"]["num_envs"], train["num_steps"], train["num_minibatches"]) == (256, 16, 4)
+    assert recorded["run"]["plan"]["machine"]["gpus"] == 1 and recorded["run"]["plan"]["scaled"] is True
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": BASE))
+    run(resume=run_dir, flags={"train.total_steps": 8192}, dashboard=False, tensorboard=False)
+    resumed = load_toml(run_dir / "config.toml")
+    assert (resumed["vec"]["num_envs"], resumed["train"]["num_steps"]) == (256, 16)
+    assert resumed["run"]["plan"] == recorded["run"]["plan"]
