@@ -86,7 +86,7 @@ def test_unknown_env_is_one_line_exit_2(monkeypatch):
 def test_check_passes_on_a_first_party_env():
     result = invoke("check", "multiagent", "--steps", "30")
     assert result.exit_code == 0, result.output
-    assert "multiagent: all 8 checks passed" in result.output
+    assert "multiagent: all 9 checks passed" in result.output
 
 
 class NoisyEnv:
