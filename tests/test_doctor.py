@@ -8,7 +8,18 @@ from pufferbox.cli import cli, load_commands
 from pufferbox.cli.cuda import Check, check_shm
 
 load_commands()
-NAMES = ["driver", "cuda runtime", "nvcc", "pycuda", "compute capability", "torch cuda", "train device", "/dev/shm", "ray"]
+NAMES = [
+    "driver",
+    "cuda runtime",
+    "nvcc",
+    "pycuda",
+    "compute capability",
+    "torch cuda",
+    "train device",
+    "scaling plan",
+    "/dev/shm",
+    "ray",
+]
 
 
 def test_doctor_json_lists_every_check_with_fixes():

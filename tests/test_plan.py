@@ -6,6 +6,8 @@ numbers the plan gives a cheap native env (CartPole, Ocean's Pong) and a heavy o
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pufferbox.registry import get_registry
@@ -150,3 +152,24 @@ def test_a_run_records_its_plan_and_a_resume_keeps_the_recorded_settings(tmp_pat
     resumed = load_toml(run_dir / "config.toml")
     assert (resumed["vec"]["num_envs"], resumed["train"]["num_steps"]) == (256, 16)
     assert resumed["run"]["plan"] == recorded["run"]["plan"]
+
+
+def test_info_and_doctor_show_the_plan_for_this_machine(monkeypatch):
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": WORKSTATION))
+    info = CliRunner().invoke(cli, ["info", "nethack"])
+    assert info.exit_code == 0, info.output
+    line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 510 envs x 16 steps, multiprocessing 15 workers, 1 torch thread"
+    assert line in info.output
+    data = json.loads(CliRunner().invoke(cli, ["info", "cartpole", "--json"]).output)
+    assert data["plan"].startswith("plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 256 envs x 16 steps, serial, 1 torch thread")
+    doctor = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
+    plan = next(c for c in doctor if c["name"] == "scaling plan")
+    assert plan["ok"] and "heavy and image envs over 15 env workers, 4x the defaults' envs per core" in plan["detail"]
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": BASE))
+    doctor = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
+    assert "the plugin defaults" in next(c for c in doctor if c["name"] == "scaling plan")["detail"]

@@ -164,6 +164,14 @@ def check_train_device() -> Check:
     )
 
 
+def check_scaling_plan() -> Check:
+    """What ``pufferbox train`` scales the plugin defaults to on this machine (always ok: see
+    pufferbox/train/plan.py; ``pufferbox info ENV`` shows one env's plan)."""
+    from pufferbox.train.plan import Machine, machine_summary
+
+    return Check("scaling plan", True, machine_summary(Machine.here()))
+
+
 CHECKS = (
     check_driver,
     check_runtime,
@@ -172,6 +180,7 @@ CHECKS = (
     check_compute_capability,
     check_torch_cuda,
     check_train_device,
+    check_scaling_plan,
     check_shm,
     check_ray,
 )
@@ -191,7 +200,8 @@ def run_checks() -> list[Check]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any check is missing.")
 def doctor(as_json: bool, strict: bool) -> None:
-    """Check driver, CUDA runtime, nvcc, PyCUDA, compute capability, torch CUDA, the train device, /dev/shm and Ray."""
+    """Check driver, CUDA runtime, nvcc, PyCUDA, compute capability, torch CUDA, the train device and its
+    scaling plan, /dev/shm and Ray."""
     checks = run_checks()
     if as_json:
         click.echo(json.dumps([asdict(c) for c in checks], indent=2))

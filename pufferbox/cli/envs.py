@@ -187,16 +187,25 @@ def describe(spec: EnvSpec) -> dict:
             for leaf in obs_spec.leaves
         ],
         "defaults": spec.training.config,
+        "plan": scaling_plan(spec),
         "solved_return": spec.training.solved_return,
         "requires": requires,
     }
+
+
+def scaling_plan(spec: EnvSpec) -> str:
+    """The plan ``pufferbox train`` makes for ``spec`` on this machine (pufferbox/train/plan.py), one line."""
+    from pufferbox.train.plan import Machine, expected_threads, make_plan
+
+    plan = make_plan(Machine.here(), spec)
+    return plan.describe(expected_threads(plan, spec))
 
 
 @cli.command()
 @click.argument("env")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def info(env: str, as_json: bool) -> None:
-    """Show ENV's spaces, flat layout, agents, defaults and pinned requirements."""
+    """Show ENV's spaces, flat layout, agents, defaults, its scaling plan here and pinned requirements."""
     data = describe(get_registry().get(env))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
@@ -218,3 +227,4 @@ def info(env: str, as_json: bool) -> None:
         console.print(f"  requires {requirement}: installed {version}")
     if data["defaults"]:
         console.print(f"  defaults: {data['defaults']}")
+    console.print(f"  {data['plan']}", highlight=False, soft_wrap=True)

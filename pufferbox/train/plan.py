@@ -62,7 +62,7 @@ from pufferbox.train.config import (
     resolve_config,
     typed,
 )
-from pufferbox.train.hardware import available_memory, usable_cores
+from pufferbox.train.hardware import auto_threads, available_memory, policy_macs, usable_cores
 
 __all__ = [
     "BASE_CORES",
@@ -74,6 +74,8 @@ __all__ = [
     "Machine",
     "Plan",
     "env_family",
+    "expected_threads",
+    "machine_summary",
     "make_plan",
     "plan_record",
     "planned_config",
@@ -296,6 +298,39 @@ def fit_shm(machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int,
         return envs, ""
     room -= room % workers
     return room, f"envs capped by /dev/shm ({machine.shm / 2**20:,.0f} MiB free)"
+
+
+def expected_threads(plan: Plan, spec: EnvSpec, base: Mapping[str, Any] | None = None) -> int | None:
+    """The torch threads a run under ``plan`` resolves ``train.torch_threads`` to (see
+    :func:`~pufferbox.train.hardware.auto_threads`), from the policy ``base`` builds; None where that
+    policy cannot be built without the run (agent groups)."""
+    from pufferbox.train.policies import build_agent
+
+    base = resolve_config(spec.training.config) if base is None else base
+    threads = typed(TrainConfig, base["train"]).torch_threads
+    if threads:
+        return threads
+    obs_spec, act_spec, _ = spec.flattening(**base.get("env", {}))
+    try:
+        agent = build_agent(obs_spec, act_spec, typed(PolicyConfig, base["policy"]), spec.load_policy())
+        macs = policy_macs(agent, obs_spec)
+    except Exception:  # a policy that needs the run's groups or vector env: the run resolves it
+        return None
+    return auto_threads(plan.machine.cores, plan.backend, plan.num_workers, macs)
+
+
+def machine_summary(machine: Machine) -> str:
+    """What the plan does on ``machine`` for any env, in one line (for ``pufferbox doctor``)."""
+    shm = f", {machine.shm / GiB:.0f} GiB /dev/shm" if machine.shm is not None else ""
+    workers = machine.env_workers()
+    if workers < 2 and not machine.gpus:
+        return f"{machine.describe()}{shm}: the plugin defaults (tuned on {BASE_CORES} cores)"
+    per_core = GPU_ENV_FACTOR if machine.gpus else 1
+    text = f"{machine.describe()}{shm}: heavy and image envs over {workers} env workers" if workers >= 2 else ""
+    text = text or f"{machine.describe()}{shm}: heavy and image envs in this process"
+    text += f", {per_core}x the defaults' envs per core" + (f"; native envs {per_core}x" if machine.gpus else "")
+    text += f"; batch at most {MAX_BATCH_GROWTH}x the defaults'"
+    return text + (f"; --learners {machine.gpus} would train on every GPU" if machine.gpus > 1 else "")
 
 
 def plan_record(plan: Plan | dict | None) -> dict[str, Any]:
