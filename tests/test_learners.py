@@ -167,9 +167,11 @@ def test_a_killed_learner_ends_the_run_in_one_line_with_a_resumable_checkpoint(t
     ],
 )
 def test_settings_several_learners_cannot_run_are_one_line_exit_2(tmp_path, monkeypatch, args, message):
-    # a machine with one GPU (the check runs before anything touches CUDA)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    if "cuda" in args:  # a machine with one GPU, as the learners' check sees it (it runs before CUDA is touched)
+        import pufferbox.train.assembly as assembly
+
+        monkeypatch.setattr(assembly, "pick_device", lambda name: torch.device("cuda"))
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     load_commands()
     result = CliRunner().invoke(cli, ["train", "cartpole", "--run-dir", str(tmp_path / "r"), *args])
     assert result.exit_code == 2, result.output
