@@ -114,6 +114,8 @@ def test_a_two_learner_cartpole_run_solves_and_resumes_with_one_learner(tmp_path
         dashboard=False,
     )
     assert resumed.global_step == steps[-1] + 4096 and resumed.checkpoint is not None
+    again = run(resume=run_dir, flags={"train.learners": 2, "train.total_steps": steps[-1] + 8192}, dashboard=False)
+    assert again.global_step == steps[-1] + 8192  # and back to two learners
 
 
 def learner_pids(parent: subprocess.Popen, timeout: float = 60) -> list[int]:

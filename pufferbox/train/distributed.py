@@ -99,8 +99,8 @@ class Team:
         """Where this learner's ``count`` samples start among all learners' (rank order), and their total."""
         counts = torch.zeros(self.size, dtype=torch.int64, device=self.device)
         counts[self.rank] = count
-        counts = self.all_reduce(counts).tolist()
-        return sum(counts[: self.rank]), sum(counts)
+        every = self.all_reduce(counts).tolist()
+        return sum(every[: self.rank]), sum(every)
 
     def share_rollout(self, steps: int, episodes: Episodes, stop: bool, envs: int) -> tuple[int, Episodes, bool]:
         """``(steps of all learners, their episodes (env ids of the whole run), whether any got a stop)``;
