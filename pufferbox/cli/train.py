@@ -71,7 +71,7 @@ def train(
 ):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
-    Configuration layers: built-in defaults < plugin defaults < --config < --set < flags.
+    Configuration layers: built-in defaults < plugin defaults < the scaling plan < --config < --set < flags.
     A --run-dir that already holds a run is refused (continue it with --resume), and so is a
     non-empty folder that is no run. Ctrl-C or SIGTERM saves a checkpoint after the current
     update; exit status 0 after Ctrl-C, 143 after SIGTERM.
