@@ -166,6 +166,7 @@ def test_a_killed_learner_ends_the_run_in_one_line_with_a_resumable_checkpoint(t
         (["--learners", "2", "--num-envs", "3"], "Error: vec.num_envs=3 does not split over train.learners=2"),
         (["--learners", "2", "--backend", "ray"], "Error: train.learners=2: not with --backend ray"),
         (["--learners", "2", "--device", "cuda"], "Error: train.learners=2: each learner trains on a GPU of its own"),
+        (["--learners", "2", "--device", "cuda:1"], "Error: train.device=cuda:1: with --learners 2, learner R trains on"),
     ],
 )
 def test_settings_several_learners_cannot_run_are_one_line_exit_2(tmp_path, monkeypatch, args, message):

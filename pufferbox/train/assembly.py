@@ -117,6 +117,8 @@ def refuse_learners(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, config: Mappi
     layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))
     if layout is not None and not layout.single:
         raise ConfigError(f"train.learners={n}: {spec.name} trains agent groups (one learner per group); use one learner")
+    if tc.device.startswith("cuda:"):
+        raise ConfigError(f"train.device={tc.device}: with --learners {n}, learner R trains on cuda:R; use --device cuda")
     if pick_device(tc.device).type == "cuda" and torch.cuda.device_count() < n:
         raise ConfigError(
             f"train.learners={n}: each learner trains on a GPU of its own and torch sees "

@@ -176,7 +176,8 @@ def learner_device(tc: Any, rank: int) -> str:
 
 
 def join_group(rank: int, size: int, address: str, device: str, timeout_s: float) -> None:
-    """Enter the process group: NCCL between GPUs, gloo on the CPU; every collective times out."""
+    """Enter the process group: NCCL between GPUs (``device`` becomes torch's current one), gloo on the
+    CPU; every collective times out."""
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     dist.init_process_group(
@@ -232,10 +233,9 @@ def learner_process(
     from pufferbox.train.runner import stop_on_signals
 
     tc = typed(TrainConfig, config["train"])
-    device = learner_device(tc, rank)
-    config["train"]["device"] = device
     trainer = None
     try:
+        device = learner_device(tc, rank)  # made torch's current device: train.device "cuda"/"auto" land there
         join_group(rank, tc.learners, address, device, tc.learner_timeout)
         spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
         trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
@@ -255,3 +255,5 @@ def learner_process(
     finally:
         if trainer is not None:
             trainer.close()
+        elif dist.is_initialized():  # a process that exits inside a process group aborts
+            dist.destroy_process_group()
