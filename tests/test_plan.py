@@ -83,6 +83,8 @@ def test_an_8_gpu_server_splits_over_learners_per_gpu():
 def test_a_cpu_only_box_shares_its_cores_between_envs_and_the_update():
     assert sizes(make_plan(CPU_BOX, spec("nethack"))) == (128, 16, 8, "multiprocessing", 8, 0)
     assert sizes(make_plan(CPU_BOX, spec("breakout"))) == (64, 32, 16, "multiprocessing", 8, 32)
+    acrobot = make_plan(CPU_BOX, spec("acrobot"))  # a Python env: a pool of two halves, minibatches of 64 kept
+    assert sizes(acrobot) == (128, 64, 128, "multiprocessing", 8, 64) and acrobot.family == "heavy"
     cartpole = make_plan(CPU_BOX, spec("cartpole"))  # its block outpaces the policy: more cores do not help
     assert sizes(cartpole) == (64, 32, 2, "serial", 0, 0) and not cartpole.scaled
 
@@ -173,3 +175,14 @@ def test_info_and_doctor_show_the_plan_for_this_machine(monkeypatch):
     monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": BASE))
     doctor = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
     assert "the plugin defaults" in next(c for c in doctor if c["name"] == "scaling plan")["detail"]
+
+
+def test_a_planned_worker_pool_trains(tmp_path, monkeypatch):
+    # a 4-core box plans Acrobot (a Python env) onto 2 worker processes stepping in a pool of two halves:
+    # the backend and the trainer accept what the plan wrote, and it trains
+    four_cores = Machine(cores=4, memory=8 * GiB, shm=1 * GiB)
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": four_cores))
+    result = run("acrobot", run_dir=tmp_path / "run", stop_after=8192, dashboard=False, tensorboard=False)
+    vec = load_toml(tmp_path / "run" / "config.toml")["vec"]
+    assert (vec["backend"], vec["num_workers"], vec["num_envs"], vec["batch_size"]) == ("multiprocessing", 2, 32, 16)
+    assert result.global_step >= 8192
