@@ -119,6 +119,12 @@ def test_explicit_settings_are_never_planned_over(user):
     assert not plan.scaled and "not planned: you set" in plan.describe()
 
 
+def test_a_run_told_to_train_on_the_cpu_is_planned_without_its_gpus():
+    config, plan = planned_config(spec("nethack"), flags={"train.device": "cpu"}, machine=WORKSTATION)
+    assert (config["vec"]["num_envs"], config["vec"]["num_workers"]) == (128, 8)  # as on CPU_BOX
+    assert plan.machine.gpus == 0 and "no GPU" in plan.describe()
+
+
 def test_a_config_file_counts_as_explicit(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text("[vec]\nnum_envs = 32\n")
@@ -142,7 +148,7 @@ def test_a_run_records_its_plan_and_a_resume_keeps_the_recorded_settings(tmp_pat
     # the first run plans for a GPU workstation (CartPole: 256 envs x 16 steps), the resume runs "here"
     monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": WORKSTATION))
     run_dir = tmp_path / "run"
-    run("cartpole", overrides=["train.total_steps=4096", "train.device=cpu"], run_dir=run_dir, tensorboard=False)
+    run("cartpole", overrides=["train.total_steps=4096"], run_dir=run_dir, tensorboard=False)
     line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 256 envs x 16 steps, serial, 1 torch thread"
     assert line in capsys.readouterr().out
     recorded = load_toml(run_dir / "config.toml")

@@ -360,7 +360,10 @@ def planned_config(
     returned shows what the run got: the user's values where they won, named in its notes."""
     user = resolve_config(spec.training.config, config_file, overrides, flags)
     plugin = resolve_config(spec.training.config, overrides=[f"train.learners={user['train']['learners']}"])
-    plan = make_plan(Machine.here() if machine is None else machine, spec, plugin)
+    machine = Machine.here() if machine is None else machine
+    if user["train"]["device"] == "cpu":  # GPUs the run does not train on feed nothing
+        machine = replace(machine, gpus=0, gpu_memory=0)
+    plan = make_plan(machine, spec, plugin)
     kept = sorted(explicit_keys(config_file, overrides, flags) & set(PLANNED_KEYS))
     planned = {} if kept else plan.settings()  # the sizes depend on each other: all planned, or none
     layered = merge(merge({}, spec.training.config, "plugin defaults"), planned, "plan")
