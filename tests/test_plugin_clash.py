@@ -20,16 +20,7 @@ _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).
 plugin_dists = importlib.util.module_from_spec(_helper)
 _helper.loader.exec_module(plugin_dists)
 
-CLASSIC = {
-    "cartpole",
-    "acrobot",
-    "mountaincar",
-    "mountaincar_continuous",
-    "pendulum",
-    "lunarlander",
-    "lunarlander_continuous",
-    "bipedalwalker",
-}
+CLASSIC = plugin_dists.CLASSIC
 QUICK = ["--num-envs", "4", "--set", "train.num_steps=16", "--total-steps", "256", "--no-tensorboard"]
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py

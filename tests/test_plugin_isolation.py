@@ -24,20 +24,8 @@ _helper = importlib.util.spec_from_file_location("plugin_dists", Path(__file__).
 plugin_dists = importlib.util.module_from_spec(_helper)
 _helper.loader.exec_module(plugin_dists)
 
-OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"} | {
-    f"ocean/{game}"
-    for game in ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
-}
-CLASSIC = {
-    "cartpole",
-    "acrobot",
-    "mountaincar",
-    "mountaincar_continuous",
-    "pendulum",
-    "lunarlander",
-    "lunarlander_continuous",
-    "bipedalwalker",
-}
+OCEAN = plugin_dists.OCEAN
+CLASSIC = plugin_dists.CLASSIC
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 

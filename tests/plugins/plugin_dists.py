@@ -16,6 +16,22 @@ import pytest
 
 HERE = Path(__file__).parent
 
+# The first-party env names the registry tests expect (the ocean and classic plugins).
+OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"} | {
+    f"ocean/{game}"
+    for game in ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
+}
+CLASSIC = {
+    "cartpole",
+    "acrobot",
+    "mountaincar",
+    "mountaincar_continuous",
+    "pendulum",
+    "lunarlander",
+    "lunarlander_continuous",
+    "bipedalwalker",
+}
+
 
 def install(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> dict:
     """Install ``tests/plugins/NAME`` for this test; returns its ``[project]`` table."""
