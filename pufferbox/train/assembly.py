@@ -25,8 +25,8 @@ import torch
 
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
-from pufferbox.train.collector import HostCollector, make_collector, make_vec_env
-from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, VecConfig, typed, updated
+from pufferbox.train.collector import HostCollector, RandomSeats, make_collector, make_vec_env
+from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
     Hardware,
@@ -239,7 +239,22 @@ def assemble(
                 "backends); drop them for --backend cuda or ray"
             )
         host.norm = normalizer
+    add_random_seats(collector, grouped_layout, venv, tc, config)
     return TrainingParts(tc, pc, venv, device, layout, agent, learner, league, hardware, collector, normalizer)
+
+
+def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, config: Mapping[str, Any]) -> None:
+    """``league.random_opponent``: the host collector's :class:`RandomSeats`, or a one-line refusal."""
+    share = typed(LeagueConfig, config.get("league", {})).random_opponent
+    if not share:
+        return
+    host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
+    if share >= 1 or layout is None or not isinstance(host, HostCollector):
+        raise ConfigError(
+            f"league.random_opponent={share}: a share below 1 of the episodes, for agent groups (self-play) "
+            "on the serial or multiprocessing backend; set it to 0 otherwise"
+        )
+    host.random_seats = RandomSeats(share, layout.slot_group, venv.num_envs, venv.obs_spec, venv.act_spec, tc.seed)
 
 
 def build_collector(

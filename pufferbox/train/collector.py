@@ -47,6 +47,7 @@ import torch
 from gymnasium import spaces
 
 from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.spaces import sample_legal
 from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
 from pufferbox.train.transfer import Transfer
@@ -267,6 +268,50 @@ def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: i
         raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {row // agents_per_env}")
 
 
+class RandomSeats:
+    """Self-play's careless opponent (``league.random_opponent``): at each episode start an env, with
+    probability ``share``, hands one of its groups (drawn uniformly) to uniformly random legal actions for
+    the whole episode; those rows' samples are masked out of training (as a waiting agent's are).
+
+    Example:
+        >>> from gymnasium import spaces
+        >>> from pufferbox.spaces import ActionSpec, ObservationSpec
+        >>> seats = RandomSeats(1.0, np.array([0, 1]), 2, ObservationSpec(spaces.Box(0, 1, (3,))),
+        ...                     ActionSpec(spaces.Discrete(4)), seed=0)
+        >>> actions, masks = np.zeros(4, np.int64), np.ones(4, bool)
+        >>> masks = seats.apply(np.arange(4), np.zeros((4, 3), np.float32), np.ones(4, bool), actions, masks)
+        >>> int(masks.sum())  # one row of each env plays at random, untrained
+        2
+    """
+
+    def __init__(self, share: float, slot_group: np.ndarray, num_envs: int, obs_spec: Any, act_spec: Any, seed: int):
+        flat = act_spec.flat_space
+        if not act_spec.discrete:
+            raise ConfigError(f"league.random_opponent: random legal actions need discrete actions, not {flat}")
+        self.sizes = (int(flat.n),) if isinstance(flat, spaces.Discrete) else tuple(int(n) for n in flat.nvec.ravel())
+        self.share, self.slot_group, self.mask = share, np.asarray(slot_group), obs_spec.mask
+        self.groups, self.apr = int(self.slot_group.max()) + 1, len(self.slot_group)
+        self.rng = np.random.default_rng(seed)
+        self.random_group = np.full(num_envs, -1)  # per env: the group playing at random this episode, or -1
+
+    def apply(
+        self, rows: np.ndarray, obs: np.ndarray, starts: np.ndarray, actions: np.ndarray, masks: np.ndarray
+    ) -> np.ndarray:
+        """Redraw the random group of envs starting an episode, overwrite its rows' ``actions`` in place
+        with uniform legal ones; returns ``masks`` with those rows off."""
+        envs = rows[:: self.apr] // self.apr
+        fresh = envs[starts.reshape(-1, self.apr).all(1)]
+        if len(fresh):
+            pick = self.rng.random(len(fresh)) < self.share
+            self.random_group[fresh] = np.where(pick, self.rng.integers(self.groups, size=len(fresh)), -1)
+        chosen = self.random_group[rows // self.apr] == self.slot_group[rows % self.apr]
+        if not chosen.any():
+            return masks
+        legal = self.mask.legal(obs[chosen]) if self.mask is not None else np.ones((chosen.sum(), sum(self.sizes)), bool)
+        actions[chosen] = sample_legal(legal, self.sizes, self.rng).reshape(actions[chosen].shape)
+        return masks & ~chosen
+
+
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
@@ -305,6 +350,7 @@ class HostCollector:
         self.pending: np.ndarray | None = None  # actions chosen for the last stored step, not yet sent
         self.phase_time = {"env": 0.0, "inference": 0.0}
         self.norm: Any = None  # a train.normalize.Normalizer: what the policy sees and learns from
+        self.random_seats: RandomSeats | None = None  # league.random_opponent's careless seats
 
     def reset(self, seed: int) -> None:
         self.venv.async_reset(seed)
@@ -361,10 +407,12 @@ class HostCollector:
             episodes.append(ended)
         ro.np_obs[seg, ptr] = obs
         ro.np_starts[seg, ptr] = starts
-        ro.np_masks[seg, ptr] = masks
         if self.state is not None:
             ro.np_h[seg, ptr], ro.np_c[seg, ptr] = self.state[0][rows].numpy(), self.state[1][rows].numpy()
         self.pending, action, logprob, value = self.choose(obs, starts, rows)
+        if self.random_seats is not None:  # discrete actions: what is sent is what is stored
+            masks = self.random_seats.apply(rows, obs, starts, action, masks)
+        ro.np_masks[seg, ptr] = masks
         ro.np_actions[seg, ptr] = action
         ro.np_logprobs[seg, ptr] = logprob
         ro.np_values[seg, ptr] = value

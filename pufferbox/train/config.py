@@ -144,6 +144,9 @@ class LeagueConfig:
     pool_source: str = ""  # whose snapshots fill the frozen groups ("": each group's own)
     snapshot_interval: int = 10  # updates between snapshots of the learning groups into RUN_DIR/pool/
     refresh_interval: int = 10  # updates between refills of the frozen groups from the pool
+    # share of episodes in which one group (drawn per episode) plays uniformly random legal actions and is
+    # not trained on them: self-play's seats then also meet the positions careless play makes
+    random_opponent: float = 0.0
 
 
 SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig, "league": LeagueConfig}
