@@ -139,9 +139,6 @@ class TrainDefaults:
             returning the winning group's name or None for a draw (``group_returns``: each group's
             mean episode return); None: the group with the highest mean return wins (see
             :func:`pufferbox.groups.winner`).
-        match_env: env settings that evaluation and matches (``eval``, ``eval --opponent``, the league's
-            games) play with instead of the training run's: a training-only opponent or curriculum is
-            switched off there (``{"random_seat": 0}``), so a checkpoint is judged on the plain game.
     """
 
     config: dict = field(default_factory=dict)
@@ -149,7 +146,6 @@ class TrainDefaults:
     solved_return: float | None = None
     groups: Any = None
     outcome: Any = None
-    match_env: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def evaluate(
     spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
     check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
-    env_kwargs = dict(config.get("env", {})) | spec.training.match_env
+    env_kwargs = dict(config.get("env", {}))
     visual = render or video is not None
     render_mode = None
     if visual:

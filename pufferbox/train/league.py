@@ -154,7 +154,7 @@ def play_match(
         raise ConfigError(f"{opponent}: trained on {state_b.get('env')!r}, not {state_a.get('env')!r}")
     spec = get_registry().get(state_a["env"])
     config = merge(resolve_config(), tomllib.loads(state_a["config"]), "checkpoint config")
-    env_kwargs = dict(config.get("env", {})) | spec.training.match_env
+    env_kwargs = dict(config.get("env", {}))
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs)
     try:
         layout = checkpoint_layout(spec, env_kwargs, state_a, f"{checkpoint} groups")

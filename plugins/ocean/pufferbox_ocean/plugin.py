@@ -96,7 +96,6 @@ def register_envs(register):
                     solved_return=game.solved_return,
                     groups=game.groups,
                     outcome=game.outcome,
-                    match_env=game.match_env,
                 ),
                 meta=EnvMeta(description=f"{summary(reference)} Solved: {game.solved_meaning}."),
             )

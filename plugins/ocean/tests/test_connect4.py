@@ -55,22 +55,3 @@ def test_the_c_block_plays_the_same_full_column_rule():
         block.vec_step(np.array([[6], [6]]))
     block.vec_step(np.array([[6], [6]]))
     assert block.buffers.observations[0][0] == 1.0  # first's disc in column 0, bottom row
-
-
-def test_the_random_seat_ignores_its_agent_and_plays_only_columns_with_room():
-    env = Connect4(random_seat=1000)  # every game has a random seat
-    seats, random_columns = set(), set()
-    for seed in range(20):
-        env.reset(seed=seed)
-        seats.add(env.random_mover)
-        env.step({"first": 0, "second": 0})  # first asks for column 0
-        column = int(np.nonzero(env.cells[0])[0][0])
-        if env.random_mover == 0:
-            random_columns.add(column)
-        else:
-            assert column == 0  # first's own choice counts when second is the random seat
-    assert seats == {0, 1} and len(random_columns) > 1
-    env.reset(seed=3)
-    while not env.step({"first": 6, "second": 6})[2]["first"]:
-        assert (env.height <= 6).all()
-    assert env.illegal <= env.moves  # the random seat never counts as illegal

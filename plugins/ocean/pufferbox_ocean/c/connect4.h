@@ -5,11 +5,8 @@
  * full column goes into the lowest-numbered column that still has room instead (counted in the
  * `illegal` metric), so every step places exactly one disc. Four in a row (horizontal, vertical or
  * diagonal) ends the game: +1 to the winner, -1 to the loser; a full board is a draw (0 each); after
- * `max_moves` plies without a result both agents are truncated (0 each).
- * `random_seat` (per mille, 0 by default) is a training opponent: at each reset, with that chance, one
- * seat (drawn with equal odds) plays the whole game with uniformly random columns among those with room,
- * whatever its agent sends. Self-play alone meets only its own lines; these games show each seat the
- * positions a careless opponent makes. Matches and evaluation play with it off (the plugin's match_env).
+ * `max_moves` plies without a result both agents are truncated (0 each). There is no randomness: the
+ * generator is kept only because every env starts with one.
  * Observation (85 floats, each from the agent's own perspective): 42 cells holding its own discs,
  * 42 cells holding the opponent's (row-major, row 0 the bottom row, column 0 the left), and 1 if it
  * is this agent's turn. Action: Discrete(7), the column.
@@ -23,7 +20,7 @@
 #define C4_ROWS 6
 #define C4_CELLS (C4_COLS * C4_ROWS)
 #define C4_OBS (2 * C4_CELLS + 1)
-#define CONNECT4_N_PARAMS 2  /* max_moves, random_seat */
+#define CONNECT4_N_PARAMS 1  /* max_moves */
 #define CONNECT4_N_METRICS 4 /* first_win, second_win, draw, illegal */
 
 static const int64_t CONNECT4_ACT_N[1] = {C4_COLS};
@@ -33,9 +30,8 @@ static const int64_t CONNECT4_ACT_N[1] = {C4_COLS};
 
 typedef struct {
     OceanRng rng;
-    int64_t max_moves, random_seat;
+    int64_t max_moves;
     int64_t moves, illegal;
-    int64_t random_mover; /* this game's randomly playing seat, or -1 */
     uint8_t cells[C4_CELLS]; /* row * C4_COLS + col; 0 empty, 1 first's disc, 2 second's */
     uint8_t height[C4_COLS]; /* discs in each column */
 } Connect4;
@@ -43,9 +39,7 @@ typedef struct {
 static int connect4_configure(Connect4 *env, const int64_t *params)
 {
     if (params[0] < 1 || params[0] > C4_CELLS) return -1;
-    if (params[1] < 0 || params[1] > 1000) return -2;
     env->max_moves = params[0];
-    env->random_seat = params[1];
     return 0;
 }
 
@@ -66,9 +60,6 @@ static void connect4_reset(Connect4 *env, float *obs)
     memset(env->cells, 0, sizeof(env->cells));
     memset(env->height, 0, sizeof(env->height));
     env->moves = env->illegal = 0;
-    env->random_mover = -1;
-    if (env->random_seat > 0 && rng_below(&env->rng, 1000) < env->random_seat)
-        env->random_mover = rng_below(&env->rng, 2);
     connect4_observe(env, obs);
 }
 
@@ -98,13 +89,7 @@ static int connect4_step(Connect4 *env, const int64_t *actions, float *obs, floa
 {
     const int mover = (int)(env->moves & 1);
     int col = (int)actions[mover];
-    if (mover == env->random_mover) { /* the k-th column with room, k uniform */
-        int open = 0;
-        for (int c = 0; c < C4_COLS; c++) open += env->height[c] < C4_ROWS;
-        int k = (int)rng_below(&env->rng, open);
-        for (col = 0;; col++)
-            if (env->height[col] < C4_ROWS && k-- == 0) break;
-    } else if (env->height[col] >= C4_ROWS) {
+    if (env->height[col] >= C4_ROWS) {
         env->illegal += 1;
         col = 0;
         while (env->height[col] >= C4_ROWS) col++; /* the board is not full: some column has room */

@@ -51,7 +51,6 @@ class Game:
     groups: object = None
     outcome: object = None
     check_kwargs: dict = field(default_factory=dict)
-    match_env: dict = field(default_factory=dict)  # env settings eval and matches use (TrainDefaults.match_env)
     cuda_type: str = ""  # the C struct's name, for games that also run as a CUDA kernel (pufferbox_ocean/cuda.py)
 
 
