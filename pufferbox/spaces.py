@@ -9,7 +9,9 @@ copy), the vector backends move flat rows, and the model turns a flat batch back
 the tree with :meth:`ObservationSpec.unflatten_torch` (views only).
 
 Actions map the other way: all-discrete trees become ``MultiDiscrete`` (a lone
-``Discrete`` stays ``Discrete``), all-continuous trees become one ``Box``.
+``Discrete`` stays ``Discrete``), all-continuous trees become one ``Box``, and trees that mix
+both become a :class:`HybridRow`: a discrete row (``MultiDiscrete``) followed by a continuous
+row (``Box``) in one float32 row, so every backend moves it as it moves a ``Box`` action.
 
 Example:
     >>> from gymnasium import spaces
@@ -24,12 +26,14 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
 
 if TYPE_CHECKING:
     import torch
@@ -38,6 +42,7 @@ __all__ = [
     "ACTION_MASK_KEY",
     "ActionMask",
     "ActionSpec",
+    "HybridRow",
     "InRow",
     "Leaf",
     "ObservationSpec",
@@ -319,8 +324,8 @@ class ActionMask:
         sizes: tuple[int, ...]
         if isinstance(flat, spaces.Discrete):
             sizes = (int(flat.n),)
-        elif isinstance(flat, spaces.MultiDiscrete):
-            sizes = tuple(int(n) for n in np.asarray(flat.nvec).ravel())
+        elif isinstance(flat, (spaces.MultiDiscrete, HybridRow)):  # a hybrid action: its discrete row
+            sizes = tuple(int(n) for n in np.asarray(getattr(flat, "discrete", flat).nvec).ravel())
         else:
             where = format_path(self.spec.name, self.leaf.path)
             raise SpaceError(f"{where}: action masks apply to discrete actions, not {flat}")
@@ -369,6 +374,11 @@ def sample_legal(legal: np.ndarray, sizes: tuple[int, ...], rng: np.random.Gener
     return out[:, 0] if len(sizes) == 1 else out
 
 
+def leaf_slots(leaf: spaces.Space) -> int:
+    """Entries of a flat action row one action leaf takes (a ``Discrete``: one slot)."""
+    return 1 if isinstance(leaf, spaces.Discrete) else int(np.prod(leaf.shape or (), dtype=np.int64))
+
+
 def build_tree(space: spaces.Space, values: Iterator[Any]) -> Any:
     if isinstance(space, spaces.Dict):
         return {k: build_tree(v, values) for k, v in space.spaces.items()}
@@ -383,6 +393,83 @@ def summarize(arr: np.ndarray) -> str:
     return f"array{list(arr.shape)} in [{arr.min()}, {arr.max()}]"
 
 
+MAX_EXACT_CHOICE = 2**24  # float32 holds every whole number up to this exactly: a hybrid row's discrete choices
+
+
+class HybridRow(spaces.Space):
+    """The flat action of a tree that mixes discrete and ``Box`` leaves: ``discrete`` (a ``MultiDiscrete``
+    row, its choices as whole numbers) then ``continuous`` (a ``Box`` row), in one float32 row. Batched
+    (``gymnasium.vector.utils.batch_space``) it keeps the two parts, with the rows as leading dims.
+
+    Example:
+        >>> row = HybridRow(spaces.MultiDiscrete([3]), spaces.Box(-1, 1, (2,)), seed=0)
+        >>> row.shape, row.contains(np.array([2, 0.5, -0.5], np.float32)), row.contains(np.array([1.5, 0, 0], np.float32))
+        ((3,), True, False)
+    """
+
+    def __init__(self, discrete: spaces.MultiDiscrete, continuous: spaces.Box, seed: Any = None):
+        if discrete.shape[:-1] != continuous.shape[:-1] or len(continuous.shape) != len(discrete.shape):
+            raise SpaceError(f"hybrid row: {discrete} and {continuous} have different leading dims")
+        self.discrete, self.continuous = discrete, continuous
+        self.discrete_size = int(discrete.shape[-1])
+        super().__init__(discrete.shape[:-1] + (self.discrete_size + continuous.shape[-1],), np.float32, seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return True
+
+    @property
+    def low(self) -> np.ndarray:
+        """Bounds to clip a sampled row to: 0 and ``nvec - 1`` for the choices, the ``Box`` bounds for the rest."""
+        return np.concatenate([np.zeros(self.discrete.shape), self.continuous.low], -1).astype(np.float32)
+
+    @property
+    def high(self) -> np.ndarray:
+        return np.concatenate([np.asarray(self.discrete.nvec) - 1, self.continuous.high], -1).astype(np.float32)
+
+    def seed(self, seed: Any = None) -> list[int]:
+        """Seeds this space and, from it, both parts; returns the seeds used."""
+        first = super().seed(seed)
+        draws = self.np_random.integers(2**31, size=2).tolist()
+        self.discrete.seed(draws[0])
+        self.continuous.seed(draws[1])
+        return [*np.atleast_1d(first).tolist(), *draws]
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        """A random row; ``mask`` (a ``MultiDiscrete`` mask: one 0/1 array per slot) limits the choices."""
+        choices = self.discrete.sample(mask=mask).astype(np.float32)
+        return np.concatenate([choices, self.continuous.sample().astype(np.float32)], -1)
+
+    def contains(self, x: Any) -> bool:
+        x = np.asarray(x)
+        if x.shape != self.shape or not np.issubdtype(x.dtype, np.number):
+            return False
+        choices = x[..., : self.discrete_size]
+        return (
+            bool(np.all(choices == np.round(choices)))
+            and self.discrete.contains(choices.astype(np.int64))
+            and self.continuous.contains(x[..., self.discrete_size :].astype(self.continuous.dtype))
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, HybridRow) and other.discrete == self.discrete and other.continuous == self.continuous
+
+    def __repr__(self) -> str:
+        return f"HybridRow({self.discrete}, {self.continuous})"
+
+
+@batch_space.register(HybridRow)
+def batch_hybrid_row(space: HybridRow, n: int = 1) -> HybridRow:
+    return HybridRow(batch_space(space.discrete, n), batch_space(space.continuous, n), seed=copy.deepcopy(space.np_random))
+
+
+def box_row(boxes: list[spaces.Box]) -> spaces.Box:
+    """One float32 ``Box`` over ``boxes``' values, raveled and concatenated."""
+    low = np.concatenate([np.broadcast_to(box.low, box.shape).ravel() for box in boxes])
+    high = np.concatenate([np.broadcast_to(box.high, box.shape).ravel() for box in boxes])
+    return spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+
+
 class ActionSpec:
     """Maps an action space tree to the flat action a policy emits, and back.
 
@@ -390,50 +477,58 @@ class ActionSpec:
     * A tree whose leaves are all discrete (``Discrete``, ``MultiDiscrete``, ``MultiBinary``)
       becomes one ``MultiDiscrete`` with a slot per discrete choice, ``start`` offsets removed.
     * A tree whose leaves are all ``Box`` becomes one float32 ``Box``.
+    * A tree with both (*hybrid*) becomes a float32 :class:`HybridRow`: the ``discrete_size`` slots of its
+      discrete leaves (as above), then the ``continuous_size`` values of its ``Box`` leaves; :meth:`split`
+      cuts a row into the two.
+
+    Example:
+        >>> spec = ActionSpec(spaces.Dict({"unit": spaces.Discrete(4), "move": spaces.Box(-1, 1, (2,))}))
+        >>> spec.flat_space
+        HybridRow(MultiDiscrete([4]), Box(-1.0, 1.0, (2,), float32))
+        >>> action = spec.unflatten(np.array([3, 0.5, -0.5], np.float32))
+        >>> int(action["unit"]), action["move"].tolist()
+        (3, [0.5, -0.5])
     """
 
     def __init__(self, space: spaces.Space, name: str = "action"):
         self.space = space
         self.name = name
-        self.leaves: list[tuple[Path, spaces.Space, int, int]] = []  # path, space, start slot, slots
-        discrete, continuous = [], []
-        slot = 0
-        for path, leaf in leaf_paths(space):
-            if isinstance(leaf, spaces.Box):
-                size = int(np.prod(leaf.shape, dtype=np.int64))
-                continuous.append(path)
-            else:
-                size = 1 if isinstance(leaf, spaces.Discrete) else int(np.prod(leaf.shape or (), dtype=np.int64))
-                discrete.append(path)
-            self.leaves.append((path, leaf, slot, size))
-            slot += size
-        if discrete and continuous:
-            raise SpaceError(
-                f"{name} space mixes discrete leaves ({', '.join(format_path(name, p) for p in discrete)}) "
-                f"and continuous leaves ({', '.join(format_path(name, p) for p in continuous)}); "
-                "pufferbox flattens all-discrete trees to MultiDiscrete and all-continuous trees to Box: "
-                "discretize the continuous part or split the action"
-            )
-        self.discrete = bool(discrete)
-        self.size = slot
+        found = [(path, leaf, leaf_slots(leaf)) for path, leaf in leaf_paths(space)]
+        discrete = [leaf for leaf in found if not isinstance(leaf[1], spaces.Box)]
+        continuous = [leaf for leaf in found if isinstance(leaf[1], spaces.Box)]
+        starts = np.cumsum([0] + [size for *_, size in discrete + continuous]).tolist()
+        slot_of = {path: start for (path, _, _), start in zip(discrete + continuous, starts)}
+        # path, space, start slot, slots: in tree order, the discrete leaves' slots first in the row
+        self.leaves: list[tuple[Path, spaces.Space, int, int]] = [(p, leaf, slot_of[p], n) for p, leaf, n in found]
+        self.discrete_size = sum(size for *_, size in discrete)
+        self.continuous_size = sum(size for *_, size in continuous)
+        self.size = self.discrete_size + self.continuous_size
+        self.discrete = not continuous  # all-discrete: int64 rows
+        self.hybrid = bool(discrete and continuous)
+        self.shape: tuple[int, ...] = () if isinstance(space, spaces.Discrete) else (self.size,)
+        nvec = np.concatenate([self.leaf_nvec(leaf) for _, leaf, _ in discrete]).astype(np.int64) if discrete else None
         if isinstance(space, spaces.Discrete):
             self.flat_space: spaces.Space = spaces.Discrete(int(space.n))
-            self.shape: tuple[int, ...] = ()
         elif self.discrete:
-            nvec = np.concatenate([self.leaf_nvec(leaf) for _, leaf, _, _ in self.leaves]).astype(np.int64)
             self.flat_space = spaces.MultiDiscrete(nvec)
-            self.shape = (self.size,)
+        elif not self.hybrid:
+            self.flat_space = box_row([leaf for _, leaf, _ in continuous])
         else:
-            boxes = [leaf for _, leaf, _, _ in self.leaves if isinstance(leaf, spaces.Box)]  # all of them here
-            low = np.concatenate([np.broadcast_to(box.low, box.shape).ravel() for box in boxes])
-            high = np.concatenate([np.broadcast_to(box.high, box.shape).ravel() for box in boxes])
-            self.flat_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-            self.shape = (self.size,)
+            too_many = [format_path(name, p) for p, leaf, _ in discrete if self.leaf_nvec(leaf).max() > MAX_EXACT_CHOICE]
+            if too_many:
+                raise SpaceError(
+                    f"{', '.join(too_many)}: more than {MAX_EXACT_CHOICE} choices do not fit a hybrid action's float32 row"
+                )
+            self.flat_space = HybridRow(spaces.MultiDiscrete(nvec), box_row([leaf for _, leaf, _ in continuous]))
         self.dtype = np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
         self.is_leaf = not isinstance(space, (spaces.Dict, spaces.Tuple))
 
     def __repr__(self) -> str:
         return f"ActionSpec({self.space} -> {self.flat_space})"
+
+    def split(self, flat: Any) -> tuple[Any, Any]:
+        """``(discrete row, continuous row)`` of ``(..., size)`` flat actions (views; numpy or torch)."""
+        return flat[..., : self.discrete_size], flat[..., self.discrete_size :]
 
     @staticmethod
     def leaf_nvec(leaf: spaces.Space) -> np.ndarray:

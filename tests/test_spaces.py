@@ -126,10 +126,67 @@ def test_action_round_trip(space, seed):
         assert isinstance(spec.flat_space, spaces.Box) and spec.flat_space.dtype == np.float32
 
 
-def test_mixed_action_tree_is_rejected_naming_leaves():
-    space = spaces.Dict({"move": spaces.Box(-1, 1, (2,)), "fire": spaces.Discrete(2)})
-    with pytest.raises(SpaceError, match=r"discrete leaves \(action\['fire'\]\) and continuous leaves \(action\['move'\]\)"):
-        ActionSpec(space)
+def mixed_tree(first, second, rest, as_dict):
+    """A Dict or Tuple holding a discrete subtree, a continuous one and one of either, in a drawn order."""
+    children = [first, second, *rest]
+    if as_dict:
+        return spaces.Dict({f"k{i}": child for i, child in enumerate(children)})
+    return spaces.Tuple(tuple(children))
+
+
+hybrid_trees = st.builds(
+    lambda d, c, rest, as_dict, swap: mixed_tree(*((c, d) if swap else (d, c)), rest, as_dict),
+    nest(discrete_leaves),
+    nest(continuous_leaves),
+    st.lists(nest(st.one_of(discrete_leaves, continuous_leaves)), max_size=2),
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(hybrid_trees, st.integers(0, 2**31 - 1))
+def test_hybrid_action_round_trip_and_its_two_rows(space, seed):
+    """A tree mixing discrete and Box leaves: one float32 row, its discrete leaves' slots (MultiDiscrete) first,
+    then its Box leaves' values; flatten → unflatten gives the action back, with each leaf's own dtype."""
+    from gymnasium.vector.utils import batch_space
+
+    from pufferbox.spaces import HybridRow
+
+    space.seed(seed)
+    spec = ActionSpec(space)
+    row = spec.flat_space
+    assert spec.hybrid and not spec.discrete and isinstance(row, HybridRow) and spec.dtype == np.float32
+    assert row.discrete.shape == (spec.discrete_size,) and row.continuous.shape == (spec.continuous_size,)
+    for path, leaf, start, size in spec.leaves:  # the discrete row holds exactly the discrete leaves' slots
+        inside = (0, spec.discrete_size) if not isinstance(leaf, spaces.Box) else (spec.discrete_size, spec.size)
+        assert inside[0] <= start and start + size <= inside[1], path
+    for _ in range(3):
+        action = space.sample()
+        flat = spec.flatten(action)
+        assert flat.dtype == np.float32 and row.contains(flat)
+        choices, values = spec.split(flat)
+        assert row.discrete.contains(choices.astype(np.int64)) and row.continuous.contains(values)
+        back = spec.unflatten(flat)
+        assert space.contains(back)
+        assert_same(space, action, back, cast=np.float32)
+    batch = batch_space(row, 4)  # what a vector env's action_space.sample() draws
+    for flat in batch.sample():
+        assert row.contains(flat) and space.contains(spec.unflatten(flat))
+    tensors = spec.split(torch.from_numpy(batch.sample()))
+    assert tensors[0].shape == (4, spec.discrete_size) and tensors[1].shape == (4, spec.continuous_size)
+
+
+def test_hybrid_row_refuses_non_whole_choices_and_too_many_of_them():
+    from pufferbox.spaces import HybridRow
+
+    row = ActionSpec(spaces.Tuple((spaces.Discrete(3), spaces.Box(-1, 1, (1,))))).flat_space
+    assert isinstance(row, HybridRow) and row.low.tolist() == [0, -1] and row.high.tolist() == [2, 1]
+    for bad in ([1.5, 0.0], [3.0, 0.0], [0.0, 2.0], [np.nan, 0.0], [1.0]):
+        assert not row.contains(np.array(bad, np.float32)), bad
+    huge = spaces.Dict({"item": spaces.Discrete(2**24 + 1), "amount": spaces.Box(0, 1, (1,))})
+    with pytest.raises(SpaceError, match=r"action\['item'\]: more than 16777216 choices do not fit"):
+        ActionSpec(huge)
 
 
 def test_check_names_the_offending_field():
