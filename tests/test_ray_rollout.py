@@ -286,3 +286,34 @@ def test_pipelined_calls_of_a_killed_actor_are_replaced_once_and_all_run_again(l
         assert sorted(x.worker for x in got) == [0, 0, 1, 1]
         assert r.replaced == 1 and r.lost_steps == 2 * 100 * 2, "both calls in flight on the killed actor are lost"
         assert all(x.arrays["obs"].shape == (2, 101, 4) for x in got)
+
+
+@pytest.mark.parametrize("fault", ["observation", "logits"])
+def test_non_finite_observations_and_logits_on_the_actors_are_named_as_on_the_host(local_ray, fault: str) -> None:
+    """Issue 38, defect 6 on --backend ray: the actors check before their policy acts, and the collector
+    raises the host collector's NonFiniteInput naming the run-wide env (not torch's sampler traceback)."""
+    from pufferbox.train.collector import NonFiniteInput
+    from pufferbox.train.config import PolicyConfig
+    from pufferbox.train.policies import build_agent
+    from pufferbox.train.ray_collector import RayCollector
+
+    mode = "nan_obs" if fault == "observation" else "raise"
+    factory = EnvFactory(env_spec_for("faulty", fail_at=3 if fault == "observation" else 10**6, mode=mode, fail_env_seed=3))
+    obs_spec, act_spec, _ = factory.layout()
+    agent = build_agent(obs_spec, act_spec, PolicyConfig(hidden_size=8))
+    if fault == "logits":
+        with torch.no_grad():
+            next(agent.parameters()).fill_(float("nan"))  # what an overflowing update leaves
+    expected = {
+        "observation": r"^env 3 \(agent row 3\) returned an observation with NaN/inf$",  # worker 1's second env
+        "logits": r"^the policy's logits are NaN/inf",
+    }[fault]
+    r = RayRollouts(factory, num_envs=4, num_workers=2)
+    try:
+        collector = RayCollector(r, agent, horizon=8)
+        collector.reset(seed=0)
+        with pytest.raises(NonFiniteInput, match=expected):
+            collector.collect()
+        assert r.closed
+    finally:
+        r.close()

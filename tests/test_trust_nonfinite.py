@@ -14,6 +14,7 @@ from torch.distributions import Categorical
 
 from pufferbox import EnvBuild, EnvSpec
 from pufferbox.cli import cli, load_commands
+from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
 from pufferbox.train.collector import NonFiniteInput, check_observations, check_policy_output
 from pufferbox.train.config import resolve_config
@@ -109,3 +110,49 @@ def test_cli_train_on_nan_observations_is_one_line_exit_2(monkeypatch, tmp_path)
     assert result.exit_code == 2, result.output
     assert result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
     assert result.stderr.startswith("Error: badobs: env 0 (agent row 0) returned an observation with NaN/inf")
+
+
+class PoisonedObservations:
+    """A ``cuda``-backend vector env whose observation of ``row`` turns NaN from its ``at``-th ``recv``."""
+
+    def __init__(self, venv, row: int, at: int):
+        self.venv, self.row, self.at, self.calls = venv, row, at, 0
+
+    def __getattr__(self, name):
+        return getattr(self.venv, name)
+
+    def recv(self):
+        out = list(self.venv.recv())
+        self.calls += 1
+        if self.calls >= self.at:
+            out[0] = out[0].clone()
+            out[0][self.row, 1] = float("nan")
+        return tuple(out)
+
+
+@pytest.mark.skipif(find_cxx() is None, reason="the host kernel simulator needs a C++ compiler (g++)")
+@pytest.mark.parametrize("fault", ["observation", "logits"])
+def test_the_device_collector_names_non_finite_input_once_per_collect(fault):
+    """The cuda backend's collector flags NaN/inf on the device each step and reads the flags once per
+    collect; the poisoned observation never reaches the policy's sampler."""
+    import pufferbox.vector as vector
+    from pufferbox.train.collector import DeviceCollector
+    from pufferbox.train.config import PolicyConfig
+    from pufferbox.train.policies import build_agent
+
+    with vector.make("cuda_cartpole", backend="cuda", device="host", num_envs=4) as venv:
+        agent = build_agent(venv.obs_spec, venv.act_spec, PolicyConfig(hidden_size=8))
+        poisoned = PoisonedObservations(venv, row=2, at=5) if fault == "observation" else venv
+        if fault == "logits":
+            with torch.no_grad():
+                next(agent.parameters()).fill_(float("nan"))
+        collector = DeviceCollector(poisoned, agent, horizon=8)
+        collector.reset(seed=1)
+        expected = {
+            "observation": r"^env 2 \(agent row 2\) returned an observation with NaN/inf$",
+            "logits": r"^the policy's logits are NaN/inf on the observation of env 0$",
+        }[fault]
+        with pytest.raises(NonFiniteInput, match=expected):
+            collector.collect()
+        if fault == "observation":
+            assert torch.isfinite(collector.obs).all(), "the policy saw (and stored) zeros, never the NaN"

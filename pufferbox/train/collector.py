@@ -51,6 +51,7 @@ from pufferbox.spaces import sample_legal
 from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
 from pufferbox.train.transfer import Transfer
+from pufferbox.vector.base import first_non_finite_row
 
 __all__ = [
     "Collected",
@@ -250,21 +251,17 @@ class NonFiniteInput(ConfigError):
 
 def check_observations(obs: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
     """Raise :class:`NonFiniteInput` naming the first env whose float observation holds NaN/inf."""
-    if obs.dtype.kind != "f" or np.isfinite(obs).all():  # one pass on the common path
-        return
-    finite = np.isfinite(obs.reshape(len(obs), -1)).all(axis=1)
-    if not finite.all():
-        row = int(rows[int(np.argmin(finite))])
+    bad = first_non_finite_row(obs)
+    if bad is not None:
+        row = int(rows[bad])
         raise NonFiniteInput(f"env {row // agents_per_env} (agent row {row}) returned an observation with NaN/inf")
 
 
 def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
     """A sampled action's log-probability is NaN/inf only if its row's logits were (masked -inf never is)."""
-    if np.isfinite(logprob).all():
-        return
-    finite = np.isfinite(logprob.reshape(len(logprob), -1)).all(axis=1)
-    if not finite.all():
-        row = int(rows[int(np.argmin(finite))])
+    bad = first_non_finite_row(logprob)
+    if bad is not None:
+        row = int(rows[bad])
         raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {row // agents_per_env}")
 
 
@@ -556,6 +553,9 @@ class DeviceCollector:
             if state_tensor is not None and (flag := state_tensor(name)) is not None
         }
         self.phase_time = {"env": 0.0, "inference": 0.0}
+        # Per row: a NaN/inf observation (0) or log-prob (1) seen during this collect; read once at its end.
+        self.nonfinite = torch.zeros((2, self.rows), dtype=torch.bool, device=self.device)
+        self.float_obs = self.obs.is_floating_point()
         self.restart()
 
     def reset(self, seed: int) -> None:
@@ -604,8 +604,10 @@ class DeviceCollector:
             first = 1
         self.event_totals = {metric: torch.zeros((), dtype=torch.int64, device=self.device) for metric in self.events}
         self.sent_steps = 0
+        self.nonfinite.zero_()
         for t in range(first, steps + 1):
             self.step(t)
+        self.check_finite()
         self.last = steps
         if self.bootstrap_gamma:
             self.bootstrap_truncated(first, steps)
@@ -618,6 +620,19 @@ class DeviceCollector:
         self.phase_time["env"] += time.perf_counter() - t0
         batch = {name: x[:, : steps + 1] for name, x in self.batch().items()}
         return Collected(batch, self.rows * steps, episodes, metrics)
+
+    def check_finite(self) -> None:
+        """Raise :class:`NonFiniteInput` naming the first env whose observation or log-prob was NaN/inf in
+        this collect (one host read per collect: the steps never wait for the device)."""
+        seen = self.nonfinite.any(dim=1).tolist()
+        if not any(seen):
+            return
+        kind = 0 if seen[0] else 1
+        row = int(self.nonfinite[kind].nonzero()[0])
+        env = row // (self.rows // self.num_envs)
+        if kind == 0:
+            raise NonFiniteInput(f"env {env} (agent row {row}) returned an observation with NaN/inf")
+        raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {env}")
 
     def bootstrap_truncated(self, first: int, steps: int) -> None:
         """Add ``bootstrap_gamma * V(final obs)`` to the reward before each slot where a row was truncated.
@@ -652,12 +667,16 @@ class DeviceCollector:
         if self.fresh:
             starts.fill_(True)
             self.fresh = False
+        if self.float_obs:  # flagged, and zeroed so the policy's sampler never sees them (a device assert)
+            self.nonfinite[0] |= ~torch.isfinite(obs).all(dim=-1)
+            obs = obs.nan_to_num(0.0, 0.0, 0.0)
         self.obs[:, t] = obs
         self.starts[:, t] = starts
         self.masks[:, t] = masks
         if self.lstm:
             self.h[:, t], self.c[:, t] = self.state
         sent, action, logprob, value = self.policy_step(obs, starts)
+        self.nonfinite[1] |= ~torch.isfinite(logprob)
         self.actions[:, t] = action.reshape(self.actions[:, t].shape)
         self.logprobs[:, t] = logprob
         self.values[:, t] = value

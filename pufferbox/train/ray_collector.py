@@ -38,8 +38,9 @@ import numpy as np
 import torch
 
 from pufferbox.episodes import Episodes
-from pufferbox.train.collector import Collected
+from pufferbox.train.collector import Collected, NonFiniteInput
 from pufferbox.train.config import ConfigError, VecConfig
+from pufferbox.vector.base import NonFiniteActing
 
 __all__ = ["RayCollector", "make_ray_rollouts"]
 
@@ -88,10 +89,13 @@ class RayCollector:
         t0 = time.perf_counter()
         version = self.venv.set_weights(self.agent.state_dict())
         results: list = []
-        while len(results) * self.venv.rows_per_worker < self.num_rows:  # a pool: fast actors give several
-            for w in self.venv.idle():
-                self.venv.submit(w, steps)
-            results += self.venv.wait()
+        try:
+            while len(results) * self.venv.rows_per_worker < self.num_rows:  # a pool: fast actors give several
+                for w in self.venv.idle():
+                    self.venv.submit(w, steps)
+                results += self.venv.wait()
+        except NonFiniteActing as exc:  # checked on the actors, before their policy acts
+            raise NonFiniteInput(str(exc)) from None
         self.phase_time["env"] += time.perf_counter() - t0
         # Pool actors submitted before a cut-short rollout carry more steps: every segment to the shortest.
         steps = min(r.steps for r in results)

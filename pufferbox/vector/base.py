@@ -45,7 +45,16 @@ from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec
 
-__all__ = ["EnvFactory", "VectorEnv", "VectorConfigError", "WorkerError", "WorkerTimeoutError", "batch_space"]
+__all__ = [
+    "EnvFactory",
+    "NonFiniteActing",
+    "VectorEnv",
+    "VectorConfigError",
+    "WorkerError",
+    "WorkerTimeoutError",
+    "batch_space",
+    "first_non_finite_row",
+]
 
 DEFAULT_STEP_TIMEOUT = 60.0  # seconds a worker may take to answer one command before it counts as hung
 
@@ -66,6 +75,20 @@ class WorkerTimeoutError(WorkerError):
 
     The message names the worker, its pid and its envs; the vector env is closed (workers killed).
     """
+
+
+class NonFiniteActing(RuntimeError):
+    """A worker that acts (a Ray rollout actor) met a NaN/inf observation or policy output; the message
+    names the env as the host collector's check does, and the trainer adds the update and step."""
+
+
+def first_non_finite_row(rows: np.ndarray) -> int | None:
+    """The index of the first row of ``rows`` (any shape, rows first) holding NaN/inf; None if all finite.
+
+    One pass over the array on the common (finite) path; integer arrays are always finite."""
+    if rows.dtype.kind not in "fc" or np.isfinite(rows).all():
+        return None
+    return int(np.argmin(np.isfinite(rows.reshape(len(rows), -1)).all(axis=1)))
 
 
 def check_step_timeout(step_timeout: float | None) -> float:

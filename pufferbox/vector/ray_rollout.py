@@ -40,7 +40,15 @@ import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
-from pufferbox.vector.base import EnvFactory, VectorConfigError, WorkerError, WorkerTimeoutError, check_step_timeout
+from pufferbox.vector.base import (
+    EnvFactory,
+    NonFiniteActing,
+    VectorConfigError,
+    WorkerError,
+    WorkerTimeoutError,
+    check_step_timeout,
+    first_non_finite_row,
+)
 from pufferbox.vector.ray import ensure_ray, stop_actors
 from pufferbox.vector.stepper import BlockStepper
 
@@ -82,7 +90,7 @@ class RolloutWorker:
 
     def __init__(self, factory: EnvFactory, first_env: int, num_envs: int, seed: int = 0):
         obs_spec, act_spec, agents = factory.layout()
-        self.rows = num_envs * agents
+        self.rows, self.agents_per_env, self.first_row = num_envs * agents, agents, first_env * agents
         self.buffers = Buffers.allocate(obs_spec, act_spec, self.rows)
         self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
         self.final_observations = factory.writes_final_observations
@@ -152,6 +160,7 @@ class RolloutWorker:
     def observe(self, out: dict[str, np.ndarray], t: int, starts: np.ndarray) -> np.ndarray:
         """Store slot ``t`` (the rows' obs) and choose its actions; returns the actions to send."""
         b = self.buffers
+        self.check_finite(b.observations, "env {env} (agent row {row}) returned an observation with NaN/inf")
         out["obs"][:, t], out["starts"][:, t], out["masks"][:, t] = b.observations, starts, b.masks
         if self.policy is None:
             action = random_actions(self.act_spec.flat_space, self.rng, self.rows)
@@ -162,12 +171,25 @@ class RolloutWorker:
         if self.state is not None:
             out["h"][:, t], out["c"][:, t] = self.state[0].numpy(), self.state[1].numpy()
         with torch.no_grad():
-            action, logprob, _, value, self.state = self.policy.act(
-                torch.from_numpy(b.observations), self.state, torch.from_numpy(starts)
-            )
+            try:
+                action, logprob, _, value, self.state = self.policy.act(
+                    torch.from_numpy(b.observations), self.state, torch.from_numpy(starts)
+                )
+            except RuntimeError as exc:  # torch's sampler on NaN/+inf probabilities
+                if "probability tensor contains" not in str(exc):
+                    raise
+                raise NonFiniteActing("the policy's logits are NaN/inf on this step's observations") from None
+        self.check_finite(logprob.numpy(), "the policy's logits are NaN/inf on the observation of env {env}")
         action = action.numpy()
         out["actions"][:, t], out["logprobs"][:, t], out["values"][:, t] = action, logprob.numpy(), value.numpy()
         return action if self.bounds is None else np.clip(action, *self.bounds)  # sampled unclipped, stepped clipped
+
+    def check_finite(self, rows: np.ndarray, message: str) -> None:
+        """Raise :class:`NonFiniteActing` with ``message`` naming the first row's env (run-wide numbers)."""
+        bad = first_non_finite_row(rows)
+        if bad is not None:
+            row = self.first_row + bad
+            raise NonFiniteActing(message.format(env=row // self.agents_per_env, row=row))
 
     def bootstrap_truncated(self, rewards: np.ndarray) -> None:
         """Add ``bootstrap_gamma * V(final obs)`` to ``rewards`` of rows truncated (not terminated) this step
@@ -427,6 +449,8 @@ class RayRollouts:
                 except self.ray.exceptions.RayTaskError as exc:  # an env (or the policy) raised: not retried
                     self.close(graceful=False)
                     cause = getattr(exc, "cause", None) or exc
+                    if isinstance(cause, NonFiniteActing):  # the trainer names the update and step
+                        raise NonFiniteActing(str(cause)) from None
                     raise WorkerError(
                         f"{self.env_name}: rollout worker {w} (envs {w * self.envs_per_worker}-"
                         f"{(w + 1) * self.envs_per_worker - 1}): {cause}; the rollout actors are "
