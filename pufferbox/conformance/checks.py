@@ -10,7 +10,9 @@ on the first violation; :func:`check_env_spec` runs them all and collects the re
   observation is unflattened (numpy and torch) and the flat action unflattened.
 * ``serial``: the serial vector backend equals manual stepping of raw envs (seeded
   ``seed + i``), autoresets and episode infos included.
-* ``native``: a plugin's native batched block equals the emulated envs bit for bit.
+* ``native``: a plugin's native batched block equals the emulated envs bit for bit (under the env kwargs
+  its ``native`` creator names in ``conformance_kwargs``, where the block draws some random choice from
+  another RNG than the env's, e.g. Atari's no-op starts).
 * ``masks``: an env that declares an action mask never receives an illegal action from pufferbox's
   random sampler nor from its policies' sampling (masked logits: sampled and greedy), every step.
 * ``groups``: a plugin's declared agent groups (``EnvSpec.groups``) put every agent in exactly one
@@ -535,8 +537,9 @@ def check_native(spec: EnvSpec, cfg: CheckConfig) -> None:
 
     if spec.build.native is None:
         return
-    native = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=True)
-    emulated = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=cfg.kwargs, native=False)
+    kwargs = {**getattr(spec.build.native, "conformance_kwargs", {}), **cfg.kwargs}
+    native = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=kwargs, native=True)
+    emulated = make(spec, backend="serial", num_envs=cfg.num_envs, env_kwargs=kwargs, native=False)
     try:
         for what in ("obs_spec", "act_spec"):
             a, b = getattr(native, what), getattr(emulated, what)
@@ -743,12 +746,18 @@ def check_env_spec(
             continue
         try:
             CHECKS[name](spec, cfg)
-            results.append(CheckResult(name, True))
+            results.append(CheckResult(name, True, native_conditions(spec, cfg) if name == "native" else ""))
         except ConformanceError as exc:
             results.append(CheckResult(name, False, str(exc)))
         except Exception as exc:  # a crash inside the env is a failure of that check too
             results.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def native_conditions(spec: EnvSpec, cfg: CheckConfig) -> str:
+    """The env kwargs the native check ran under beyond the user's (the block's ``conformance_kwargs``)."""
+    extra = {k: v for k, v in getattr(spec.build.native, "conformance_kwargs", {}).items() if k not in cfg.kwargs}
+    return "bit for bit under " + ", ".join(f"{k}={v!r}" for k, v in extra.items()) if extra else ""
 
 
 def declares_mask(spec: EnvSpec, cfg: CheckConfig) -> bool:
