@@ -33,7 +33,7 @@ from torch.distributions import Categorical, Normal
 from pufferbox.spaces import ActionMask, ActionSpec, ObservationSpec, mask_logits
 from pufferbox.train.config import PolicyConfig, typed
 
-__all__ = ["MLPEncoder", "CNNEncoder", "Agent", "is_image_space", "build_agent", "layer_init"]
+__all__ = ["MLPEncoder", "CNNEncoder", "ActionDistribution", "Agent", "is_image_space", "build_agent", "layer_init"]
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 
@@ -147,8 +147,55 @@ class CNNEncoder(nn.Module):
         return self.fc(self.conv(x.float() / 255.0))
 
 
+class ActionDistribution:
+    """The policy's distribution over flat action rows: a Categorical per discrete slot, then a diagonal
+    Normal over the continuous values (a Gaussian per ``Box`` leaf); the parts are independent, so a row's
+    log-probability and entropy are sums over them. Rows are the :class:`~pufferbox.spaces.ActionSpec`'s:
+    ``(B,)`` for a lone ``Discrete``, else ``(B, slots + values)`` (float32 when values are present)."""
+
+    def __init__(self, categoricals: list[Categorical], normal: Normal | None, lone: bool):
+        self.categoricals, self.normal, self.lone = categoricals, normal, lone
+        self.slots = len(categoricals)
+
+    def parts(self, action: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor | None]:
+        """``action``'s choice per slot and its continuous values."""
+        if self.lone:
+            return [action], None
+        choices = action[..., : self.slots].long().unbind(-1) if self.categoricals else []
+        return list(choices), (action[..., self.slots :] if self.normal is not None else None)
+
+    def join(self, choices: list[torch.Tensor], values: torch.Tensor | None) -> torch.Tensor:
+        if self.lone:
+            return choices[0]
+        if values is None:
+            return torch.stack(choices, dim=-1)
+        return torch.cat([torch.stack(choices, dim=-1).to(values.dtype), values], dim=-1) if choices else values
+
+    def sample(self) -> torch.Tensor:
+        return self.join([c.sample() for c in self.categoricals], None if self.normal is None else self.normal.sample())
+
+    def mode(self) -> torch.Tensor:
+        """The most likely choice per slot (legal where masked) and the Normal's mean."""
+        return self.join([c.logits.argmax(-1) for c in self.categoricals], None if self.normal is None else self.normal.mean)
+
+    def log_prob(self, action: torch.Tensor) -> torch.Tensor:
+        choices, values = self.parts(action)
+        terms = [c.log_prob(a) for c, a in zip(self.categoricals, choices)]
+        if values is not None:
+            terms.append(cast(Normal, self.normal).log_prob(values).sum(-1))
+        return terms[0] if len(terms) == 1 else torch.stack(terms, dim=-1).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        terms = [c.entropy() for c in self.categoricals]
+        if self.normal is not None:
+            terms.append(self.normal.entropy().sum(-1))
+        return terms[0] if len(terms) == 1 else torch.stack(terms, dim=-1).sum(-1)
+
+
 class ActionHead(nn.Module):
-    """Discrete → Categorical, MultiDiscrete → independent Categoricals, Box → diagonal Normal.
+    """One linear layer for the logits of every discrete slot (Discrete, MultiDiscrete and the discrete row
+    of a hybrid action) and the means of every continuous value (Box and a hybrid's continuous row), with
+    a learned log standard deviation per value; :meth:`distribution` makes its :class:`ActionDistribution`.
 
     ``legal`` (bool ``(B, logits)``, from the observation's :class:`~pufferbox.spaces.ActionMask`) sets
     illegal logits to -inf before sampling, scoring and argmax, so entropy and the PPO ratio are over
@@ -158,49 +205,47 @@ class ActionHead(nn.Module):
     def __init__(self, act_spec: ActionSpec, in_size: int):
         super().__init__()
         space = act_spec.flat_space
-        if isinstance(space, spaces.Discrete):
-            self.kind, self.sizes = "discrete", [int(space.n)]
-        elif isinstance(space, spaces.MultiDiscrete):
-            self.kind, self.sizes = "multidiscrete", [int(n) for n in np.asarray(space.nvec).ravel()]
+        self.lone = isinstance(space, spaces.Discrete)
+        if self.lone:
+            self.sizes, values = [int(space.n)], 0
         else:
-            self.kind, self.sizes = "box", [int(np.prod(space.shape or ()))]
-            self.logstd = nn.Parameter(torch.zeros(self.sizes[0]))
-        self.linear: nn.Module = layer_init(nn.Linear(in_size, sum(self.sizes)), std=0.01)  # groups may mask it
+            discrete = getattr(space, "discrete", space if act_spec.discrete else None)  # a hybrid's discrete row
+            self.sizes = [] if discrete is None else [int(n) for n in np.asarray(discrete.nvec).ravel()]
+            values = act_spec.continuous_size
+        self.values = values
+        if values:
+            self.logstd = nn.Parameter(torch.zeros(values))
+        self.linear: nn.Module = layer_init(nn.Linear(in_size, sum(self.sizes) + values), std=0.01)  # groups may mask it
 
     def logits(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> torch.Tensor:
+        """The discrete slots' logits (masked), then the continuous values' means."""
         out = self.linear(hidden)
-        return out if legal is None else mask_logits(out, legal, tuple(self.sizes))
+        if legal is None:
+            return out
+        if not self.values:
+            return mask_logits(out, legal, tuple(self.sizes))
+        choices, means = out.split([sum(self.sizes), self.values], dim=-1)
+        return torch.cat([mask_logits(choices, legal, tuple(self.sizes)), means], dim=-1)
 
-    def distribution(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> Any:
+    def distribution(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> ActionDistribution:
         out = self.logits(hidden, legal)
-        if self.kind == "discrete":
-            return Categorical(logits=out, validate_args=False)
-        if self.kind == "multidiscrete":
-            return [Categorical(logits=part, validate_args=False) for part in torch.split(out, self.sizes, dim=-1)]
-        return Normal(out, self.logstd.exp().expand_as(out), validate_args=False)
+        if self.lone:
+            return ActionDistribution([Categorical(logits=out, validate_args=False)], None, lone=True)
+        normal = None
+        if self.values:
+            out, means = out.split([sum(self.sizes), self.values], dim=-1)
+            normal = Normal(means, self.logstd.exp().expand_as(means), validate_args=False)
+        parts = torch.split(out, self.sizes, dim=-1) if self.sizes else ()
+        return ActionDistribution([Categorical(logits=p, validate_args=False) for p in parts], normal, lone=False)
 
     def sample(self, hidden: torch.Tensor, action: torch.Tensor | None = None, legal: torch.Tensor | None = None):
         """``(action, logprob, entropy)``; pass ``action`` to score a stored one."""
         dist = self.distribution(hidden, legal)
-        if self.kind == "discrete":
-            action = dist.sample() if action is None else action
-            return action, dist.log_prob(action), dist.entropy()
-        if self.kind == "multidiscrete":
-            if action is None:
-                action = torch.stack([d.sample() for d in dist], dim=-1)
-            logprob = torch.stack([d.log_prob(a) for d, a in zip(dist, action.unbind(-1))], dim=-1).sum(-1)
-            entropy = torch.stack([d.entropy() for d in dist], dim=-1).sum(-1)
-            return action, logprob, entropy
         action = dist.sample() if action is None else action
-        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1)
+        return action, dist.log_prob(action), dist.entropy()
 
     def mode(self, hidden: torch.Tensor, legal: torch.Tensor | None = None) -> torch.Tensor:
-        out = self.logits(hidden, legal)
-        if self.kind == "discrete":
-            return out.argmax(-1)
-        if self.kind == "multidiscrete":
-            return torch.stack([p.argmax(-1) for p in torch.split(out, self.sizes, dim=-1)], dim=-1)
-        return out
+        return self.distribution(hidden, legal).mode()
 
 
 class Agent(nn.Module):

@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium
 import numpy as np
 
 from pufferbox.buffers import Buffers
@@ -74,9 +73,14 @@ class RolloutResult:
 
 
 def random_actions(space: Any, rng: np.random.Generator, rows: int) -> np.ndarray:
-    """``rows`` uniform actions of a flat Discrete, MultiDiscrete or Box space."""
+    """``rows`` uniform actions of a flat Discrete, MultiDiscrete, Box or hybrid space."""
     from gymnasium import spaces
 
+    from pufferbox.spaces import HybridRow
+
+    if isinstance(space, HybridRow):
+        parts = (random_actions(space.discrete, rng, rows), random_actions(space.continuous, rng, rows))
+        return np.concatenate(parts, axis=-1).astype(np.float32)
     if isinstance(space, spaces.Discrete):
         return rng.integers(space.start, space.start + space.n, rows)
     if isinstance(space, spaces.MultiDiscrete):
@@ -96,7 +100,7 @@ class RolloutWorker:
         self.final_observations = factory.writes_final_observations
         self.obs_spec, self.act_spec = obs_spec, act_spec
         space = act_spec.flat_space
-        self.bounds = (space.low, space.high) if isinstance(space, gymnasium.spaces.Box) else None
+        self.bounds = (space.low, space.high) if not act_spec.discrete else None  # Box or hybrid rows: clip
         self.seed, self.rng = seed, np.random.default_rng(seed)
         self.policy: Any = None
         self.state: Any = None
