@@ -43,17 +43,12 @@ def test_tournament_runs_and_fills_the_board(local_ray, tmp_path):
     from click.testing import CliRunner
 
     from pufferbox.cli import cli, load_commands
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     events = []
     result = run_tournament(
-        "cartpole",
-        pods=2,
+        TournamentSettings("cartpole", pods=2, total_steps=4 * SLICE, slice_steps=SLICE, eval_episodes=2, capacity=3),
         run_dir=tmp_path / "t",
-        total_steps=4 * SLICE,
-        slice_steps=SLICE,
-        eval_episodes=2,
-        capacity=3,
         on_event=events.append,
     )
     assert result.slices == 4 and result.lost_slices == 0
@@ -80,7 +75,7 @@ def test_tournament_runs_and_fills_the_board(local_ray, tmp_path):
 
 
 def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     killed = []
     long_slice = 32 * SLICE  # several seconds of training: the kill lands mid-slice
@@ -91,13 +86,15 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
             threading.Timer(3.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
 
     result = run_tournament(
-        "cartpole",
-        pods=2,
+        TournamentSettings(
+            "cartpole",
+            pods=2,
+            total_steps=2 * long_slice,
+            slice_steps=long_slice,
+            first_slice_steps=long_slice,
+            eval_episodes=2,
+        ),
         run_dir=tmp_path / "k",
-        total_steps=2 * long_slice,
-        slice_steps=long_slice,
-        first_slice_steps=long_slice,
-        eval_episodes=2,
         on_event=kill_first_pod,
     )
     assert killed
@@ -107,17 +104,14 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
 
 
 def test_pods_can_vectorize_on_ray(local_ray, tmp_path):
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     events = []
     result = run_tournament(
-        "cartpole",
-        pods=2,
+        TournamentSettings(
+            "cartpole", pods=2, total_steps=2 * SLICE, slice_steps=SLICE, first_slice_steps=SLICE, eval_episodes=2
+        ),
         run_dir=tmp_path / "r",
-        total_steps=2 * SLICE,
-        slice_steps=SLICE,
-        first_slice_steps=SLICE,
-        eval_episodes=2,
         overrides=["vec.backend=ray", "vec.num_workers=2", "vec.num_envs=8"],
         on_event=events.append,
     )
@@ -131,7 +125,7 @@ def test_slice_schedule_and_halving(local_ray, tmp_path):
     import math
 
     from pufferbox.tournament.generator import slice_length
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     events, running = [], {}
     peak: dict[int, int] = {}
@@ -146,15 +140,17 @@ def test_slice_schedule_and_halving(local_ray, tmp_path):
             running.pop(event["slot"], None)
 
     result = run_tournament(
-        "cartpole",
-        pods=4,
+        TournamentSettings(
+            "cartpole",
+            pods=4,
+            total_steps=12 * SLICE,
+            slice_steps=SLICE,
+            first_slice_steps=SLICE // 4,
+            halving=True,
+            cpus_per_pod=0.5,
+            eval_episodes=2,
+        ),
         run_dir=tmp_path / "h",
-        total_steps=12 * SLICE,
-        slice_steps=SLICE,
-        first_slice_steps=SLICE // 4,
-        halving=True,
-        cpus_per_pod=0.5,
-        eval_episodes=2,
         on_event=on_event,
     )
     started = [e for e in events if e["event"] == "slice_started"]
@@ -172,11 +168,14 @@ def test_lagging_pod_is_truncated_and_its_steps_counted(local_ray, tmp_path):
     """A board whose best is far out of reach: every child trains a few updates, is judged behind
     on its training returns, stops mid-slice without an evaluation, and its steps still count."""
     from pufferbox.tournament.leaderboard import Entry
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     run_dir, longest = tmp_path / "lag", 16 * SLICE
     run_tournament(
-        "cartpole", pods=1, run_dir=run_dir, total_steps=SLICE, slice_steps=longest, first_slice_steps=SLICE, eval_episodes=2
+        TournamentSettings(
+            "cartpole", pods=1, total_steps=SLICE, slice_steps=longest, first_slice_steps=SLICE, eval_episodes=2
+        ),
+        run_dir=run_dir,
     )
     board = Leaderboard(run_dir)
     trained = board.best()
@@ -197,7 +196,7 @@ def test_lagging_pod_is_truncated_and_its_steps_counted(local_ray, tmp_path):
     board.close()
 
     events = []
-    result = run_tournament("cartpole", run_dir=run_dir, resume=True, on_event=events.append)
+    result = run_tournament(TournamentSettings("cartpole"), run_dir=run_dir, resume=True, on_event=events.append)
     truncated = [e for e in events if e["event"] == "slice_truncated"]
     started = [e for e in events if e["event"] == "slice_started"]
     assert truncated and result.truncated_slices == len(truncated)

@@ -21,7 +21,7 @@ def cluster(ray_cluster):
 
 
 def test_pool_grows_and_shrinks_with_the_cluster(cluster, tmp_path):
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     state = {"added": None, "removed": False}
     concurrent: list[int] = []
@@ -42,14 +42,16 @@ def test_pool_grows_and_shrinks_with_the_cluster(cluster, tmp_path):
                 state["added"] = cluster.add_node(num_cpus=2)  # the cluster grows mid-tournament
 
     result = run_tournament(
-        "cartpole",
-        pods=3,
+        TournamentSettings(
+            "cartpole",
+            pods=3,
+            total_steps=10 * SLICE,
+            slice_steps=SLICE,
+            first_slice_steps=SLICE,
+            eval_episodes=2,
+            cpus_per_pod=1.0,
+        ),
         run_dir=tmp_path / "e",
-        total_steps=10 * SLICE,
-        slice_steps=SLICE,
-        first_slice_steps=SLICE,
-        eval_episodes=2,
-        cpus_per_pod=1.0,
         on_event=on_event,
     )
     assert concurrent[0] == 1, "one CPU at the start: one pod"

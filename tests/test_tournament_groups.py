@@ -8,8 +8,9 @@ import pytest
 
 from pufferbox.registry import get_registry
 from pufferbox.tournament.generator import PodTask
-from pufferbox.tournament.orchestrator import Settings, TournamentError, score_group_of
+from pufferbox.tournament.orchestrator import TournamentError, score_group_of
 from pufferbox.tournament.pod import Pod
+from pufferbox.tournament.settings import TournamentSettings
 from pufferbox.train.config import resolve_config
 from pufferbox.train.league import RANDOM, play_match
 
@@ -56,7 +57,7 @@ def test_boards_from_before_group_scoring_resume_as_they_were_scored():
         "cpus_per_pod": 1.0,
         "seed": 0,
     }
-    settings = Settings.from_board(stored)
+    settings = TournamentSettings.from_board(stored)
     assert settings.score_group is None and settings.score_opponent == "self"
 
 
@@ -130,7 +131,7 @@ def test_a_tournament_on_tag_scores_and_stores_the_runner_group(local_ray, tmp_p
     assert out.exit_code == 0, out.output
     board = Leaderboard.open_read_only(run_dir)
     try:
-        settings = Settings.from_board(board.get_state("settings"))
+        settings = TournamentSettings.from_board(board.get_state("settings"))
         scores = [entry.score for entry in board.entries()]
     finally:
         board.close()
@@ -150,21 +151,23 @@ def test_a_tournaments_frozen_group_is_filled_from_the_leaderboard(local_ray, tm
     import torch
 
     from pufferbox.tournament.leaderboard import Leaderboard
-    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
     from pufferbox.train.checkpoint import load_checkpoint
 
     league = ['league.frozen=["runner"]', 'league.pool_source="tagger"', 'league.pool="uniform"']
     overrides = [*QUICK, *league, "league.refresh_interval=1"]
     run_tournament(
-        "tag",
-        pods=1,
+        TournamentSettings(
+            "tag",
+            pods=1,
+            total_steps=960,
+            slice_steps=128,
+            first_slice_steps=128,
+            slice_growth=1.0,
+            truncate_below=0.0,
+            eval_episodes=2,
+        ),
         run_dir=tmp_path / "t",
-        total_steps=960,  # three slices: one update (320 agent steps) each
-        slice_steps=128,
-        first_slice_steps=128,
-        slice_growth=1.0,
-        truncate_below=0.0,  # every slice evaluated and on the board
-        eval_episodes=2,
         overrides=overrides,
     )
     board = Leaderboard.open_read_only(tmp_path / "t")

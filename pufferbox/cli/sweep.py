@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pufferbox.cli import cli
+from pufferbox.cli import cli, plugin_option
 from pufferbox.cli.tracking import tracker_factory, wandb_options
 
 
@@ -26,6 +26,7 @@ from pufferbox.cli.tracking import tracker_factory, wandb_options
 @click.option(
     "--show", "show_dir", type=click.Path(file_okay=False, exists=True), help="Report the sweep in this directory."
 )
+@plugin_option
 @wandb_options
 def sweep(
     env,
@@ -41,6 +42,7 @@ def sweep(
     pruner,
     seed,
     show_dir,
+    plugin,
     **tracking,
 ):
     """Tune PPO on ENV with Optuna: each trial is a training run in RUN_DIR/trials/<n>.
@@ -65,7 +67,7 @@ def sweep(
         from pufferbox.registry import get_registry
         from pufferbox.train.runner import default_run_dir
 
-        run_dir = default_run_dir(f"{get_registry().get(env).name}-sweep")
+        run_dir = default_run_dir(f"{get_registry().get(env, plugin=plugin).name}-sweep")
     run_sweep(
         env,
         trials,
@@ -79,6 +81,7 @@ def sweep(
         study_name=study_name,
         pruner=pruner,
         seed=seed,
+        plugin=plugin,
         log=click.echo,
         callbacks=tracker_factory(tracking, default_group=study_name or Path(run_dir).resolve().name),
     )

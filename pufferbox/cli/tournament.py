@@ -9,12 +9,19 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from pufferbox.cli import UserError, cli
+from pufferbox.cli import UserError, cli, plugin_option
+from pufferbox.tournament.settings import SCORE_OPPONENTS, TournamentSettings, setting_default
 
 
 @cli.command()
 @click.argument("env", required=False)
-@click.option("--pods", type=click.IntRange(min=1), default=4, show_default=True, help="Pods in the training pool.")
+@click.option(
+    "--pods",
+    type=click.IntRange(min=1),
+    default=setting_default("pods"),
+    show_default=True,
+    help="Pods in the training pool.",
+)
 @click.option("--ray-address", envvar="RAY_ADDRESS", help="Join this Ray cluster (default: a local, loopback-only Ray).")
 @click.option("--hours", type=click.FloatRange(min=0, min_open=True), help="Wall-time budget.")
 @click.option("--total-steps", type=click.IntRange(min=1), help="Env-step budget over all pods.")
@@ -31,30 +38,36 @@ from pufferbox.cli import UserError, cli
 @click.option(
     "--slice-growth",
     type=click.FloatRange(min=1),
-    default=2.0,
+    default=setting_default("slice_growth"),
     show_default=True,
     help="Each generation's slice is this many times the previous one (1: fixed slices).",
 )
 @click.option(
     "--truncate-below",
     type=click.FloatRange(min=0),
-    default=0.5,
+    default=setting_default("truncate_below"),
     show_default=True,
     help="Stop a pod mid-slice when its training return is below best - F*|best| of the board (0: never).",
 )
 @click.option(
     "--halving/--no-halving",
-    default=False,
+    default=setting_default("halving"),
     show_default=True,
     help="Successive halving: generation g trains at most pods/growth**g branches at once (fewer steps "
     "spent on branches that lose, slots left idle).",
 )
-@click.option("--eval-episodes", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Leaderboard size K.")
+@click.option("--eval-episodes", type=click.IntRange(min=1), default=setting_default("eval_episodes"), show_default=True)
+@click.option(
+    "--capacity",
+    type=click.IntRange(min=1),
+    default=setting_default("capacity"),
+    show_default=True,
+    help="Leaderboard size K.",
+)
 @click.option(
     "--cpus-per-pod",
     type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
+    default=setting_default("cpus_per_pod"),
     show_default=True,
     help="Ray CPUs each pod reserves; the pool shrinks to what the cluster has.",
 )
@@ -65,54 +78,42 @@ from pufferbox.cli import UserError, cli
 )
 @click.option(
     "--score-opponent",
-    type=click.Choice(["self", "random"]),
-    default="self",
+    type=click.Choice(list(SCORE_OPPONENTS)),
+    default=setting_default("score_opponent"),
     show_default=True,
     help="Who plays the other groups when a checkpoint is scored: its own policies, or uniform random "
     "actions (comparable across checkpoints; turns --truncate-below off).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=setting_default("seed"), show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE", help="Override the pods' config.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Default: runs/<env>-tournament-<timestamp>.")
 @click.option("--resume", is_flag=True, help="Continue the tournament in --run-dir from its leaderboard.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def tournament(
-    env,
-    pods,
-    ray_address,
-    hours,
-    total_steps,
-    slice_steps,
-    first_slice_steps,
-    slice_growth,
-    truncate_below,
-    halving,
-    eval_episodes,
-    capacity,
-    cpus_per_pod,
-    score_group,
-    score_opponent,
-    seed,
-    overrides,
-    run_dir,
-    resume,
-    as_json,
-) -> None:
-    """Population training of ENV: pods on Ray, a leaderboard, a generator and an updater."""
-    from pufferbox.tournament.orchestrator import TournamentError, run_tournament
+@plugin_option
+def tournament(ray_address, overrides, run_dir, resume, as_json, **flags) -> None:
+    """Population training of ENV: pods on Ray, a leaderboard, a generator and an updater.
+
+    --resume continues the tournament in --run-dir with the settings it started with (its env's plugin too).
+    """
+    from pufferbox.tournament.orchestrator import run_tournament
+    from pufferbox.tournament.settings import TournamentError
     from pufferbox.train.runner import default_run_dir
 
+    settings = TournamentSettings(**flags)  # every option but the run's own: the settings, passed whole
     if resume and not run_dir:
         raise UserError("--resume needs --run-dir (the tournament's run directory)")
-    if not resume and not env:
+    if not resume and not settings.env:
         raise UserError("name an env: pufferbox tournament ENV --pods N --total-steps T")
-    if not resume and (total_steps is None) == (hours is None):
-        raise UserError("give exactly one budget: --total-steps T or --hours H")
+    try:
+        if not resume:
+            settings.check()  # before Ray is reached
+    except TournamentError as exc:
+        raise UserError(str(exc)) from None
     if ray_address:
         from pufferbox.vector.ray import check_reachable
 
         check_reachable(ray_address)  # fail in seconds, before the leaderboard is created
-    run_dir = run_dir or str(default_run_dir(f"{env}-tournament"))
+    run_dir = run_dir or str(default_run_dir(f"{settings.env}-tournament"))
 
     def log(event: dict) -> None:
         if not as_json:
@@ -122,26 +123,7 @@ def tournament(
 
     try:
         result = run_tournament(
-            env,
-            pods,
-            run_dir=run_dir,
-            total_steps=total_steps,
-            hours=hours,
-            slice_steps=slice_steps,
-            first_slice_steps=first_slice_steps,
-            slice_growth=slice_growth,
-            truncate_below=truncate_below,
-            halving=halving,
-            eval_episodes=eval_episodes,
-            capacity=capacity,
-            cpus_per_pod=cpus_per_pod,
-            seed=seed,
-            score_group=score_group,
-            score_opponent=score_opponent,
-            ray_address=ray_address,
-            overrides=list(overrides),
-            resume=resume,
-            on_event=log,
+            settings, run_dir=run_dir, overrides=list(overrides), ray_address=ray_address, resume=resume, on_event=log
         )
     except TournamentError as exc:
         raise UserError(str(exc)) from None

@@ -145,21 +145,22 @@ def sweep(
     pruner: str = "median",
     prune_startup: int = 2,
     seed: int = 0,
+    plugin: str | None = None,
     callbacks: Callable[[str, str], list[Any]] | None = None,
     log: Callable[[str], None] = print,
 ) -> SweepResult:
     """Run (or continue) a sweep of ``trials`` finished trials; see the module docstring.
 
+    ``plugin`` (distribution or entry-point name): take ``env`` from that plugin where two offer the
+    name; recorded in ``sweep.toml``, so a continued sweep trains the same plugin's env without it.
     ``callbacks(trial_dir, trial_name)`` gives extra training callbacks per trial (e.g. a W&B tracker).
     """
 
     check_args(trials, parallel, pruner)
     if ray_address not in (None, "local") and storage is None:
-        log(
-            "warning: trials on other machines cannot reach the sweep directory's SQLite study; "
-            "pass --storage with an RDB URL they can reach"
-        )
-    spec = get_registry().get(env)
+        log(f"warning: {REMOTE_SQLITE}")  # RDB storage: the trials' machines write it themselves
+    run_dir = Path(run_dir)
+    spec = sweep_env(env, plugin, run_dir)
     overrides = list(overrides or [])
     config, table = base_config(spec, config_file, overrides)
     obj = parse_objective(objective, spec.training.solved_return, spec.name)
@@ -172,9 +173,9 @@ def sweep(
     if obj.multi and "train.total_steps" not in set(space) | set(flatten(table)):
         budget = config["train"]["total_steps"]
         space["train.total_steps"] = Param("train.total_steps", max(1, budget // 8), budget, log=True, is_int=True)
-    run_dir = Path(run_dir)
     meta = {
         "env": spec.name,
+        "distribution": spec.meta.distribution,
         "objective": list(obj.names),
         "storage": storage or f"sqlite:///{run_dir.resolve()}/study.db",
         "study_name": study_name or run_dir.resolve().name,
@@ -192,13 +193,8 @@ def sweep(
         requeue_interrupted(study, embedded=storage is None, log=log)
         finished = sum(counted(t) for t in study.get_trials(deepcopy=False))
         log(f"sweep directory: {run_dir} ({finished} of {trials} trials finished)")
-        job = dict(
-            env=spec.name,
-            objective=obj,
-            storage=meta["storage"],
-            study_name=meta["study_name"],
-            prune=pruner != "none" and not obj.multi,
-        )
+        job = {key: meta[key] for key in ("env", "distribution", "storage", "study_name")}
+        job.update(objective=obj, prune=pruner != "none" and not obj.multi)
         with make_executor(parallel, ray_address) as submit:
             drive(study, trials, parallel, submit, space, config, run_dir, job, callbacks, log)
         return SweepResult(study, run_dir, obj)
@@ -211,6 +207,9 @@ def sweep(
         lock.release()
 
 
+REMOTE_SQLITE = (
+    "trials on other machines cannot reach the sweep directory's SQLite study; pass --storage with an RDB URL they can reach"
+)
 RETRY = "free some space (or fix the storage), then run the same command again to continue the sweep"
 
 
@@ -279,6 +278,15 @@ def defaults_of(config: dict, space: dict[str, Param]) -> dict:
     return out
 
 
+def sweep_env(env: str, plugin: str | None, run_dir: Path) -> Any:
+    """The env a sweep trains: ``plugin``'s offer of ``env``, else (a continued sweep) the plugin its
+    ``sweep.toml`` recorded, else the registry's holder of the name."""
+    path = run_dir / "sweep.toml"
+    recorded = load_toml(path).get("distribution") if plugin is None and path.is_file() else None
+    chosen = plugin or recorded
+    return get_registry().get(env, plugin=chosen) if chosen else get_registry().get(env)
+
+
 def check_resume(run_dir: Path, meta: dict) -> None:
     path = run_dir / "sweep.toml"
     if not path.is_file():
@@ -286,7 +294,9 @@ def check_resume(run_dir: Path, meta: dict) -> None:
             raise SweepError(f"{run_dir}: directory is not empty and holds no sweep; pick a new --run-dir")
         return
     old = load_toml(path)
-    for key in ("env", "objective", "storage", "study_name"):
+    for key in ("env", "distribution", "objective", "storage", "study_name"):
+        if key == "distribution" and key not in old:  # a sweep from before the record: any holder of the name
+            continue
         if old.get(key) != meta[key]:
             raise SweepError(
                 f"{run_dir}: this sweep has {key} {old.get(key)!r}, not {meta[key]!r}; "

@@ -31,6 +31,7 @@ class TrialJob:
     study_name: str
     trial_id: int
     prune: bool
+    distribution: str | None = None  # the plugin whose ``env`` the trial trains (another may offer the name)
     callbacks: list[Any] = field(default_factory=list)
 
 
@@ -81,6 +82,14 @@ def open_trial(job: TrialJob) -> Any:
     return optuna.trial.Trial(study, job.trial_id)
 
 
+def use_distribution(distribution: str | None) -> None:
+    """Make ``distribution`` win the env's name in this process (a worker, a Ray task), as ``--plugin`` does."""
+    from pufferbox.registry import canonical, prefer, preferences_from_env
+
+    if distribution and preferences_from_env()[:1] != [canonical(distribution)]:
+        prefer(distribution)
+
+
 def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     """Train ``job.config`` with a :class:`Reporter`; ``trial`` is the live Optuna trial in-process."""
     import optuna
@@ -89,6 +98,7 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     from pufferbox.train.runner import run
 
     trial = trial if trial is not None else open_trial(job)
+    use_distribution(job.distribution)
     budget = job.config["train"]["total_steps"]
     reporter = Reporter(trial, job.objective, budget, job.prune)
     try:

@@ -28,7 +28,8 @@ restart. Durable: everything the driver needs lives in the run directory; a driv
 killed at any moment loses at most the slices in flight, and ``resume=True`` continues.
 
 Example:
-    >>> result = run_tournament("cartpole", pods=4, total_steps=400_000, run_dir="runs/t")  # doctest: +SKIP
+    >>> settings = TournamentSettings("cartpole", pods=4, total_steps=400_000)
+    >>> result = run_tournament(settings, run_dir="runs/t")  # doctest: +SKIP
     >>> result.best_score                                                                    # doctest: +SKIP
 """
 
@@ -39,22 +40,26 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pufferbox.tournament.generator import TUNABLE, PodTask, propose, slice_length
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
 from pufferbox.tournament.pod import Pod, SliceResult
+from pufferbox.tournament.settings import TournamentError, TournamentSettings
+from pufferbox.tournament.state import Progress, Slot
 
-__all__ = ["Settings", "Tournament", "TournamentError", "TournamentResult", "lagging", "run_tournament"]
+__all__ = [
+    "Tournament",
+    "TournamentError",
+    "TournamentResult",
+    "TournamentSettings",
+    "lagging",
+    "run_tournament",
+]
 
 POLL_SECONDS = 0.25  # how often the updater looks at the pods' progress
-SCORE_OPPONENTS = ("self", "random")
-
-
-class TournamentError(RuntimeError):
-    """The tournament cannot run as asked (bad settings, a resume mismatch, a pod's code failing)."""
 
 
 @dataclass
@@ -110,96 +115,6 @@ def lagging(
     return trained >= best_trained and live["mean_return"] < best_score - below * abs(best_score)
 
 
-@dataclass
-class Settings:
-    """What a tournament was started with; stored on its board so ``--resume`` continues it as it was."""
-
-    env: str
-    pods: int
-    total_steps: int | None
-    hours: float | None
-    slice_steps: int  # the longest slice
-    first_slice_steps: int
-    slice_growth: float
-    truncate_below: float
-    halving: bool
-    eval_episodes: int
-    capacity: int
-    cpus_per_pod: float
-    seed: int
-    # An env with agent groups scores a checkpoint by one group's mean return ("tagger"), playing
-    # its own checkpoint's other groups ("self") or uniform random actions there ("random").
-    score_group: str | None = None
-    score_opponent: str = "self"
-
-    @classmethod
-    def from_board(cls, stored: dict) -> Settings:
-        # Boards written before the slice schedule existed trained fixed slices and never truncated;
-        # before group scoring, every board scored the mean return over all agents.
-        old = {
-            "first_slice_steps": stored["slice_steps"],
-            "slice_growth": 1.0,
-            "truncate_below": 0.0,
-            "halving": False,
-            "score_opponent": "self",
-        }
-        return cls(**{f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)})
-
-
-def new_settings(
-    env: str,
-    pods: int,
-    config: dict,
-    total_steps: int | None,
-    hours: float | None,
-    slice_steps: int | None,
-    first_slice_steps: int | None,
-    slice_growth: float,
-    truncate_below: float,
-    halving: bool,
-    eval_episodes: int,
-    capacity: int,
-    cpus_per_pod: float | None,
-    seed: int,
-    score_group: str | None = None,
-    score_opponent: str = "self",
-) -> Settings:
-    """Check a new tournament's settings and fill in the slice lengths left out (``score_group``: already
-    resolved by :func:`score_group_of`)."""
-    if (total_steps is None) == (hours is None):
-        raise TournamentError("give exactly one budget: --total-steps T or --hours H")
-    if pods < 1:
-        raise TournamentError(f"--pods must be at least 1, got {pods}")
-    if slice_growth < 1:
-        raise TournamentError(f"--slice-growth must be at least 1, got {slice_growth}")
-    if score_opponent not in SCORE_OPPONENTS:
-        raise TournamentError(f"--score-opponent: {score_opponent!r} is not one of {', '.join(SCORE_OPPONENTS)}")
-    if score_opponent == "random":
-        truncate_below = 0.0  # training returns (against itself) do not compare with scores against random play
-    update = config["train"]["num_steps"] * config["vec"]["num_envs"]
-    if slice_steps is None:  # the longest slice: about four per pod, long enough to learn
-        slice_steps = max(update, total_steps // (pods * 4)) if total_steps is not None else 50 * update
-    if first_slice_steps is None:  # a few updates: enough to tell the first settings apart
-        first_slice_steps = max(4 * update, slice_steps // 16)
-    return Settings(
-        env=env,
-        pods=pods,
-        total_steps=total_steps,
-        hours=hours,
-        slice_steps=slice_steps,
-        first_slice_steps=min(first_slice_steps, slice_steps),
-        slice_growth=slice_growth,
-        truncate_below=truncate_below,
-        halving=halving,
-        eval_episodes=eval_episodes,
-        capacity=capacity,
-        cpus_per_pod=cpus_per_pod if cpus_per_pod is not None else 1.0,
-        seed=seed,
-        score_group=score_group,
-        score_opponent=score_opponent,
-    )
-
-
 def score_group_of(spec: Any, config: dict, asked: str | None) -> str | None:
     """The group whose return scores ``spec``'s checkpoints: ``asked`` (checked against the env's groups),
     else the first learning group of an env with groups; None for one shared policy (every agent's return)."""
@@ -235,7 +150,8 @@ def tournament_started(run_dir: Path) -> bool:
 
 
 class Tournament:
-    """The driver: a pool of pod actors, the board, and one loop of small steps.
+    """The driver: a pool of pod actors (:class:`~pufferbox.tournament.state.Slot`), the board, and one
+    loop of small steps.
 
     :meth:`run` repeats :meth:`schedule` (size the pool to the cluster, give idle slots a task
     from the generator, :meth:`dispatch` it) then :meth:`collect` (a finished slice: :meth:`commit`
@@ -247,7 +163,7 @@ class Tournament:
     def __init__(
         self,
         board: Leaderboard,
-        settings: Settings,
+        settings: TournamentSettings,
         config: dict,
         run_dir: Path,
         resume: bool,
@@ -258,85 +174,38 @@ class Tournament:
 
         self.board, self.settings, self.config, self.run_dir = board, settings, config, run_dir
         self.resume, self.on_event = resume, on_event
-        self.progress = {"truncated": 0, "eval_steps": 0, "lost_steps": 0, **board.get_state("progress")}
+        self.progress = Progress.from_board(board.get_state("progress"))
         self.hyper = base_hyperparams(config)
         # About one finished episode per env (and a few dozen at least) before a pod is judged.
         self.min_episodes = max(32, int(config["vec"]["num_envs"]))
         self.events: list[dict] = []
-        self.start, self.wall_before = time.perf_counter(), self.progress["wall_time"]
+        self.start, self.wall_before = time.perf_counter(), self.progress.wall_time
         self.ray = ensure_ray(ray_address)
         # Threaded actors: the driver reads a pod's progress (and truncates it) while it trains.
         self.PodActor = self.ray.remote(max_concurrency=2)(Pod)
-        self.slots: dict[int, Any] = {}  # slot -> actor
-        self.slot_since: dict[int, float] = {}
-        self.actor_names: dict[int, str] = {}
-        self.opponents_sent: dict[int, set[int]] = {}  # slot -> board entries its actor's pool already holds
-        self.busy: dict[Any, tuple[int, PodTask, float]] = {}  # ref -> (slot, task, submitted)
-        self.live: dict[Any, dict] = {}  # ref -> the pod's last progress report
-        self.asks: dict[Any, Any] = {}  # slice ref -> its pod's unanswered progress() call
-        self.truncating: set[Any] = set()
-        self.rng = random.Random(settings.seed * 1_000_003 + self.progress["slices"] + self.progress["lost"])
+        self.slots: dict[int, Slot] = {}  # slot index -> its pod actor and the slice it trains
+        self.rng = random.Random(settings.seed * 1_000_003 + self.progress.slices + self.progress.lost)
 
     @classmethod
     def open(
         cls,
-        env: str,
-        pods: int,
+        settings: TournamentSettings,
         run_dir: str | Path,
         resume: bool,
-        overrides: list[str] | None,
+        overrides: list[str] | None = None,
         ray_address: str | None = None,
         on_event: Callable[[dict], None] | None = None,
-        **budget: Any,
     ) -> Tournament:
-        """A new tournament in ``run_dir``, or (``resume``) the one there; ``budget``: :func:`new_settings`'s."""
-        from pufferbox.registry import get_registry
-        from pufferbox.train.config import resolve_config
-
+        """A new tournament in ``run_dir``, or (``resume``) the one there, continued with its recorded settings."""
         run_dir = Path(run_dir)
-        started = tournament_started(run_dir)
-        if resume and not (run_dir / "leaderboard.sqlite").exists():
-            raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
-        if resume and not started:
-            raise TournamentError(
-                f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite "
-                "has no settings); start it again without --resume"
-            )
-        if not resume and started:
-            raise TournamentError(
-                f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir"
-            )
+        check_run_dir(run_dir, resume)
         if resume:
-            # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
-            board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
-            settings = Settings.from_board(board.get_state("settings"))
-            board.capacity, board.keep_recent = settings.capacity, settings.pods
-            config = board.get_state("config")
+            board, settings, config = reopen(run_dir, settings)
         else:
-            spec = get_registry().get(env)
-            config = resolve_config(spec.training.config, overrides=list(overrides or []))
-            # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
-            config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
-            if config.get("league", {}).get("frozen"):  # the frozen groups' pool is the leaderboard (Pod.opponent_pool)
-                config["league"]["snapshot_interval"] = 0
-            budget["score_group"] = score_group_of(spec, config, budget.get("score_group"))
-            settings = new_settings(spec.name, pods, config, **budget)
+            settings, config = first_settings(settings, overrides)
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
-            board = Leaderboard(run_dir, capacity=budget["capacity"], keep_recent=pods)
-            board.start(
-                asdict(settings),
-                config,
-                {
-                    "steps": 0,
-                    "slices": 0,
-                    "lost": 0,
-                    "next_pod": 0,
-                    "wall_time": 0.0,
-                    "pod_time": 0.0,
-                    "train_time": 0.0,
-                    "eval_time": 0.0,
-                },
-            )
+            board = Leaderboard(run_dir, capacity=settings.capacity, keep_recent=settings.pods)
+            board.start(settings.as_dict(), config, Progress().as_dict())
         return cls(board, settings, config, run_dir, resume, ray_address, on_event)
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -349,39 +218,39 @@ class Tournament:
         if self.on_event is not None:
             self.on_event(event)
 
+    def save_progress(self) -> None:
+        self.board.set_state("progress", self.progress.as_dict())
+
     def pool_size(self) -> int:
         cpus, s = self.ray.cluster_resources().get("CPU", 0.0), self.settings
         return max(1, min(s.pods, math.floor(cpus / s.cpus_per_pod + 1e-9) if s.cpus_per_pod > 0 else s.pods))
 
+    def running(self) -> dict[Any, Slot]:
+        """The slots training a slice, by the slice's Ray reference."""
+        return {slot.running.ref: slot for slot in self.slots.values() if slot.running is not None}
+
     def budget_open(self) -> bool:
         if self.settings.total_steps is not None:
-            committed = sum(task.steps for _, task, _ in self.busy.values())
-            return self.progress["steps"] + committed < self.settings.total_steps
+            committed = sum(slot.running.task.steps for slot in self.running().values() if slot.running)
+            return self.progress.steps + committed < self.settings.total_steps
         return self.wall_time() < self.settings.hours * 3600
 
     def in_flight_steps(self) -> int:
-        return sum(self.live.get(ref, {}).get("steps", 0) for ref in self.busy)
+        return sum(slot.running.steps for slot in self.running().values() if slot.running)
 
     def count_pod_time(self) -> None:
         """Add the running slots' time so far, so a board saved mid-run never has train time > pod time."""
         now = time.perf_counter()
-        for held in self.slot_since:
-            self.progress["pod_time"] += now - self.slot_since[held]
-            self.slot_since[held] = now
+        for slot in self.slots.values():
+            self.progress.pod_time += now - slot.since
+            slot.since = now
 
-    def release(self, slot: int) -> None:
-        actor = self.slots.pop(slot, None)
-        self.opponents_sent.pop(slot, None)
-        if slot in self.slot_since:
-            self.progress["pod_time"] += time.perf_counter() - self.slot_since.pop(slot)
-        if actor is not None:
-            self.ray.kill(actor, no_restart=True)
-
-    def forget(self, ref: Any) -> tuple[int, PodTask, float]:
-        self.live.pop(ref, None)
-        self.asks.pop(ref, None)
-        self.truncating.discard(ref)
-        return self.busy.pop(ref)
+    def release(self, index: int) -> None:
+        """Give slot ``index``'s pod back to the cluster (its time counted)."""
+        slot = self.slots.pop(index, None)
+        if slot is not None:
+            self.progress.pod_time += time.perf_counter() - slot.since
+            self.ray.kill(slot.actor, no_restart=True)
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> TournamentResult:
@@ -391,7 +260,7 @@ class Tournament:
             env=s.env,
             pods=s.pods,
             resume=self.resume,
-            steps=self.progress["steps"],
+            steps=self.progress.steps,
             slice_steps=s.slice_steps,
             first_slice_steps=s.first_slice_steps,
             slice_growth=s.slice_growth,
@@ -399,59 +268,64 @@ class Tournament:
         )
         try:
             while self.schedule():
-                ready, _ = self.ray.wait(list(self.busy), num_returns=1, timeout=POLL_SECONDS)
+                ready, _ = self.ray.wait(list(self.running()), num_returns=1, timeout=POLL_SECONDS)
                 if not ready:
                     self.evaluate()
                 for ref in ready:
-                    self.collect(ref)
+                    self.collect(self.running()[ref])
         finally:
-            for slot in list(self.slots):
-                self.release(slot)
-            self.progress["wall_time"] = round(self.wall_time(), 4)
-            self.board.set_state("progress", self.progress)
+            for index in list(self.slots):
+                self.release(index)
+            self.progress.wall_time = round(self.wall_time(), 4)
+            self.save_progress()
         return self.result()
 
     def schedule(self) -> bool:
         """Size the pool to the cluster and give free slots tasks while the budget lasts; False once
         nothing is in flight (the tournament is over)."""
         target = self.pool_size()
-        for slot in sorted(self.slots):  # a shrunk cluster: retire idle slots beyond the pool size
-            if len(self.slots) > target and all(s != slot for s, _, _ in self.busy.values()):
-                self.release(slot)
+        for index in sorted(self.slots):  # a shrunk cluster: retire idle slots beyond the pool size
+            if len(self.slots) > target and self.slots[index].running is None:
+                self.release(index)
         s = self.settings
-        while len(self.busy) < target and self.budget_open():
+        while len(self.running()) < target and self.budget_open():
             # The first `pods` tasks found the population: one new lineage each, so the first
             # (short) slices compare that many different settings before exploiting any.
-            next_pod = self.progress["next_pod"]
+            next_pod = self.progress.next_pod
             task = propose(self.board, self.hyper, pod=next_pod, rng=self.rng, fresh=next_pod < s.pods)
-            if s.halving and len(self.busy) >= max(1, math.ceil(s.pods / s.slice_growth**task.generation)):
+            if s.halving and len(self.running()) >= max(1, math.ceil(s.pods / s.slice_growth**task.generation)):
                 break  # successive halving: deeper generations train fewer branches at once
             task.steps = slice_length(task.generation, s.first_slice_steps, s.slice_steps, s.slice_growth)
-            self.progress["next_pod"] += 1
+            self.progress.next_pod += 1
             self.dispatch(task)
-        return bool(self.busy)
+        return bool(self.running())
+
+    def free_slot(self) -> Slot:
+        """The lowest slot index not training, starting a pod actor there if it has none."""
+        s, busy = self.settings, {slot.index for slot in self.running().values()}
+        index = next(i for i in range(len(self.slots) + 1) if i not in busy)
+        if index not in self.slots:
+            name = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
+            actor = self.PodActor.options(num_cpus=s.cpus_per_pod, name=name).remote(
+                s.env, self.config, str(self.run_dir), index, s.score_group, s.score_opponent, s.plugin
+            )
+            self.slots[index] = Slot(index, actor, name, since=time.perf_counter())
+        return self.slots[index]
 
     def dispatch(self, task: PodTask) -> None:
-        """Send ``task`` to the lowest free slot, starting a pod actor there if it has none."""
-        settings, taken = self.settings, {b for b, _, _ in self.busy.values()}
-        slot = next(s for s in range(len(self.busy) + len(self.slots) + 1) if s not in taken)
-        if slot not in self.slots:
-            self.actor_names[slot] = f"pufferbox-pod-{uuid.uuid4().hex[:12]}"
-            self.slots[slot] = self.PodActor.options(num_cpus=settings.cpus_per_pod, name=self.actor_names[slot]).remote(
-                settings.env, self.config, str(self.run_dir), slot, settings.score_group, settings.score_opponent
-            )
-            self.slot_since[slot] = time.perf_counter()
+        """Send ``task`` to the lowest free slot."""
+        slot = self.free_slot()
         if self.config.get("league", {}).get("frozen"):  # the pod keeps its pool: send only the entries it lacks
-            sent = self.opponents_sent.setdefault(slot, set())
+            sent = slot.opponents_sent
             task.opponents = {e.id: Path(str(e.checkpoint)).read_bytes() for e in self.board.entries() if e.id not in sent}
             sent.update(task.opponents)
-        ref = self.slots[slot].run_slice.remote(task, task.steps, self.settings.eval_episodes)
-        self.busy[ref] = (slot, task, time.perf_counter())
+        ref = slot.actor.run_slice.remote(task, task.steps, self.settings.eval_episodes)
+        slot.start(ref, task, time.perf_counter())
         self.emit(
             "slice_started",
             pod=task.pod,
-            slot=slot,
-            actor=self.actor_names[slot],
+            slot=slot.index,
+            actor=slot.name,
             parent=task.parent,
             generation=task.generation,
             steps=task.steps,
@@ -459,99 +333,98 @@ class Tournament:
             perturbed=task.meta.get("perturbed", {}),
         )
 
-    def poll_progress(self, refs: list, timeout: float) -> None:
-        """Refresh ``live`` for the slices ``refs``, waiting at most ``timeout`` s for the answers
+    def poll_progress(self, timeout: float) -> None:
+        """Refresh the training slots' progress reports, waiting at most ``timeout`` s for the answers
         (a pod still starting answers later; its last report stands meanwhile)."""
         from ray.exceptions import RayActorError, RayTaskError
 
-        for ref in refs:
-            if ref not in self.asks and self.busy[ref][0] in self.slots:
-                self.asks[ref] = self.slots[self.busy[ref][0]].progress.remote()
-        pending = {ask: ref for ref, ask in self.asks.items() if ref in refs}
+        pending = {}
+        for slot in self.running().values():
+            assert slot.running is not None
+            if slot.running.ask is None:
+                slot.running.ask = slot.actor.progress.remote()
+            pending[slot.running.ask] = slot.running
         if not pending:
             return
         answered, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
         for ask in answered:
-            ref = pending[ask]
-            del self.asks[ref]
+            running = pending[ask]
+            running.ask = None
             try:
                 report = self.ray.get(ask)
             except (RayActorError, RayTaskError):
                 continue
-            if report.get("pod") == self.busy[ref][1].pod:
-                self.live[ref] = report
+            if report.get("pod") == running.task.pod:
+                running.report = report
 
     def evaluate(self) -> None:
         """Read the pods' progress and truncate those clearly behind the board's best."""
-        self.poll_progress(list(self.busy), timeout=0)
+        from pufferbox.tournament.state import SlotState
+
+        self.poll_progress(timeout=0)
         best, below = self.board.best(), self.settings.truncate_below
         if best is None or below <= 0:
             return
-        for ref in [ref for ref in self.busy if ref not in self.truncating]:
-            report = self.live.get(ref)
-            slot, task, _ = self.busy[ref]
-            if report and lagging(
-                report,
-                best.score,
-                below,
-                self.min_episodes,
-                trained=task.parent_steps + report["steps"],
-                best_trained=best.steps,
-            ):
-                self.truncating.add(ref)
-                self.slots[slot].truncate.remote(
-                    task.pod,
-                    f"training return {report['mean_return']:.4g} after "
-                    f"{report['steps']} steps; board best {best.score:.4g}",
+        for slot in [slot for slot in self.running().values() if slot.state is SlotState.TRAINING]:
+            running = slot.running
+            assert running is not None
+            report = running.report
+            trained = running.task.parent_steps + running.steps
+            if report and lagging(report, best.score, below, self.min_episodes, trained, best_trained=best.steps):
+                slot.truncate()
+                slot.actor.truncate.remote(
+                    running.task.pod,
+                    f"training return {report['mean_return']:.4g} after {report['steps']} steps; "
+                    f"board best {best.score:.4g}",
                 )
 
-    def collect(self, ref: Any) -> None:
+    def collect(self, slot: Slot) -> None:
         """A finished slice: count its steps and commit it, or record it as truncated or lost."""
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-        slot, task, _ = self.busy[ref]
+        assert slot.running is not None
+        task = slot.running.task
         try:
-            result: SliceResult = self.ray.get(ref, timeout=60)
+            result: SliceResult = self.ray.get(slot.running.ref, timeout=60)
         except RayTaskError as exc:  # the pod's own code failed: a bug to report, not a lost node
             raise TournamentError(f"pod {task.pod} failed: {str(exc).strip().splitlines()[-1]}") from exc
         except (RayActorError, GetTimeoutError) as exc:
-            return self.lose(ref, type(exc).__name__)
-        self.forget(ref)
+            return self.lose(slot, type(exc).__name__)
+        slot.finish()
         progress = self.progress
-        progress["steps"] += result.steps
-        progress["slices"] += 1
-        progress["train_time"] += result.train_time
-        progress["eval_time"] += result.eval_time
-        progress["eval_steps"] += result.eval_steps
-        progress["wall_time"] = round(self.wall_time(), 4)
+        progress.steps += result.steps
+        progress.slices += 1
+        progress.train_time += result.train_time
+        progress.eval_time += result.eval_time
+        progress.eval_steps += result.eval_steps
+        progress.wall_time = round(self.wall_time(), 4)
         if result.truncated:
-            progress["truncated"] += 1
-            self.board.set_state("progress", progress)
+            progress.truncated += 1
+            self.save_progress()
             self.emit(
                 "slice_truncated",
                 pod=task.pod,
-                slot=slot,
-                steps=progress["steps"],
+                slot=slot.index,
+                steps=progress.steps,
                 slice_steps=result.steps,
                 reason=result.truncated,
             )
             return
-        self.commit(slot, task, result)
+        self.commit(slot.index, task, result)
 
-    def lose(self, ref: Any, reason: str) -> None:
+    def lose(self, slot: Slot, reason: str) -> None:
         """The pod vanished (node gone, actor killed): count the steps it was last seen at, free its slot."""
-        lost_steps = self.live.get(ref, {}).get("steps", 0)
-        slot, task, _ = self.forget(ref)
-        self.progress["lost"] += 1
-        self.progress["steps"] += lost_steps
-        self.progress["lost_steps"] += lost_steps
-        self.release(slot)
-        self.board.set_state("progress", self.progress)
-        self.emit("slice_lost", pod=task.pod, slot=slot, reason=reason, steps=self.progress["steps"])
+        running = slot.finish()
+        self.progress.lost += 1
+        self.progress.steps += running.steps
+        self.progress.lost_steps += running.steps
+        self.release(slot.index)
+        self.save_progress()
+        self.emit("slice_lost", pod=running.task.pod, slot=slot.index, reason=reason, steps=self.progress.steps)
 
-    def commit(self, slot: int, task: PodTask, result: SliceResult) -> None:
+    def commit(self, index: int, task: PodTask, result: SliceResult) -> None:
         """Insert an evaluated slice into the board (with the steps every pod has taken by now)."""
-        self.poll_progress(list(self.busy), timeout=1.0)  # the steps the other pods have taken by now count too
+        self.poll_progress(timeout=1.0)  # the steps the other pods have taken by now count too
         self.count_pod_time()
         progress = self.progress
         rank = self.board.insert(
@@ -566,18 +439,18 @@ class Tournament:
                 generation=task.generation,
                 checkpoint=result.checkpoint,
             ),
-            total_steps=progress["steps"] + self.in_flight_steps(),
-            wall_time=progress["wall_time"],
-            eval_steps=progress["eval_steps"],
-            state={"progress": progress},
+            total_steps=progress.steps + self.in_flight_steps(),
+            wall_time=progress.wall_time,
+            eval_steps=progress.eval_steps,
+            state={"progress": progress.as_dict()},
         )
         self.emit(
             "slice_done",
             pod=task.pod,
-            slot=slot,
+            slot=index,
             score=round(result.score, 3),
             rank=rank,
-            steps=progress["steps"],
+            steps=progress.steps,
             slice_steps=result.steps,
             train_time=round(result.train_time, 3),
             eval_time=round(result.eval_time, 3),
@@ -588,21 +461,21 @@ class Tournament:
 
     def result(self) -> TournamentResult:
         progress, best = self.progress, self.board.best()
-        pod_time = progress["pod_time"]
+        pod_time = progress.pod_time
         result = TournamentResult(
             run_dir=str(self.run_dir),
-            total_steps=progress["steps"],
-            slices=progress["slices"],
-            lost_slices=progress["lost"],
-            wall_time=progress["wall_time"],
+            total_steps=progress.steps,
+            slices=progress.slices,
+            lost_slices=progress.lost,
+            wall_time=progress.wall_time,
             best_score=best.score if best else None,
             best_entry=best.id if best else None,
             pod_time=round(pod_time, 3),
-            train_time=round(progress["train_time"], 3),
-            eval_time=round(progress["eval_time"], 3),
-            overhead=round(1.0 - progress["train_time"] / pod_time, 4) if pod_time > 0 else 0.0,
-            truncated_slices=progress["truncated"],
-            eval_steps=progress["eval_steps"],
+            train_time=round(progress.train_time, 3),
+            eval_time=round(progress.eval_time, 3),
+            overhead=round(1.0 - progress.train_time / pod_time, 4) if pod_time > 0 else 0.0,
+            truncated_slices=progress.truncated,
+            eval_steps=progress.eval_steps,
             events=self.events,
         )
         self.emit("done", **result.summary())
@@ -610,32 +483,87 @@ class Tournament:
         return result
 
 
+def check_run_dir(run_dir: Path, resume: bool) -> None:
+    """Refuse a resume of no tournament, and a new tournament where one already is."""
+    started = tournament_started(run_dir)
+    if resume and not (run_dir / "leaderboard.sqlite").exists():
+        raise TournamentError(f"--resume {run_dir}: no leaderboard.sqlite there; start a tournament without --resume")
+    if resume and not started:
+        raise TournamentError(
+            f"--resume {run_dir}: the tournament there never started (its leaderboard.sqlite "
+            "has no settings); start it again without --resume"
+        )
+    if not resume and started:
+        raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir")
+
+
+def reopen(run_dir: Path, asked: TournamentSettings) -> tuple[Leaderboard, TournamentSettings, dict]:
+    """The board, recorded settings and config of the tournament in ``run_dir``; ``asked.plugin`` (``--plugin``
+    on a resume), if given, must be the plugin the tournament trains."""
+    board = Leaderboard(run_dir, capacity=asked.capacity, keep_recent=asked.pods)
+    settings = TournamentSettings.from_board(board.get_state("settings"))
+    # Keep the newest agents' checkpoints even off the board: one lineage tip per pod can be continued.
+    board.capacity, board.keep_recent = settings.capacity, settings.pods
+    try:
+        check_same_plugin(run_dir, settings, asked.plugin)
+    except BaseException:
+        board.close()
+        raise
+    return board, settings, board.get_state("config")
+
+
+def check_same_plugin(run_dir: Path, settings: TournamentSettings, asked: str | None) -> None:
+    """Refuse ``--plugin`` on a resume when it names another plugin than the one the tournament trains
+    (a board from before the record trains the name's holder)."""
+    if asked is None:
+        return
+    from pufferbox.registry import get_registry
+
+    registry, env = get_registry(), str(settings.env)
+    chosen = registry.get(env, plugin=asked).meta.distribution
+    recorded = settings.plugin or registry.get(env).meta.distribution
+    if chosen != recorded:
+        raise TournamentError(
+            f"--resume {run_dir}: this tournament trains {env} from {recorded}, not from {asked}; "
+            "drop --plugin to continue it"
+        )
+
+
+def first_settings(asked: TournamentSettings, overrides: list[str] | None) -> tuple[TournamentSettings, dict]:
+    """A new tournament's settings (checked, filled in, its env's plugin recorded) and its pods' config."""
+    from pufferbox.registry import get_registry
+    from pufferbox.train.config import resolve_config
+
+    asked.check()  # before the registry: a bad flag is refused without importing any plugin
+    registry = get_registry()
+    spec = registry.get(asked.env or "", plugin=asked.plugin) if asked.plugin else registry.get(asked.env or "")
+    config = resolve_config(spec.training.config, overrides=list(overrides or []))
+    # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
+    config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
+    if config.get("league", {}).get("frozen"):  # the frozen groups' pool is the leaderboard (Pod.opponent_pool)
+        config["league"]["snapshot_interval"] = 0
+    settings = asked.resolved(
+        config["train"]["num_steps"] * config["vec"]["num_envs"],
+        env=spec.name,
+        score_group=score_group_of(spec, config, asked.score_group),
+        plugin=spec.meta.distribution,
+    )
+    return settings, config
+
+
 def run_tournament(
-    env: str,
-    pods: int = 4,
+    settings: TournamentSettings,
     *,
     run_dir: str | Path,
-    total_steps: int | None = None,
-    hours: float | None = None,
-    slice_steps: int | None = None,
-    first_slice_steps: int | None = None,
-    slice_growth: float = 2.0,
-    truncate_below: float = 0.5,
-    halving: bool = False,
-    eval_episodes: int = 10,
-    capacity: int = 8,
-    cpus_per_pod: float | None = None,
-    seed: int = 0,
-    ray_address: str | None = None,
     overrides: list[str] | None = None,
+    ray_address: str | None = None,
     resume: bool = False,
     on_event: Callable[[dict], None] | None = None,
-    score_group: str | None = None,
-    score_opponent: str = "self",
 ) -> TournamentResult:
-    """Run (or, with ``resume``, continue) a tournament; returns when the step or time budget is spent.
+    """Run (or, with ``resume``, continue with its recorded settings) a tournament; returns when the step
+    or time budget is spent.
 
-    ``slice_steps`` is the longest slice; generation ``g`` trains
+    ``settings.slice_steps`` is the longest slice; generation ``g`` trains
     ``first_slice_steps * slice_growth**g`` steps, capped there (``slice_growth=1``: fixed slices).
     ``truncate_below``: truncate a pod whose training returns fall below
     ``best - truncate_below * |best|`` of the board (0: never truncate). ``halving``: start a
@@ -643,27 +571,6 @@ def run_tournament(
     (slots left idle: fewer env steps per result, less throughput). ``score_group``: the agent group
     whose mean return scores a checkpoint of an env with groups (default: its first learning group),
     against the checkpoint's own other groups (``score_opponent="self"``) or random actions (``"random"``,
-    which turns truncation off: training returns are against itself).
+    which turns truncation off: training returns are against itself). ``overrides``: ``--set``'s.
     """
-    return Tournament.open(
-        env,
-        pods,
-        run_dir,
-        resume,
-        overrides,
-        ray_address,
-        on_event,
-        total_steps=total_steps,
-        hours=hours,
-        slice_steps=slice_steps,
-        first_slice_steps=first_slice_steps,
-        slice_growth=slice_growth,
-        truncate_below=truncate_below,
-        halving=halving,
-        eval_episodes=eval_episodes,
-        capacity=capacity,
-        cpus_per_pod=cpus_per_pod,
-        seed=seed,
-        score_group=score_group,
-        score_opponent=score_opponent,
-    ).run()
+    return Tournament.open(settings, run_dir, resume, overrides, ray_address, on_event).run()

@@ -73,11 +73,19 @@ class Pod:
     """
 
     def __init__(
-        self, env: str, config: dict, run_dir: str, pod_slot: int, score_group: str | None = None, opponent: str = "self"
+        self,
+        env: str,
+        config: dict,
+        run_dir: str,
+        pod_slot: int,
+        score_group: str | None = None,
+        opponent: str = "self",
+        plugin: str | None = None,
     ):
         self.env = env
         self.config = config
-        self.score_group, self.opponent = score_group, opponent  # see Settings.score_group
+        self.score_group, self.opponent = score_group, opponent  # see TournamentSettings.score_group
+        self.plugin = plugin  # the distribution whose env this is (another plugin may offer the name)
         self.dir = Path(run_dir) / "pods" / f"slot-{pod_slot}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.trainers: OrderedDict[int, Any] = OrderedDict()  # num_steps -> Trainer, least recently used first
@@ -98,6 +106,12 @@ class Pod:
         return True
 
     # -- the slice ---------------------------------------------------------------------
+    def spec(self) -> Any:
+        """The env's spec: the recorded plugin's offer of the name, whatever this node's registry prefers."""
+        from pufferbox.registry import get_registry
+
+        return get_registry().get(self.env, plugin=self.plugin) if self.plugin else get_registry().get(self.env)
+
     def trainer_for(self, config: dict) -> Any:
         from pufferbox.train.ppo import Trainer
 
@@ -106,7 +120,7 @@ class Pod:
             if len(self.trainers) >= KEEP_TRAINERS:
                 _, old = self.trainers.popitem(last=False)
                 old.close()
-            self.trainers[num_steps] = Trainer(self.env, config, run_dir=str(self.dir))
+            self.trainers[num_steps] = Trainer(self.spec(), config, run_dir=str(self.dir))
         self.trainers.move_to_end(num_steps)
         return self.trainers[num_steps]
 
