@@ -28,27 +28,67 @@ class Check:
     fix: str = ""
 
 
+# The oldest Linux driver that runs each CUDA major's builds (NVIDIA's minor-version compatibility table).
+DRIVER_FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+
+
+def driver_cuda_version(lib: ctypes.CDLL) -> tuple[int, int] | None:
+    """The newest CUDA version the loaded driver supports (``cuDriverGetVersion``), or None if it fails."""
+    version = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return version.value // 1000, version.value % 1000 // 10
+
+
+def driver_too_old(driver_cuda: tuple[int, int] | None, torch_cuda: str | None) -> str:
+    """Why this driver cannot run torch's CUDA build ("" when it can, or when either is unknown).
+
+    >>> driver_too_old((12, 4), "13.0")
+    'supports CUDA 12.4, but torch is a CUDA 13.0 build: it needs a driver >= 580.65.06 (CUDA 13)'
+    >>> driver_too_old((13, 0), "13.0"), driver_too_old((12, 4), None)
+    ('', '')
+    """
+    if driver_cuda is None or not torch_cuda:
+        return ""
+    major = int(torch_cuda.split(".")[0])
+    if driver_cuda[0] >= major:  # minor-version compatibility: any driver of the major runs its builds
+        return ""
+    floor = DRIVER_FLOOR.get(major, f"one for CUDA {major}")
+    return (
+        f"supports CUDA {driver_cuda[0]}.{driver_cuda[1]}, but torch is a CUDA {torch_cuda} build: "
+        f"it needs a driver >= {floor} (CUDA {major})"
+    )
+
+
 def check_driver() -> Check:
     smi = shutil.which("nvidia-smi")
     try:
-        ctypes.CDLL("libcuda.so.1")
-        loaded = True
+        lib = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        loaded = False
-    if loaded:
-        detail = "libcuda.so.1 loads"
-        if smi:
-            out = subprocess.run(
-                [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-            )
-            detail += f"; {out.stdout.strip() or out.stderr.strip()}"
-        return Check("driver", True, detail)
-    return Check(
-        "driver",
-        False,
-        "libcuda.so.1 not loadable (no NVIDIA driver)",
-        "run on a GPU machine; in a container use --gpus all (docker) or the nvidia CDI device (podman)",
-    )
+        return Check(
+            "driver",
+            False,
+            "libcuda.so.1 not loadable (no NVIDIA driver)",
+            "run on a GPU machine; in a container use --gpus all (docker) or the nvidia CDI device (podman)",
+        )
+    detail = "libcuda.so.1 loads"
+    if smi:
+        out = subprocess.run(
+            [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
+        detail += f"; {out.stdout.strip() or out.stderr.strip()}"
+    import torch
+
+    too_old = driver_too_old(driver_cuda_version(lib), torch.version.cuda)
+    if too_old:
+        return Check(
+            "driver",
+            False,
+            f"{detail}; the driver {too_old}",
+            f"upgrade the NVIDIA driver to >= {DRIVER_FLOOR.get(int(torch.version.cuda.split('.')[0]), '?')}, "
+            "or train on the CPU (--device cpu)",
+        )
+    return Check("driver", True, detail)
 
 
 def check_runtime() -> Check:
