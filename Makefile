@@ -19,7 +19,7 @@ train: setup
 	$(VENV)/bin/pufferbox train cartpole
 
 test: setup lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # Lint and formatting (ruff), types of the core packages (mypy, files in pyproject) and the import layers (import-linter).
 lint: setup
