@@ -44,6 +44,7 @@ import numpy as np
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.spaces import (
+    ACTION_MASK_KEY,
     ActionSpec,
     InRow,
     ObservationSpec,
@@ -100,12 +101,13 @@ class GymnasiumEmulator(gymnasium.Env):
         name: str = "env",
         episode_metrics: tuple[str, ...] = (),
         check_obs: bool = False,
+        action_mask: str = ACTION_MASK_KEY,
     ):
         self.env = env
         self.name = name
         self.episode_metrics = tuple(episode_metrics)
         self.check_obs = check_obs  # every observation against its space's bounds, and finite (slow)
-        self.obs_spec = obs_spec or ObservationSpec(env.observation_space)
+        self.obs_spec = obs_spec or ObservationSpec(env.observation_space, action_mask=action_mask)
         self.act_spec = act_spec or ActionSpec(env.action_space)
         fit_mask(self.obs_spec, self.act_spec)
         self.single_observation_space = self.observation_space = self.obs_spec.flat_space
@@ -274,6 +276,7 @@ class PettingZooEmulator:
         name: str = "env",
         episode_metrics: tuple[str, ...] = (),
         check_obs: bool = False,
+        action_mask: str = ACTION_MASK_KEY,
     ):
         self.env = env
         self.name = name
@@ -281,11 +284,12 @@ class PettingZooEmulator:
         self.check_obs = check_obs
         self.possible_agents = list(env.possible_agents)
         self.num_agents = len(self.possible_agents)
-        own = agent_specs(env, self.possible_agents, name, obs_spec, act_spec)
+        own = agent_specs(env, self.possible_agents, name, obs_spec, act_spec, action_mask)
         self.obs_spec = row_observation_spec([o for o, _ in own], f"{name} observation")
         self.act_spec = row_action_spec([a for _, a in own], f"{name} action")
         self.agent_specs = [
-            (o if o.space == self.obs_spec.space else fit_mask(InRow(o.space, self.obs_spec, o.name), a), a) for o, a in own
+            (o if o.space == self.obs_spec.space else fit_mask(InRow(o.space, self.obs_spec, o.name, action_mask), a), a)
+            for o, a in own
         ]
         self.single_observation_space = self.obs_spec.flat_space
         self.single_action_space = self.act_spec.flat_space
@@ -575,19 +579,24 @@ def is_aec(env: Any) -> bool:
 
 
 def agent_specs(
-    env: Any, agents: list, name: str, obs_spec: ObservationSpec | None, act_spec: ActionSpec | None
+    env: Any,
+    agents: list,
+    name: str,
+    obs_spec: ObservationSpec | None,
+    act_spec: ActionSpec | None,
+    action_mask: str = ACTION_MASK_KEY,
 ) -> list[tuple[ObservationSpec, ActionSpec]]:
     """Each agent's own ``(ObservationSpec, ActionSpec)``, one object per distinct space; a plugin's
-    declared specs when every agent shares one space."""
+    declared specs when every agent shares one space. ``action_mask``: the observation key of the legal actions."""
     spaces_of = [(env.observation_space(a), env.action_space(a)) for a in agents]
     if all(s == spaces_of[0] for s in spaces_of):
         shared_act = act_spec or ActionSpec(spaces_of[0][1])
-        shared = (fit_mask(obs_spec or ObservationSpec(spaces_of[0][0]), shared_act), shared_act)
+        shared = (fit_mask(obs_spec or ObservationSpec(spaces_of[0][0], action_mask=action_mask), shared_act), shared_act)
         return [shared] * len(agents)
     made: dict[str, Any] = {}
     for o, a in spaces_of:
         made.setdefault(f"a{a!r}", ActionSpec(a, f"{name} action"))
-        made.setdefault(f"o{o!r}", fit_mask(ObservationSpec(o, f"{name} observation"), made[f"a{a!r}"]))
+        made.setdefault(f"o{o!r}", fit_mask(ObservationSpec(o, f"{name} observation", action_mask), made[f"a{a!r}"]))
     return [(made[f"o{o!r}"], made[f"a{a!r}"]) for o, a in spaces_of]
 
 
@@ -668,22 +677,43 @@ def emulate(
     act_spec: ActionSpec | None = None,
     episode_metrics: tuple[str, ...] = (),
     check_obs: bool = False,
+    action_mask: str | None = None,
 ) -> GymnasiumEmulator | PettingZooEmulator:
     """Wrap a raw Gymnasium ``Env``, PettingZoo ``ParallelEnv`` or PettingZoo ``AECEnv`` in its emulator.
 
     ``episode_metrics``: names in an episode's final ``info`` reported with it (``Episodes.metrics``).
     ``check_obs``: check every observation against its space's bounds and for NaN/inf (slow;
     shapes and dtypes are checked every step regardless).
+    ``action_mask``: the Dict observation key that holds the legal actions, which must then be there
+    (``EnvBuild.action_mask``); None: the ``action_mask`` key where an observation has one.
     """
+    args = (env, obs_spec, act_spec, name, episode_metrics, check_obs, action_mask or ACTION_MASK_KEY)
     if isinstance(env, gymnasium.Env):
-        return GymnasiumEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
-    if is_aec(env):
-        return AECEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
-    if hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
-        return PettingZooEmulator(env, obs_spec, act_spec, name, episode_metrics, check_obs)
-    raise TypeError(
-        f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv/AECEnv"
-    )
+        emulator: GymnasiumEmulator | PettingZooEmulator = GymnasiumEmulator(*args)
+    elif is_aec(env):
+        emulator = AECEmulator(*args)
+    elif hasattr(env, "possible_agents") and hasattr(env, "observation_space"):
+        emulator = PettingZooEmulator(*args)
+    else:
+        raise TypeError(
+            f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv/AECEnv"
+        )
+    if action_mask is not None and obs_spec is None:
+        require_mask(emulator, action_mask)
+    return emulator
+
+
+def require_mask(emulator: GymnasiumEmulator | PettingZooEmulator, key: str) -> None:
+    """Refuse an env whose declared action mask key no agent's observation has."""
+    specs = [o for o, _ in getattr(emulator, "agent_specs", None) or [(emulator.obs_spec, None)]]
+    if all(o.mask is None for o in specs):
+        space = specs[0].space
+        keys = list(space.spaces) if isinstance(space, gymnasium.spaces.Dict) else None
+        has = f"its keys are {', '.join(map(repr, keys))}" if keys else f"it is a {type(space).__name__}, not a Dict"
+        raise SpaceError(
+            f"{emulator.name}: EnvBuild(action_mask={key!r}) names no key of the observation ({has}): "
+            "name the Dict key that holds the legal actions"
+        )
 
 
 EnvCreator = Callable[..., Any]

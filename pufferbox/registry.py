@@ -112,6 +112,9 @@ class EnvBuild:
         observation_space / action_space: declare them to let ``info`` skip building an env.
         episode_metrics: names of values in an episode's final ``info`` reported with each
             finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
+        action_mask: the key of the Dict observation that holds the legal actions, for envs that do not
+            call it ``action_mask`` (an observation without it is refused); None: ``action_mask`` where
+            an observation has that key (see :class:`pufferbox.spaces.ActionMask`).
     """
 
     binding: Callable[..., Any]
@@ -122,6 +125,7 @@ class EnvBuild:
     observation_space: Any = None
     action_space: Any = None
     episode_metrics: tuple[str, ...] = ()
+    action_mask: str | None = None
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,8 @@ class EnvSpec:
             raise RegistryError(
                 f"env {self.name!r}: implementation must be one of {IMPLEMENTATIONS}, got {build.implementation!r}"
             )
+        if build.action_mask is not None and not (isinstance(build.action_mask, str) and build.action_mask):
+            raise RegistryError(f"env {self.name!r}: action_mask must be an observation key, got {build.action_mask!r}")
         if not callable(build.binding):
             raise RegistryError(f"env {self.name!r}: binding must be callable, got {build.binding!r}")
         qualname = getattr(build.binding, "__qualname__", "")
@@ -282,7 +288,10 @@ class EnvSpec:
         from pufferbox.emulation import emulate
 
         raw = self.make_raw(**kwargs)
-        return emulate(raw, name=self.name, episode_metrics=self.build.episode_metrics, check_obs=check_obs)
+        build = self.build
+        return emulate(
+            raw, name=self.name, episode_metrics=build.episode_metrics, check_obs=check_obs, action_mask=build.action_mask
+        )
 
     def flattening(self, **kwargs: Any) -> tuple[Any, Any, int]:
         """``(ObservationSpec, ActionSpec, agents_per_env)``, cached per kwargs."""

@@ -194,9 +194,14 @@ def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any])
     return out
 
 
-def random_actions(seed: int) -> Callable[[Any, int, Any], Any]:
+def mask_key(spec: EnvSpec) -> str:
+    """The observation key of the env's legal actions (``EnvBuild.action_mask``, else ``action_mask``)."""
+    return spec.build.action_mask or ACTION_MASK_KEY
+
+
+def random_actions(seed: int, key: str = ACTION_MASK_KEY) -> Callable[[Any, int, Any], Any]:
     """Seeded structured actions for whatever agents are live (one sampler per space), legal where the
-    last observation (``pick(env, t, obs)``) declares an action mask."""
+    last observation (``pick(env, t, obs)``) declares an action mask (under ``key``)."""
     samplers: dict[Any, gymnasium.Space] = {}
 
     def pick(env: Any, t: int, obs: Any = None) -> Any:
@@ -205,25 +210,32 @@ def random_actions(seed: int) -> Callable[[Any, int, Any], Any]:
             for agent in env.agents:
                 if agent not in samplers:
                     samplers[agent] = seeded_sampler(env.action_space(agent), seed + len(samplers))
-                acts[agent] = legal_sample(samplers[agent], (obs or {}).get(agent))
+                acts[agent] = legal_sample(samplers[agent], (obs or {}).get(agent), key)
             return acts
         if None not in samplers:
             samplers[None] = seeded_sampler(env.action_space, seed)
-        return legal_sample(samplers[None], obs)
+        return legal_sample(samplers[None], obs, key)
 
     return pick
 
 
-def legal_sample(space: gymnasium.Space, obs: Any) -> Any:
-    """``space.sample()``, within the observation's ``action_mask`` when it has one (Discrete, MultiDiscrete)."""
-    mask = obs.get(ACTION_MASK_KEY) if isinstance(obs, dict) else None
+def legal_sample(space: gymnasium.Space, obs: Any, key: str = ACTION_MASK_KEY) -> Any:
+    """``space.sample()``, within the observation's action mask (under ``key``) when it has one: Discrete,
+    MultiDiscrete, or the discrete choices of a tree (drawn as its flat row, seeded from ``space``)."""
+    mask = obs.get(key) if isinstance(obs, dict) else None
     if mask is None or not np.asarray(mask).any():
         return space.sample()
     mask = np.asarray(mask, dtype=np.int8).ravel()
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return space.sample(mask=mask)
+    spec = ActionSpec(space)
+    flat = spec.flat_space
+    nvec = np.asarray(getattr(flat, "discrete", flat).nvec).ravel()
+    per_slot = tuple(np.split(mask, np.cumsum(nvec)[:-1]))
     if isinstance(space, gymnasium.spaces.MultiDiscrete):
-        cuts = np.cumsum(np.asarray(space.nvec).ravel())[:-1]
-        return space.sample(mask=tuple(np.split(mask, cuts)))
-    return space.sample(mask=mask)
+        return space.sample(mask=per_slot)
+    flat.seed(int(space.np_random.integers(2**31)))
+    return spec.unflatten(flat.sample(mask=per_slot))
 
 
 def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
@@ -231,7 +243,7 @@ def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
     try:
         multi = is_multiagent(env)
         spaces_of = (lambda a: env.observation_space(a)) if multi else (lambda a: env.observation_space)
-        for t, (obs, reward, _, _) in enumerate(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed))):
+        for t, (obs, reward, _, _) in enumerate(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed, mask_key(spec)))):
             for agent, value in obs.items() if multi else [(None, obs)]:
                 who = "observation" if agent is None else f"observation of {agent!r}"
                 try:
@@ -250,7 +262,7 @@ def check_determinism(spec: EnvSpec, cfg: CheckConfig) -> None:
     for _ in range(2):
         env = make_raw(spec, cfg)
         try:
-            runs.append(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed)))
+            runs.append(rollout(env, cfg.seed, cfg.steps, random_actions(cfg.seed, mask_key(spec))))
             obs_space = env.observation_space(env.possible_agents[0]) if is_multiagent(env) else env.observation_space
             multi = is_multiagent(env)
         finally:
@@ -282,7 +294,7 @@ def check_flattening(spec: EnvSpec, cfg: CheckConfig) -> None:
     raw, flat = make_raw(spec, cfg), spec.make_emulated(**cfg.kwargs)
     try:
         multi = is_multiagent(raw)
-        pick = random_actions(cfg.seed)
+        pick = random_actions(cfg.seed, mask_key(spec))
         # each agent's own specs: agents with their own spaces keep their record at the start of a shared row
         slot_specs = getattr(flat, "agent_specs", None)
         own = dict(zip(raw.possible_agents, slot_specs)) if multi and slot_specs else {}
@@ -494,11 +506,20 @@ def action_batches(venv: Any, seed: int) -> Callable[[np.ndarray], np.ndarray]:
 
     def sample(obs: np.ndarray) -> np.ndarray:
         actions = np.asarray(space.sample()).reshape(shape)
-        if mask is not None:
-            actions = sample_legal(mask.legal(obs), mask.sizes, rng).reshape(shape).astype(actions.dtype)
+        if mask is not None:  # the choices (a hybrid row's discrete slots) legal, its continuous values kept
+            return with_choices(actions, sample_legal(mask.legal(obs), mask.sizes, rng), venv.act_spec)
         return actions
 
     return sample
+
+
+def with_choices(rows: np.ndarray, choices: np.ndarray, act_spec: ActionSpec) -> np.ndarray:
+    """``rows`` (whole flat actions) with their discrete choices replaced by ``choices`` (one per slot)."""
+    if not act_spec.hybrid:
+        return np.asarray(choices).reshape(rows.shape).astype(rows.dtype)
+    rows = rows.copy()
+    rows[:, : act_spec.discrete_size] = np.asarray(choices).reshape(len(rows), -1)
+    return rows
 
 
 def check_serial(spec: EnvSpec, cfg: CheckConfig) -> None:
@@ -591,7 +612,7 @@ def check_truncation(spec: EnvSpec, cfg: CheckConfig) -> None:
         if limit is None:
             return
         multi = is_multiagent(env)
-        sample = random_actions(cfg.seed)
+        sample = random_actions(cfg.seed, mask_key(spec))
         obs, _ = env.reset(seed=cfg.seed)
         length = 0
         at_limit = as_termination = 0  # episodes that reached the limit; of those, ended as termination only
@@ -661,15 +682,16 @@ def check_masks(spec: EnvSpec, cfg: CheckConfig) -> None:
     try:
         mask = venv.obs_spec.mask
         if mask is None:
-            fail(f"{spec.name}: no action mask: the observation has no {ACTION_MASK_KEY!r} key")
+            fail(f"{spec.name}: no action mask: the observation has no {mask_key(spec)!r} key")
         sample, gen = action_batches(venv, cfg.seed), torch.Generator().manual_seed(cfg.seed)
         venv.async_reset(cfg.seed)
         obs, *_, acting = venv.recv()
         for t in range(cfg.steps):
             legal = mask.legal(obs)
             logits = torch.randn(len(obs), sum(mask.sizes), generator=gen) * 10.0
+            rows = sample(obs)  # whole random rows: a hybrid action's continuous values ride along
             choices = {
-                "the random sampler": sample(obs),
+                "the random sampler": venv.act_spec.split(rows)[0].astype(np.int64) if venv.act_spec.hybrid else rows,
                 "policy sampling": policy_choices(logits, legal, mask.sizes, greedy=False),
                 "greedy policy": policy_choices(logits, legal, mask.sizes, greedy=True),
             }
@@ -681,7 +703,7 @@ def check_masks(spec: EnvSpec, cfg: CheckConfig) -> None:
                         f"(legal: {np.flatnonzero(legal[bad[0]]).tolist()})"
                     )
             driver = list(choices.values())[t % 3]
-            venv.send(np.asarray(driver).reshape(venv.num_agents, *venv.single_action_space.shape))
+            venv.send(with_choices(rows, np.asarray(driver), venv.act_spec))
             obs, *_, acting = venv.recv()
     finally:
         venv.close()

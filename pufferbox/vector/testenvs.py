@@ -145,26 +145,40 @@ class HybridTargetEnv(gymnasium.Env):
     (one-hot) and the amount it wants (last entry, in [-0.8, 0.8]); the action picks a target (``Discrete``)
     and an amount (``Box``). Reward: 1 for the paying target, minus the amount's distance to the wanted one,
     so each head has a signal of its own. Uniform play earns about ``1/targets - 0.6`` a step, the best 1.
-    The final info's ``hit_rate`` and ``amount_error`` (episode means) tell each head's progress apart."""
+    The final info's ``hit_rate`` and ``amount_error`` (episode means) tell each head's progress apart.
 
-    def __init__(self, targets: int = 3, rounds: int = 8):
-        self.targets, self.rounds = targets, rounds
-        self.observation_space = gymnasium.spaces.Box(-1, 1, (targets + 1,), np.float32)
+    ``mask_key``: the observation is a Dict of ``view`` (the above) and, under that key, the legal targets
+    (one non-paying target is illegal each step); ``illegal`` counts illegal targets any instance received."""
+
+    illegal = 0
+
+    def __init__(self, targets: int = 3, rounds: int = 8, mask_key: str | None = None):
+        self.targets, self.rounds, self.mask_key = targets, rounds, mask_key
+        view = gymnasium.spaces.Box(-1, 1, (targets + 1,), np.float32)
+        legal = gymnasium.spaces.Box(0, 1, (targets,), np.int8)
+        self.observation_space = view if mask_key is None else gymnasium.spaces.Dict({"view": view, mask_key: legal})
         self.action_space = gymnasium.spaces.Dict(
             {"target": gymnasium.spaces.Discrete(targets), "amount": gymnasium.spaces.Box(-1, 1, (1,), np.float32)}
         )
 
-    def observe(self) -> np.ndarray:
+    def observe(self) -> Any:
         self.paying, self.wanted = int(self.np_random.integers(self.targets)), float(self.np_random.uniform(-0.8, 0.8))
-        return np.append(np.eye(self.targets, dtype=np.float32)[self.paying], np.float32(self.wanted))
+        view = np.append(np.eye(self.targets, dtype=np.float32)[self.paying], np.float32(self.wanted))
+        self.legal = np.ones(self.targets, np.int8)
+        if self.mask_key is None:
+            return view
+        self.legal[(self.paying + 1 + self.np_random.integers(self.targets - 1)) % self.targets] = 0
+        return {"view": view, self.mask_key: self.legal.copy()}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         self.t, self.hits, self.error = 0, 0, 0.0
         return self.observe(), {}
 
-    def step(self, action: dict) -> tuple[np.ndarray, float, bool, bool, dict]:
-        hit = int(action["target"]) == self.paying
+    def step(self, action: dict) -> tuple[Any, float, bool, bool, dict]:
+        target = int(action["target"])
+        HybridTargetEnv.illegal += int(not self.legal[target])
+        hit = target == self.paying
         error = abs(float(np.clip(action["amount"][0], -1, 1)) - self.wanted)
         self.t, self.hits, self.error = self.t + 1, self.hits + hit, self.error + error
         done = self.t >= self.rounds
@@ -188,10 +202,12 @@ def make_uneven(**kwargs: Any) -> UnevenStepEnv:
     return UnevenStepEnv(**kwargs)
 
 
-def env_spec_for(name: str, **kwargs: Any) -> EnvSpec:
-    """An unregistered EnvSpec for ``countdown``, ``faulty``, ``hybrid`` or ``uneven``."""
+def env_spec_for(name: str, action_mask: str | None = None, **kwargs: Any) -> EnvSpec:
+    """An unregistered EnvSpec for ``countdown``, ``faulty``, ``hybrid`` or ``uneven`` (``action_mask``:
+    its ``EnvBuild.action_mask``)."""
     bindings = {"countdown": make_countdown, "faulty": make_faulty, "hybrid": make_hybrid_target, "uneven": make_uneven}
     if name not in bindings:
         raise KeyError(f"unknown test env {name!r}; choose one of {', '.join(bindings)}")
     metrics = ("hit_rate", "amount_error") if name == "hybrid" else ()
-    return EnvSpec(name=name, build=EnvBuild(binding=bindings[name], kwargs=kwargs, episode_metrics=metrics))
+    build = EnvBuild(binding=bindings[name], kwargs=kwargs, episode_metrics=metrics, action_mask=action_mask)
+    return EnvSpec(name=name, build=build)

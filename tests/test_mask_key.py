@@ -1,0 +1,69 @@
+"""EnvBuild.action_mask: an env whose legal actions sit under another observation key than ``action_mask``."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from pufferbox.cli import cli, load_commands
+from pufferbox.conformance import check_env_spec
+from pufferbox.registry import EnvBuild, EnvSpec, RegistryError
+from pufferbox.train.config import resolve_config
+from pufferbox.train.ppo import Trainer
+from pufferbox.vector.testenvs import HybridTargetEnv, env_spec_for, make_hybrid_target
+
+KEY = "legal_targets"  # where HybridTargetEnv(mask_key=KEY) puts its legal targets
+
+
+def named(key: str | None = KEY) -> EnvSpec:
+    return env_spec_for("hybrid", action_mask=key, mask_key=KEY)
+
+
+def test_the_named_key_is_the_mask_and_without_the_field_it_is_just_an_observation():
+    mask = named().make_emulated().obs_spec.mask
+    assert mask is not None and mask.key == KEY and mask.sizes == (3,)  # the hybrid action's discrete slot
+    assert named(None).make_emulated().obs_spec.mask is None
+
+
+def test_the_conformance_suite_checks_the_named_mask_of_a_hybrid_action():
+    results = {r.name: r for r in check_env_spec(named(), steps=60, num_envs=2)}
+    assert all(r.ok for r in results.values()), [str(r) for r in results.values() if not r.ok]
+    assert results["masks"].detail == ""  # it ran, not skipped
+
+
+def short_training(spec: EnvSpec) -> int:
+    """Illegal targets the env received in a short PPO run on ``spec``."""
+    HybridTargetEnv.illegal = 0
+    overrides = ["train.checkpoint_interval=0", "vec.num_envs=4", "vec.backend=serial", "train.num_steps=32"]
+    overrides += ["train.num_minibatches=2", "train.update_epochs=2"]
+    trainer = Trainer(spec, resolve_config({}, overrides=overrides))
+    try:
+        trainer.train_steps(1024)
+    finally:
+        trainer.close()
+    return HybridTargetEnv.illegal
+
+
+def test_training_on_the_named_mask_never_sends_an_illegal_target():
+    assert short_training(named()) == 0
+    assert short_training(named(None)) > 0  # the same run without the field: the policy picks masked targets
+
+
+def test_a_key_the_observation_lacks_is_one_line_naming_the_keys(tmp_path, monkeypatch):
+    from pufferbox.registry import get_registry
+
+    load_commands()
+    registry = get_registry()
+    real_get = registry.get
+    wrong = env_spec_for("hybrid", action_mask="legal", mask_key=KEY)
+    monkeypatch.setattr(registry, "get", lambda name, **kw: wrong if name == "wrongmask" else real_get(name, **kw))
+    result = CliRunner().invoke(cli, ["train", "wrongmask", "--run-dir", str(tmp_path / "r"), "--total-steps", "64"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and "EnvBuild(action_mask='legal') names no key of the observation" in line
+    assert f"its keys are {KEY!r}, 'view'" in line and "Traceback" not in result.output
+
+
+def test_an_action_mask_that_is_not_a_key_is_refused_when_registered():
+    with pytest.raises(RegistryError, match="action_mask must be an observation key, got 3"):
+        EnvSpec("bad", EnvBuild(make_hybrid_target, action_mask=3))
