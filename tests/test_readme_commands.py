@@ -93,6 +93,10 @@ RUN_HERE: dict[str, tuple[tuple[str, ...], int, str]] = {
 RUN_HERE_ORDER = list(RUN_HERE)  # eval reads the checkpoint that `train cartpole` wrote under runs/ before it
 
 RUN_BY: dict[str, str] = {
+    "pufferbox export runs/cartpole-20250101-000000 --to onnx exported/cartpole": "tests/test_export.py::test_cartpole_onnx_graph_acts_like_the_agent_and_its_sidecar_describes_the_row via tests/test_export.py::export",
+    "pufferbox export runs/nethack-... --to torchscript exported/nethack-ts": "tests/test_export.py::test_cartpole_torchscript_runs_without_pufferbox_code via tests/test_export.py::export",
+    "pufferbox export runs/breakout-... --to hub hub/breakout": "tests/test_export.py::test_breakout_cnn_exports_to_onnx_and_hub via tests/test_export.py::export",
+    "pufferbox eval --checkpoint hub/breakout --episodes 10": "tests/test_export.py::test_breakout_cnn_exports_to_onnx_and_hub",
     "make train": "Makefile: $(VENV)/bin/pufferbox train cartpole",  # the recipe; RUN_HERE runs that command
     "make test": ".ci/run: make test",
     "pufferbox eval nethack --render": "tests/test_cli_small_errors.py::test_readme_eval_nethack_render_after_training",

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import sys
@@ -39,6 +40,9 @@ __all__ = [
     "weights_finite",
     "CheckpointError",
     "check_encoder_is_trusted",
+    "HUB_FORMAT",
+    "HUB_WEIGHTS",
+    "load_hub_folder",
 ]
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
@@ -174,6 +178,8 @@ def remove_stale_temp_files(directory: str | Path) -> list[Path]:
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a checkpoint file, or the newest one of a run dir / checkpoint dir."""
     path = Path(path)
+    if path.is_dir() and (path / HUB_WEIGHTS).is_file():
+        return load_hub_folder(path)
     if path.is_dir():
         folder = path / "checkpoints" if list_checkpoints(path / "checkpoints") else path
         if not list_checkpoints(folder):
@@ -185,6 +191,48 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     return torch_load(path, str(path), map_location)
+
+
+HUB_WEIGHTS = "model.safetensors"
+HUB_FORMAT = "pufferbox-hub/1"
+
+
+def load_hub_folder(folder: Path) -> dict[str, Any]:
+    """A model folder of ``pufferbox export --to hub`` as the checkpoint dict that playing needs
+    (weights, normalizer statistics, group slots, config, env); it has no optimizer, so it cannot be resumed."""
+    try:
+        from safetensors import SafetensorError, safe_open
+        from safetensors.torch import load_file
+    except ImportError:
+        raise CheckpointError(
+            f"{folder}: reading a hub model folder needs safetensors: pip install 'pufferbox[export]'"
+        ) from None
+    config = folder / "config.toml"
+    if not config.is_file():
+        raise CheckpointError(f"{folder}: a hub model folder needs its config.toml beside {HUB_WEIGHTS}")
+    try:
+        with safe_open(str(folder / HUB_WEIGHTS), framework="pt") as fh:
+            meta = fh.metadata() or {}
+        tensors = load_file(str(folder / HUB_WEIGHTS))
+    except (SafetensorError, OSError) as exc:
+        raise CheckpointError(f"{folder / HUB_WEIGHTS}: not a readable safetensors file ({exc})") from None
+    if meta.get("format") != HUB_FORMAT:
+        raise CheckpointError(
+            f"{folder / HUB_WEIGHTS}: not written by `pufferbox export --to hub` (format {meta.get('format')!r})"
+        )
+    state: dict[str, Any] = {"env": meta.get("env"), "distribution": meta.get("distribution") or None}
+    state["config"] = config.read_text()
+    state["model"] = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
+    normalizer = {k[len("normalizer.") :]: v for k, v in tensors.items() if k.startswith("normalizer.")}
+    if normalizer:
+        state["normalizer"] = normalizer
+    order = json.loads(meta.get("groups") or "[]")  # the run's group order (safetensors sorts its names)
+    missing = [name for name in order if f"groups.{name}.slots" not in tensors]
+    if missing:
+        raise CheckpointError(f"{folder / HUB_WEIGHTS}: group {missing[0]!r} has no slots; export the run again")
+    if order:
+        state["groups"] = {name: {"slots": tensors[f"groups.{name}.slots"]} for name in order}
+    return state
 
 
 def checkpoint_from_bytes(blob: bytes, name: str, map_location: str | torch.device = "cpu") -> dict[str, Any]:

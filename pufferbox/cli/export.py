@@ -1,0 +1,29 @@
+"""``pufferbox export``: a thin wrapper over :func:`pufferbox.export.export_run`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from pufferbox.cli import cli
+
+
+@cli.command("export")
+@click.argument("run_dir", type=click.Path())
+@click.argument("out_dir", metavar="DIR", type=click.Path())
+@click.option("--to", "to", required=True, metavar="onnx|torchscript|hub", help="What to write into DIR.")
+@click.option(
+    "--episodes", type=click.IntRange(1), default=5, show_default=True, help="--to hub: episodes of the card's evaluation."
+)
+def export(run_dir, out_dir, to, episodes):
+    """Export RUN_DIR's newest checkpoint (or a ckpt-*.pt, or a hub folder) into the new folder DIR.
+
+    onnx / torchscript: one graph per policy (per agent group), observation row in, logits (or mean/std)
+    and value out, with a JSON sidecar describing the row, each checked against the PyTorch policy on
+    recorded observations. hub: a Hugging Face Hub model folder (model card, safetensors weights,
+    config); upload it yourself with `huggingface-cli upload USER/REPO DIR .`.
+    """
+    from pufferbox.export import export_run
+
+    click.echo(json.dumps(export_run(run_dir, to, out_dir, episodes=episodes)))
