@@ -1,7 +1,8 @@
 """The search space: which settings a sweep varies, and over what range.
 
 The built-in space varies PPO's hyperparameters around the env's plugin defaults (the
-centre of each range is the default, so trial 0, the defaults, is inside it). A TOML table
+centre of each range is the default, so trial 0, the defaults, is inside it), within the
+bounds a tournament perturbs them in (:mod:`pufferbox.train.search_space`: one set for both). A TOML table
 ``[sweep.space]`` overrides it key by key::
 
     [sweep.space]
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pufferbox.train.config import DEFAULTS, ConfigError, check_value
+from pufferbox.train.search_space import KNOBS
 
 __all__ = ["Param", "builtin_space", "resolve_space", "space_to_toml"]
 
@@ -64,25 +66,17 @@ class Param:
 
 
 def builtin_space(config: dict) -> dict[str, Param]:
-    """PPO's main knobs, each centred on its value in ``config`` (the env's resolved defaults)."""
-    t = config["train"]
-    lr, ent = t["learning_rate"], t["ent_coef"]
-    gamma_gap, lam_gap = 1 - t["gamma"], 1 - t["gae_lambda"]
-    steps, epochs, minibatches = t["num_steps"], t["update_epochs"], t["num_minibatches"]
-    params = [
-        Param("train.learning_rate", lr / 4, min(lr * 4, 0.05), log=True),
-        # ent_coef 0 (many tuned envs) cannot be the centre of a log range: search [0, 0.01] linearly
-        (Param("train.ent_coef", ent / 10, min(ent * 10, 0.2), log=True) if ent > 0 else Param("train.ent_coef", 0.0, 0.01)),
-        Param("train.gamma", 1 - min(0.5, gamma_gap * 3), 1 - gamma_gap / 3),
-        Param("train.gae_lambda", 1 - min(0.5, lam_gap * 2), 1 - lam_gap / 2),
-        Param("train.clip_coef", 0.1, 0.3),
-        Param("train.vf_coef", 0.25, 1.0),
-        Param("train.max_grad_norm", 0.25, 2.0, log=True),
-        Param("train.update_epochs", max(1, epochs // 2), epochs * 2, is_int=True),
-        Param("train.num_minibatches", max(1, minibatches // 2), minibatches * 2, is_int=True),
-        Param("train.num_steps", choices=tuple(sorted({max(1, steps // 2), steps, steps * 2}))),
-    ]
-    return {p.name: p for p in params}
+    """PPO's main knobs (:data:`~pufferbox.train.search_space.KNOBS`, whose bounds tournaments perturb
+    within too), each a window centred on its value in ``config`` (the env's resolved defaults)."""
+    space = {}
+    for name, knob in KNOBS.items():
+        section, _, key = name.partition(".")
+        window = knob.window(config[section][key])
+        if "choices" in window:
+            space[name] = Param(name, choices=tuple(window["choices"]))
+        else:
+            space[name] = Param(name, window["low"], window["high"], log=window["log"], is_int=knob.integer)
+    return space
 
 
 def parse_param(name: str, value: Any) -> Param:

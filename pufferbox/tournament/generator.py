@@ -4,7 +4,8 @@ Exploit, then explore (population-based training): copy a strong agent from the 
 (:func:`pick_parent`: the most trained of the agents not clearly behind the best, on the
 board or among the newest agents that missed it): weights,
 optimizer moments and hyperparameters; then half of the children change one knob within
-sane bounds (:data:`TUNABLE`) while the other half keep them. A fresh agent (the first
+the bounds sweeps search too (:data:`TUNABLE`, from :mod:`pufferbox.train.search_space`)
+while the other half keep them. A fresh agent (the first
 ``pods`` tasks, or an empty board) gets the base hyperparameters for pod 0 and, for the
 others, the base perturbed :data:`FRESH_SPREAD` times, so that the first population spans
 a few octaves of the knobs (rollout length, minibatches, learning rate, ...) that decide
@@ -30,41 +31,13 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
+from pufferbox.train.search_space import Knob, tournament_knobs
 
-
-@dataclass(frozen=True)
-class Knob:
-    """One tunable hyperparameter: its bounds and how a perturbation moves it.
-
-    ``scale``: multiply by 0.8 or 1.25 (continuous, e.g. a learning rate); ``horizon``: the
-    same on ``1 - value`` (GAE's lambda: perturb the horizon, not lambda); ``pow2``: halve,
-    keep or double (integers whose useful values span octaves, e.g. the rollout length);
-    ``step``: minus one, keep, plus one (small integers such as PPO epochs).
-    A zero ``scale`` knob (no entropy bonus) is moved to ``low_nonzero`` or kept at zero.
-    """
-
-    low: float
-    high: float
-    kind: Literal["scale", "horizon", "pow2", "step"] = "scale"
-    low_nonzero: float = 0.0
-
-
-# Config keys ("section.key") that pods perturb: the knobs that decide PPO's sample efficiency.
-# Bounds keep every perturbed run a sane PPO (no zero-length rollouts, no learning rate that
-# only diverges); the rollout length and minibatch count are re-read by the pod each slice.
-TUNABLE: dict[str, Knob] = {
-    "train.learning_rate": Knob(1e-5, 5e-2),
-    "train.ent_coef": Knob(0.0, 0.05, low_nonzero=1e-3),
-    "train.clip_coef": Knob(0.05, 0.5),
-    "train.gae_lambda": Knob(0.8, 0.999, kind="horizon"),
-    "train.num_steps": Knob(8, 512, kind="pow2"),
-    "train.num_minibatches": Knob(1, 32, kind="pow2"),
-    "train.update_epochs": Knob(1, 16, kind="step"),
-}
-PERTURB_FACTORS = (0.8, 1.25)
+# The config keys ("section.key") pods perturb, each within the bounds sweeps search too
+# (pufferbox/train/search_space.py); the rollout length and minibatch count are re-read by the pod each slice.
+TUNABLE: dict[str, Knob] = tournament_knobs()
 FRESH_SPREAD = 2  # perturbations compounded for a fresh agent (a child gets one)
 NOISE_Z = 2.0  # scores closer than this many standard errors are ties
 COLLAPSED = 0.75  # an agent scoring below best - COLLAPSED * |best| has collapsed; closer scores are ties
@@ -88,22 +61,6 @@ class PodTask:
     meta: dict = field(default_factory=dict)
 
 
-def perturb_value(knob: Knob, value: float, rng: random.Random) -> float:
-    """``value`` moved once by ``knob``'s rule and clamped to its bounds."""
-    if knob.kind == "horizon":
-        moved = 1.0 - (1.0 - value) * rng.choice(PERTURB_FACTORS)
-    elif knob.kind == "pow2":
-        moved = value * rng.choice((0.5, 1, 2))
-    elif knob.kind == "step":
-        moved = value + rng.choice((-1, 0, 1))
-    elif value == 0:  # a multiplicative step cannot leave zero: switch the term on, or not
-        moved = rng.choice((0.0, knob.low_nonzero))
-    else:
-        moved = value * rng.choice(PERTURB_FACTORS)
-    moved = min(knob.high, max(knob.low, moved))
-    return round(moved) if knob.kind in ("pow2", "step") else float(moved)
-
-
 def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None, keys: list[str] | None = None) -> dict:
     """A copy of ``hyperparams`` with every tunable numeric key (or only those in ``keys``)
     perturbed (see :data:`TUNABLE`).
@@ -115,7 +72,7 @@ def perturb(hyperparams: dict, rng: random.Random, record: dict | None = None, k
             continue
         value = out.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = perturb_value(knob, value, rng)
+            out[key] = knob.perturb(value, rng)
             if record is not None and out[key] != value:
                 record[key] = [value, out[key]]
     return out
