@@ -28,19 +28,18 @@ Example:
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 
 from pufferbox.tournament.leaderboard import Entry, Leaderboard
+from pufferbox.train import ratings as scores
+from pufferbox.train.ratings import clearly_behind
 from pufferbox.train.search_space import Knob, tournament_knobs
 
 # The config keys ("section.key") pods perturb, each within the bounds sweeps search too
 # (pufferbox/train/search_space.py); the rollout length and minibatch count are re-read by the pod each slice.
 TUNABLE: dict[str, Knob] = tournament_knobs()
 FRESH_SPREAD = 2  # perturbations compounded for a fresh agent (a child gets one)
-NOISE_Z = 2.0  # scores closer than this many standard errors are ties
-COLLAPSED = 0.75  # an agent scoring below best - COLLAPSED * |best| has collapsed; closer scores are ties
 MAX_CHILDREN = 3  # children an agent may have before a less-tried agent is preferred
 KEEP_PROB = 0.5  # chance that a child keeps its parent's hyperparameters unchanged
 
@@ -84,13 +83,14 @@ def slice_length(generation: int, first: int, longest: int, growth: float = 2.0)
 
 
 def standard_error(entry: Entry) -> float:
-    return entry.score_std / math.sqrt(max(1, entry.episodes))
+    return scores.standard_error(entry.score_std, entry.episodes)
 
 
 def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) -> Entry:
     """The agent to copy: the most trained of the entries that have not fallen clearly behind
-    the best: the deepest generation, then the best score. Clearly behind is the larger of
-    ``NOISE_Z`` standard errors of the two scores and ``COLLAPSED`` times the best's magnitude.
+    the best: the deepest generation, then the best score. Clearly behind
+    (:func:`~pufferbox.train.ratings.clearly_behind`) is the larger of ``NOISE_Z`` standard errors of
+    the two scores and ``COLLAPSED`` times the best's magnitude.
 
     A best score is partly luck (the maximum of noisy evaluations), and a PPO agent's quality
     swings between slices by more than its evaluation's spread says (CartPole: 415, then 184,
@@ -113,11 +113,7 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     2
     """
     best = entries[0]
-    near = [
-        e
-        for e in entries
-        if e.score >= best.score - max(NOISE_Z * (standard_error(best) + standard_error(e)), COLLAPSED * abs(best.score))
-    ]
+    near = [e for e in entries if not clearly_behind(e.score, standard_error(e), best.score, standard_error(best))]
     fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
     if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
         return fertile[0]
