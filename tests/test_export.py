@@ -258,6 +258,20 @@ def test_a_dict_of_float_int_and_binary_leaves_with_normalization_and_multidiscr
     assert np.array_equal(build_row(sidecar, obs), ObservationSpec(env.observation_space).flatten(obs))
 
 
+def test_a_masked_env_s_graph_puts_illegal_moves_at_minus_infinity(tmp_path_factory, tmp_path):
+    run_dir = tiny_run(tmp_path_factory.mktemp("runs"), "pzclassic/tictactoe-vs-random")
+    export(run_dir, "onnx", tmp_path / "onnx")
+    sidecar = json.loads((tmp_path / "onnx" / "policy.json").read_text())
+    assert sidecar["observation"]["action_mask"] == "action_mask"
+    mask_field = next(f for f in sidecar["observation"]["fields"] if f["name"] == "action_mask")
+    inputs, _ = samples(tmp_path / "onnx", "policy")
+    rows = inputs["observation"]
+    legal = rows[:, mask_field["offset"] : mask_field["offset"] + 9] != 0
+    logits = run_onnx(tmp_path / "onnx" / "policy.onnx", inputs)["logits"]
+    assert (~legal).any() and np.isneginf(logits[~legal]).all() and np.isfinite(logits[legal]).all()
+    check_against_agent(run_dir, tmp_path / "onnx")
+
+
 # -- CNN: Breakout ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_breakout_cnn_exports_to_onnx_and_hub(tmp_path_factory, tmp_path):

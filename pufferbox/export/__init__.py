@@ -125,6 +125,8 @@ def sidecar_for(run: LoadedRun, policy: RunPolicy, graph: Path, samples: Path, r
         "policy": policy.name,
         "graph": graph.name,
         "slots": policy.slots,
+        "agents_per_env": run.agents_per_env,
+        "rows": "an env's agent slots are rows env * agents_per_env + slot; this graph acts for its slots (null: all)",
         "inputs": inputs,
         "outputs": output_names(policy),
         "observation": observation_layout(policy.obs_spec, run.row_spec),

@@ -14,7 +14,7 @@ import logging
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -63,7 +63,7 @@ def choose(policy: RunPolicy, outputs: list[np.ndarray], rng: np.random.Generato
     """Actions sampled from the policy's outputs (Gumbel-max over masked logits; Box: clipped Normal)."""
     choices, values = head_sizes(policy.agent.actor)
     if not choices:
-        space = policy.act_spec.flat_space
+        space = cast(spaces.Box, policy.act_spec.flat_space)
         return np.clip(outputs[0] + outputs[1] * rng.standard_normal(outputs[0].shape), space.low, space.high)
     noisy = outputs[0] + rng.gumbel(size=outputs[0].shape)
     picks = [block.argmax(-1) for block in np.split(noisy, np.cumsum(policy.agent.actor.sizes)[:-1], axis=-1)]

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -67,15 +67,23 @@ def action_layout(act: ActionSpec) -> dict[str, Any]:
             "low": np.asarray(flat.low).tolist(),
             "high": np.asarray(flat.high).tolist(),
             "leaves": [
-                {"name": field_label(path, "action"), "shape": list(leaf.shape), "start": start, "size": size}
+                {"name": field_label(path, "action"), "shape": list(leaf.shape or ()), "start": start, "size": size}
                 for path, leaf, start, size in act.leaves
             ],
             "sample": "mean + std * normal noise, clipped to [low, high] (greedy: the mean)",
         }
     blocks, logit = [], 0
-    nvec = [int(flat.n)] if isinstance(flat, spaces.Discrete) else [int(n) for n in np.asarray(flat.nvec).ravel()]
+    nvec = (
+        [int(flat.n)]
+        if isinstance(flat, spaces.Discrete)
+        else [int(n) for n in np.asarray(cast(spaces.MultiDiscrete, flat).nvec).ravel()]
+    )
     for path, leaf, start, size in act.leaves:
-        offsets = np.zeros(size, np.int64) if isinstance(leaf, spaces.MultiBinary) else np.asarray(leaf.start).ravel()
+        offsets = (
+            np.zeros(size, np.int64)
+            if isinstance(leaf, spaces.MultiBinary)
+            else np.asarray(cast(spaces.MultiDiscrete, leaf).start).ravel()
+        )
         for k, slot in enumerate(range(start, start + size)):
             add = int(offsets[k] if offsets.size == size else offsets[0])
             blocks.append(

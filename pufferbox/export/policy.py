@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -191,7 +191,8 @@ class ActingPolicy(nn.Module):
 
     def outputs(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[torch.Tensor, ...]:
         if self.normalize_rows:  # as the collector's frozen normalizer: float64 statistics, clipped
-            obs = ((obs.double() - self.row_mean) / self.row_std).clamp(-self.clip, self.clip).to(obs.dtype)
+            mean, std = cast(torch.Tensor, self.row_mean), cast(torch.Tensor, self.row_std)
+            obs = ((obs.double() - mean) / std).clamp(-self.clip, self.clip).to(obs.dtype)
         with reading_rows(self.agent, self.byte_norm):
             return policy_outputs(self.agent, obs, state)
 
