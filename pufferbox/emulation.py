@@ -61,6 +61,7 @@ __all__ = [
     "BIND_OBSERVATION_BUFFERS",
     "GymnasiumEmulator",
     "PettingZooEmulator",
+    "InfoActionMask",
     "emulate",
     "is_aec",
 ]
@@ -687,7 +688,8 @@ def emulate(
     ``action_mask``: the Dict observation key that holds the legal actions, which must then be there
     (``EnvBuild.action_mask``); None: the ``action_mask`` key where an observation has one.
     """
-    args = (env, obs_spec, act_spec, name, episode_metrics, check_obs, action_mask or ACTION_MASK_KEY)
+    env, key = with_info_mask(env, action_mask, name)
+    args = (env, obs_spec, act_spec, name, episode_metrics, check_obs, key)
     if isinstance(env, gymnasium.Env):
         emulator: GymnasiumEmulator | PettingZooEmulator = GymnasiumEmulator(*args)
     elif is_aec(env):
@@ -699,8 +701,67 @@ def emulate(
             f"{name}: the binding returned {type(env).__name__}, expected a gymnasium.Env or a PettingZoo ParallelEnv/AECEnv"
         )
     if action_mask is not None and obs_spec is None:
-        require_mask(emulator, action_mask)
+        require_mask(emulator, key)
     return emulator
+
+
+INFO_MASK = "info:"  # EnvBuild(action_mask="info:NAME"): the legal actions come in info[NAME] (Taxi: "action_mask")
+
+
+def with_info_mask(env: Any, action_mask: str | None, name: str) -> tuple[Any, str]:
+    """``(env, observation key of its mask)``: a Gymnasium env whose mask comes in an info entry
+    (``info:NAME``) behind :class:`InfoActionMask`, any other env as it is."""
+    if action_mask is None or not action_mask.startswith(INFO_MASK):
+        return env, action_mask or ACTION_MASK_KEY
+    if not isinstance(env, gymnasium.Env):
+        raise SpaceError(
+            f"{name}: action_mask={action_mask!r}: info masks are for Gymnasium envs; a PettingZoo env puts its mask "
+            "in the observation (name its key)"
+        )
+    return InfoActionMask(env, action_mask[len(INFO_MASK) :], name), ACTION_MASK_KEY
+
+
+class InfoActionMask(gymnasium.Wrapper):
+    """A Gymnasium env that reports its legal actions in ``info[entry]`` (as Taxi does), seen with them under
+    the ``action_mask`` key of a Dict observation (the env's own observation under ``observation``, or its
+    Dict's keys beside it), where the flattening spec finds masks. A step without the entry is refused."""
+
+    def __init__(self, env: gymnasium.Env, entry: str, name: str = "env"):
+        super().__init__(env)
+        self.entry, self.name = entry, name
+        flat = ActionSpec(env.action_space).flat_space
+        choices = getattr(flat, "discrete", flat)  # a hybrid action's discrete row
+        nvec = [flat.n] if isinstance(flat, gymnasium.spaces.Discrete) else getattr(choices, "nvec", None)
+        if nvec is None:
+            raise SpaceError(f"{name}: action_mask='info:{entry}': masks apply to discrete actions, not {flat}")
+        self.size = int(np.sum(nvec))
+        inner = env.observation_space
+        self.inner_dict = isinstance(inner, gymnasium.spaces.Dict)
+        fields = dict(inner.spaces) if self.inner_dict else {"observation": inner}
+        if ACTION_MASK_KEY in fields:
+            raise SpaceError(
+                f"{name}: the observation has its own {ACTION_MASK_KEY!r} key: leave EnvBuild.action_mask unset"
+            )
+        mask = gymnasium.spaces.Box(0, 1, (self.size,), np.int8)
+        self.observation_space = gymnasium.spaces.Dict({**fields, ACTION_MASK_KEY: mask})
+
+    def with_mask(self, obs: Any, info: dict) -> dict:
+        if self.entry not in info:
+            raise SpaceError(f"{self.name}: info has no {self.entry!r} entry (EnvBuild(action_mask='info:{self.entry}'))")
+        legal = np.asarray(info[self.entry], dtype=np.int8).reshape(-1)
+        if legal.size != self.size:
+            raise SpaceError(
+                f"{self.name}: info[{self.entry!r}] has {legal.size} entries, the action has {self.size} choices"
+            )
+        return {**(dict(obs) if self.inner_dict else {"observation": obs}), ACTION_MASK_KEY: legal}
+
+    def reset(self, **kwargs: Any) -> tuple[dict, dict]:
+        obs, info = self.env.reset(**kwargs)
+        return self.with_mask(obs, info), info
+
+    def step(self, action: Any) -> tuple[dict, Any, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self.with_mask(obs, info), reward, terminated, truncated, info
 
 
 def require_mask(emulator: GymnasiumEmulator | PettingZooEmulator, key: str) -> None:

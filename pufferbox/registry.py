@@ -113,8 +113,10 @@ class EnvBuild:
         episode_metrics: names of values in an episode's final ``info`` reported with each
             finished episode (``Episodes.metrics``), e.g. ``("tagged",)``.
         action_mask: the key of the Dict observation that holds the legal actions, for envs that do not
-            call it ``action_mask`` (an observation without it is refused); None: ``action_mask`` where
-            an observation has that key (see :class:`pufferbox.spaces.ActionMask`).
+            call it ``action_mask`` (an observation without it is refused), or ``"info:NAME"`` for a
+            Gymnasium env that reports them in ``info[NAME]`` (Taxi: ``"info:action_mask"``; see
+            :class:`pufferbox.emulation.InfoActionMask`); None: ``action_mask`` where an observation has
+            that key (see :class:`pufferbox.spaces.ActionMask`).
     """
 
     binding: Callable[..., Any]

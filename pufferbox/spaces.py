@@ -460,7 +460,8 @@ class HybridRow(spaces.Space):
 
 @batch_space.register(HybridRow)
 def batch_hybrid_row(space: HybridRow, n: int = 1) -> HybridRow:
-    return HybridRow(batch_space(space.discrete, n), batch_space(space.continuous, n), seed=copy.deepcopy(space.np_random))
+    choices = spaces.MultiDiscrete(np.tile(space.discrete.nvec, (n,) + (1,) * space.discrete.nvec.ndim))  # not a Box
+    return HybridRow(choices, batch_space(space.continuous, n), seed=copy.deepcopy(space.np_random))
 
 
 def box_row(boxes: list[spaces.Box]) -> spaces.Box:

@@ -115,6 +115,30 @@ def test_random_rollout_actions_of_a_hybrid_row_are_whole_choices_and_in_bounds(
     assert drawn.shape == (50, row.shape[0]) and all(row.contains(a) for a in drawn)
 
 
+@pytest.mark.timeout(60)
+def test_multiprocessing_workers_step_hybrid_rows_as_the_serial_backend_does():
+    """The float32 rows cross shared memory intact: same seed and actions, same observations and rewards."""
+    from pufferbox.vector import make
+
+    runs = []
+    for backend, kwargs in (("serial", {}), ("multiprocessing", {"num_workers": 2})):
+        venv = make(env_spec_for("hybrid"), backend=backend, num_envs=4, **kwargs)
+        try:
+            venv.action_space.seed(3)
+            venv.async_reset(0)
+            steps = [tuple(np.array(x) for x in venv.recv()[:2])]  # copies: the rows are unmapped on close
+            for _ in range(12):
+                venv.send(venv.action_space.sample())
+                steps.append(tuple(np.array(x) for x in venv.recv()[:2]))
+            runs.append(steps)
+        finally:
+            venv.close()
+    for (obs_a, rew_a), (obs_b, rew_b) in zip(*runs):
+        np.testing.assert_array_equal(obs_a, obs_b)
+        np.testing.assert_array_equal(rew_a, rew_b)
+    assert any(np.any(rew != 0) for _, rew in runs[0][1:])
+
+
 @pytest.fixture
 def hybrid_registered(monkeypatch):
     from pufferbox.registry import get_registry

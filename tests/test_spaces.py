@@ -171,6 +171,7 @@ def test_hybrid_action_round_trip_and_its_two_rows(space, seed):
         assert space.contains(back)
         assert_same(space, action, back, cast=np.float32)
     batch = batch_space(row, 4)  # what a vector env's action_space.sample() draws
+    assert isinstance(batch.discrete, spaces.MultiDiscrete) and batch.high.shape == (4, spec.size)
     for flat in batch.sample():
         assert row.contains(flat) and space.contains(spec.unflatten(flat))
     tensors = spec.split(torch.from_numpy(batch.sample()))

@@ -33,7 +33,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pufferbox.emulation import is_aec, metric
+from pufferbox.emulation import INFO_MASK, is_aec, metric, with_info_mask
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ACTION_MASK_KEY, ActionSpec, ObservationSpec, SpaceError, get_path, mask_logits, sample_legal
@@ -116,8 +116,9 @@ class TurnByTurn:
 
 
 def make_raw(spec: EnvSpec, cfg: CheckConfig) -> Any:
-    """The plugin's raw env; a turn-based (AEC) one behind :class:`TurnByTurn`."""
-    env = spec.make_raw(**cfg.kwargs)
+    """The plugin's raw env; a turn-based (AEC) one behind :class:`TurnByTurn`, one whose mask comes in
+    an info entry with it in its observation (as the emulator sees it)."""
+    env, _ = with_info_mask(spec.make_raw(**cfg.kwargs), spec.build.action_mask, spec.name)
     return TurnByTurn(env) if is_aec(env) else env
 
 
@@ -195,8 +196,10 @@ def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any])
 
 
 def mask_key(spec: EnvSpec) -> str:
-    """The observation key of the env's legal actions (``EnvBuild.action_mask``, else ``action_mask``)."""
-    return spec.build.action_mask or ACTION_MASK_KEY
+    """The observation key of the env's legal actions (``EnvBuild.action_mask``, else ``action_mask``,
+    where an info mask is put)."""
+    key = spec.build.action_mask
+    return ACTION_MASK_KEY if key is None or key.startswith(INFO_MASK) else key
 
 
 def random_actions(seed: int, key: str = ACTION_MASK_KEY) -> Callable[[Any, int, Any], Any]:
