@@ -80,10 +80,15 @@ def check_against_agent(run_dir: Path, folder: Path, name: str = "policy") -> No
         greedy, _ = policy.agent.greedy(obs, state)
         value = policy.agent.act(obs, state)[3]
     np.testing.assert_allclose(got["value"], value.numpy(), rtol=1e-4, atol=1e-5)
-    sizes = policy.agent.actor.sizes
-    blocks = np.split(got["logits"], np.cumsum(sizes)[:-1], axis=-1)
-    picks = np.stack([b.argmax(-1) for b in blocks], -1).reshape(greedy.shape)
-    assert np.array_equal(picks, greedy.numpy())
+    parts = []
+    if "logits" in got:
+        blocks = np.split(got["logits"], np.cumsum(policy.agent.actor.sizes)[:-1], axis=-1)
+        parts.append(np.stack([b.argmax(-1) for b in blocks], -1).astype(np.float32))
+    if "mean" in got:  # Box values (a hybrid row: after the choices): the Gaussians' means
+        parts.append(got["mean"])
+        np.testing.assert_allclose(got["std"][0], policy.agent.actor.logstd.exp().detach().numpy(), rtol=1e-5)
+    greedy_graph = np.concatenate(parts, -1).reshape(greedy.shape)
+    np.testing.assert_allclose(greedy_graph, greedy.numpy().astype(np.float32), rtol=1e-4, atol=1e-5)
 
 
 def build_row(sidecar: dict, sample: dict) -> np.ndarray:
@@ -269,6 +274,31 @@ def test_a_masked_env_s_graph_puts_illegal_moves_at_minus_infinity(tmp_path_fact
     legal = rows[:, mask_field["offset"] : mask_field["offset"] + 9] != 0
     logits = run_onnx(tmp_path / "onnx" / "policy.onnx", inputs)["logits"]
     assert (~legal).any() and np.isneginf(logits[~legal]).all() and np.isfinite(logits[legal]).all()
+    check_against_agent(run_dir, tmp_path / "onnx")
+
+
+def test_a_box_action_exports_mean_and_std(tmp_path_factory, tmp_path):
+    run_dir = tiny_run(tmp_path_factory.mktemp("runs"), "pendulum", "train.norm_obs=true")
+    export(run_dir, "onnx", tmp_path / "onnx")
+    sidecar = json.loads((tmp_path / "onnx" / "policy.json").read_text())
+    assert sidecar["outputs"] == ["mean", "std", "value"] and sidecar["action"]["kind"] == "box"
+    assert sidecar["action"]["low"] == [-2.0] and sidecar["action"]["high"] == [2.0]
+    check_against_agent(run_dir, tmp_path / "onnx")
+
+
+def test_a_hybrid_action_exports_logits_for_its_choices_and_mean_std_for_its_values(monkeypatch, tmp_path):
+    from pufferbox.vector.testenvs import env_spec_for
+
+    registry = get_registry()
+    real_get = registry.get  # the hybrid test env is not registered: lend it the name, as tests/test_hybrid_actions.py does
+    monkeypatch.setattr(
+        registry, "get", lambda name, **kw: env_spec_for("hybrid") if name == "hybrid" else real_get(name, **kw)
+    )
+    run_dir = tiny_run(tmp_path, "hybrid")
+    export(run_dir, "onnx", tmp_path / "onnx")
+    sidecar = json.loads((tmp_path / "onnx" / "policy.json").read_text())
+    assert sidecar["outputs"] == ["logits", "mean", "std", "value"] and sidecar["action"]["kind"] == "hybrid"
+    assert sidecar["action"]["blocks"][0]["slot"] == 0 and sidecar["action"]["values"][0]["start"] == 1
     check_against_agent(run_dir, tmp_path / "onnx")
 
 

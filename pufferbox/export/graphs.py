@@ -60,18 +60,22 @@ def policy_rows(run: LoadedRun, policy: RunPolicy, num_rows: int) -> np.ndarray:
 
 
 def choose(policy: RunPolicy, outputs: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    """Actions sampled from the policy's outputs (Gumbel-max over masked logits; Box: clipped Normal)."""
+    """Actions sampled from the policy's outputs: Gumbel-max over each slot's masked logits, then (Box and
+    hybrid actions) a Normal around the means clipped to the bounds."""
     choices, values = head_sizes(policy.agent.actor)
-    if not choices:
-        space = cast(spaces.Box, policy.act_spec.flat_space)
-        return np.clip(outputs[0] + outputs[1] * rng.standard_normal(outputs[0].shape), space.low, space.high)
-    noisy = outputs[0] + rng.gumbel(size=outputs[0].shape)
-    picks = [block.argmax(-1) for block in np.split(noisy, np.cumsum(policy.agent.actor.sizes)[:-1], axis=-1)]
-    if isinstance(policy.act_spec.flat_space, spaces.Discrete):
-        return picks[0]
-    if values:
-        raise ExportError(f"{policy.name}: recording actions of both kinds (discrete and continuous) is not supported")
-    return np.stack(picks, axis=-1)
+    flat = policy.act_spec.flat_space
+    picks: list[np.ndarray] = []
+    if choices:
+        noisy = outputs[0] + rng.gumbel(size=outputs[0].shape)
+        picks = [block.argmax(-1) for block in np.split(noisy, np.cumsum(policy.agent.actor.sizes)[:-1], axis=-1)]
+        if isinstance(flat, spaces.Discrete):
+            return picks[0]
+        if not values:
+            return np.stack(picks, axis=-1)
+    mean, std = outputs[1 if choices else 0], outputs[2 if choices else 1]
+    box = cast(spaces.Box, getattr(flat, "continuous", flat))
+    amounts = np.clip(mean + std * rng.standard_normal(mean.shape), box.low, box.high)
+    return np.concatenate([np.stack(picks, axis=-1).astype(np.float32), amounts], axis=-1) if picks else amounts
 
 
 def record(run: LoadedRun, steps: int = 24, num_envs: int = 2, seed: int = 0) -> dict[str, Recording]:

@@ -57,42 +57,53 @@ def observation_layout(own: ObservationSpec, row: ObservationSpec) -> dict[str, 
 
 
 def action_layout(act: ActionSpec) -> dict[str, Any]:
-    """Which logits choose which part of the env's action (or the Box the mean and std describe)."""
+    """Which logits choose which discrete slot of the env's action, which outputs are its ``Box`` values."""
     flat = act.flat_space
-    if not act.discrete:
-        assert isinstance(flat, spaces.Box)
-        return {
-            "kind": "box",
-            "size": act.size,
-            "low": np.asarray(flat.low).tolist(),
-            "high": np.asarray(flat.high).tolist(),
-            "leaves": [
-                {"name": field_label(path, "action"), "shape": list(leaf.shape or ()), "start": start, "size": size}
-                for path, leaf, start, size in act.leaves
-            ],
-            "sample": "mean + std * normal noise, clipped to [low, high] (greedy: the mean)",
-        }
-    blocks, logit = [], 0
-    nvec = (
-        [int(flat.n)]
-        if isinstance(flat, spaces.Discrete)
-        else [int(n) for n in np.asarray(cast(spaces.MultiDiscrete, flat).nvec).ravel()]
+    hybrid = hasattr(flat, "discrete") and hasattr(flat, "continuous")  # a HybridRow: choices, then values
+    if isinstance(flat, spaces.Discrete):
+        nvec = [int(flat.n)]
+    elif isinstance(flat, spaces.MultiDiscrete) or hybrid:
+        nvec = [int(n) for n in np.asarray(cast(Any, flat).discrete.nvec if hybrid else cast(Any, flat).nvec).ravel()]
+    else:
+        nvec = []
+    kind = (
+        "hybrid" if hybrid else "box" if not nvec else "discrete" if isinstance(flat, spaces.Discrete) else "multidiscrete"
     )
+    out: dict[str, Any] = {"kind": kind, "row_size": int(act.size), "row_dtype": str(act.dtype)}
+    if nvec:
+        out |= {"logits": sum(nvec), "blocks": logit_blocks(act, nvec)}
+        out["sample"] = "per block: argmax (greedy) or a softmax sample of its logits, plus 'add', is that slot's action"
+    if kind in ("box", "hybrid"):
+        box = cast(spaces.Box, cast(Any, flat).continuous if hybrid else flat)
+        values = [(path, leaf, start, size) for path, leaf, start, size in act.leaves if isinstance(leaf, spaces.Box)]
+        out["values"] = [
+            {"name": field_label(path, "action"), "shape": list(leaf.shape or ()), "start": start, "size": size}
+            for path, leaf, start, size in values
+        ]
+        out |= {"low": np.asarray(box.low).tolist(), "high": np.asarray(box.high).tolist()}
+        out["sample_values"] = "mean + std * normal noise, clipped to [low, high] (greedy: the mean)"
+    return out
+
+
+def logit_blocks(act: ActionSpec, nvec: list[int]) -> list[dict[str, Any]]:
+    """One block per discrete slot: the leaf it belongs to, its slot in the action row, its logits."""
+    offsets = np.cumsum([0, *nvec]).tolist()
+    blocks = []
     for path, leaf, start, size in act.leaves:
-        offsets = (
-            np.zeros(size, np.int64)
-            if isinstance(leaf, spaces.MultiBinary)
-            else np.asarray(cast(spaces.MultiDiscrete, leaf).start).ravel()
+        if isinstance(leaf, spaces.Box):
+            continue
+        base = (
+            np.zeros(size, np.int64) if isinstance(leaf, spaces.MultiBinary) else np.asarray(cast(Any, leaf).start).ravel()
         )
         for k, slot in enumerate(range(start, start + size)):
-            add = int(offsets[k] if offsets.size == size else offsets[0])
+            add = int(base[k] if base.size == size else base[0])
             blocks.append(
-                {"leaf": field_label(path, "action"), "slot": slot, "logits_start": logit, "size": nvec[slot], "add": add}
+                {
+                    "leaf": field_label(path, "action"),
+                    "slot": slot,
+                    "logits_start": offsets[slot],
+                    "size": nvec[slot],
+                    "add": add,
+                }
             )
-            logit += nvec[slot]
-    return {
-        "kind": "discrete" if isinstance(flat, spaces.Discrete) else "multidiscrete",
-        "logits": logit,
-        "blocks": blocks,
-        "sample": "per block: argmax (greedy) or a softmax sample of its logits, plus 'add', is that slot's action",
-    }
+    return blocks
