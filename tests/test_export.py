@@ -246,6 +246,10 @@ def test_nethack_graph_reads_its_byte_row_and_the_sidecar_builds_that_row(tmp_pa
     with torch.no_grad():
         value = run.policies[0].agent.act(torch.from_numpy(row[None]))[3]
     np.testing.assert_allclose(expected["value"], value.numpy(), rtol=1e-4, atol=1e-5)
+    export(run_dir, "torchscript", tmp_path / "ts")  # the same byte decoding, traced
+    logits, ts_value = torch.jit.load(str(tmp_path / "ts" / "policy.pt"))(torch.from_numpy(row[None]))
+    np.testing.assert_allclose(ts_value.numpy(), value.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(logits.numpy(), expected["logits"], rtol=1e-4, atol=1e-5)
 
 
 def test_a_dict_of_float_int_and_binary_leaves_with_normalization_and_multidiscrete_actions(tmp_path_factory, tmp_path):
