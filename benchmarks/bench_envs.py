@@ -189,6 +189,22 @@ def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]
             lambda: puffer("nethack", s, backend="multiprocessing", num_envs=8, num_workers=2),
         ),
     ]
+    # Atari's vector envs default to the native block (ale-py's C++ vector env, one thread per core);
+    # the Gymnasium path is vec.native=false. EnvPool's rows are benchmarks/bench_atari.py.
+    out["breakout"][3:] = [
+        (
+            "pufferbox serial, native block (ale-py C++ threads), 8 envs",
+            lambda: puffer("breakout", s, backend="serial", num_envs=8),
+        ),
+        (
+            "pufferbox serial, Gymnasium path, 8 envs",
+            lambda: puffer("breakout", s, backend="serial", num_envs=8, native=False),
+        ),
+        (
+            "pufferbox multiprocessing, Gymnasium path, 8 envs / 2 workers",
+            lambda: puffer("breakout", s, backend="multiprocessing", num_envs=8, num_workers=2, native=False),
+        ),
+    ]
     out["procgen/bigfish"] = [
         ("raw: pufferbox's one-env Gymnasium adapter, single env loop", lambda: raw_gymnasium("procgen/bigfish", s)),
         ("Gymnasium SyncVectorEnv over the adapter, 8 envs", lambda: gymnasium_vector("procgen/bigfish", 8, s, False)),
