@@ -210,6 +210,32 @@ def test_bad_exports_are_one_line_errors_and_touch_nothing(cartpole, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-run", "taken"]  # no partial folders
 
 
+def test_an_encoder_named_only_by_the_checkpoint_is_never_imported_unless_passed(cartpole, tmp_path, monkeypatch):
+    import tomllib
+
+    import tomli_w
+
+    from pufferbox.train.checkpoint import latest_checkpoint
+
+    marker = tmp_path / "imported"
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "export_trust_encoder.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n"
+        "from pufferbox.train.policies import MLPEncoder as Encoder\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    state = torch.load(latest_checkpoint(cartpole / "checkpoints"), weights_only=True)
+    config = tomllib.loads(state["config"])
+    config["policy"]["encoder"] = "export_trust_encoder:Encoder"
+    crafted = tmp_path / "ckpt-00000099.pt"
+    torch.save({**state, "config": tomli_w.dumps(config)}, crafted)
+    refused = invoke("export", crafted, "--to", "onnx", tmp_path / "out")
+    assert refused.exit_code == 2 and refused.output.startswith("Error: ") and len(refused.output.splitlines()) == 1
+    assert "--encoder export_trust_encoder:Encoder" in refused.output and not marker.exists()
+    export(crafted, "onnx", tmp_path / "out", "--encoder", "export_trust_encoder:Encoder")  # the user's own choice
+    assert marker.exists()
+
+
 def test_a_graph_that_does_not_reproduce_the_policy_fails_and_leaves_no_folder(cartpole, tmp_path, monkeypatch):
     import pufferbox.export.graphs as graphs
 

@@ -16,7 +16,12 @@ from pufferbox.cli import cli
 @click.option(
     "--episodes", type=click.IntRange(1), default=5, show_default=True, help="--to hub: episodes of the card's evaluation."
 )
-def export(run_dir, out_dir, to, episodes):
+@click.option(
+    "--encoder",
+    metavar="MODULE:ATTR",
+    help="Trust this encoder, named by the checkpoint but registered by no installed plugin (as eval --encoder).",
+)
+def export(run_dir, out_dir, to, episodes, encoder):
     """Export RUN_DIR's newest checkpoint (or a ckpt-*.pt, or a hub folder) into the new folder DIR.
 
     onnx / torchscript: one graph per policy (per agent group), observation row in, logits (or mean/std)
@@ -26,4 +31,4 @@ def export(run_dir, out_dir, to, episodes):
     """
     from pufferbox.export import export_run
 
-    click.echo(json.dumps(export_run(run_dir, to, out_dir, episodes=episodes)))
+    click.echo(json.dumps(export_run(run_dir, to, out_dir, episodes=episodes, encoder=encoder)))

@@ -41,11 +41,13 @@ def check_target(to: str, out_dir: str | Path) -> None:
         raise ExportError(f"{out}: exists and is not an empty folder; export into a new or empty DIR")
 
 
-def export_run(run_dir: str | Path, to: str, out_dir: str | Path, episodes: int = 5) -> dict[str, Any]:
+def export_run(
+    run_dir: str | Path, to: str, out_dir: str | Path, episodes: int = 5, encoder: str | None = None
+) -> dict[str, Any]:
     """Export ``run_dir``'s newest usable checkpoint (or a ``ckpt-*.pt``, or a hub folder) to ``out_dir``
     (``episodes``: the hub model card's evaluation)."""
     check_target(to, out_dir)
-    run = load_run(run_dir)
+    run = load_run(run_dir, encoder)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

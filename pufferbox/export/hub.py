@@ -46,7 +46,9 @@ def write_hub(run: LoadedRun, run_dir: Path, folder: Path, episodes: int = EVAL_
     meta["groups"] = json.dumps(list(run.state.get("groups", {})))  # safetensors sorts names; play keeps this order
     save_file(hub_tensors(run.state), str(folder / HUB_WEIGHTS), metadata=meta)
     (folder / "config.toml").write_text(run.state["config"])
-    result = evaluate(None, folder, episodes=episodes, seed=EVAL_SEED)  # the folder itself, as users will load it
+    result = evaluate(
+        None, folder, episodes=episodes, seed=EVAL_SEED, encoder=run.encoder
+    )  # the folder itself, as users will load it
     curve = return_curve(run_dir, folder / "returns.png")
     gif, no_gif = replay_gif(run, folder, folder / "replay.gif")
     (folder / "README.md").write_text(model_card(run, result, curve, gif, no_gif))
@@ -79,7 +81,7 @@ def replay_gif(run: LoadedRun, folder: Path, path: Path) -> tuple[str | None, st
         return None, f"{run.spec.name} does not render rgb_array frames"
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame-drawn envs: no display needed
     try:
-        evaluate(None, folder, episodes=1, video=path, seed=EVAL_SEED)
+        evaluate(None, folder, episodes=1, video=path, seed=EVAL_SEED, encoder=run.encoder)
     except Exception as exc:  # a renderer failing must not lose the rest of the model folder
         path.unlink(missing_ok=True)
         return None, f"rendering {run.spec.name} failed ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"

@@ -62,10 +62,12 @@ class LoadedRun:
     policies: list[RunPolicy]
     normalizer: Any  # frozen Normalizer or None
     agents_per_env: int
+    encoder: str | None = None  # the user's --encoder MODULE:ATTR, trusted though no plugin registers it
 
 
-def load_run(checkpoint: str | Path) -> LoadedRun:
-    """The policies of ``checkpoint`` (a run dir, a ``ckpt-*.pt`` or a hub folder), ready to act."""
+def load_run(checkpoint: str | Path, encoder: str | None = None) -> LoadedRun:
+    """The policies of ``checkpoint`` (a run dir, a ``ckpt-*.pt`` or a hub folder), ready to act; ``encoder``
+    as ``eval --encoder``."""
     import tomllib
 
     import pufferbox.vector
@@ -79,7 +81,7 @@ def load_run(checkpoint: str | Path) -> LoadedRun:
         raise ExportError(f"{checkpoint}: the checkpoint names no env; export needs a checkpoint pufferbox wrote")
     spec = get_registry().get_trained(str(state["env"]), state.get("distribution"))
     config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
-    check_encoder_is_trusted(config["policy"], str(checkpoint))
+    check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
     venv = pufferbox.vector.make(
         spec, backend="serial", num_envs=1, env_kwargs=dict(config.get("env", {})), native=config["vec"]["native"]
     )
@@ -90,7 +92,7 @@ def load_run(checkpoint: str | Path) -> LoadedRun:
         row_spec, row_action, per_env = venv.obs_spec, venv.act_spec, venv.num_agents
     finally:
         venv.close()
-    return LoadedRun(spec, config, state, str(checkpoint), row_spec, row_action, policies, norm, per_env)
+    return LoadedRun(spec, config, state, str(checkpoint), row_spec, row_action, policies, norm, per_env, encoder)
 
 
 def policies_of(agent: Any, venv: Any) -> list[RunPolicy]:
