@@ -458,15 +458,18 @@ class AECEmulator(PettingZooEmulator):
     def __init__(self, env: Any, *args: Any, **kwargs: Any):
         super().__init__(env, *args, **kwargs)
         self.reported: set = set()  # agents whose end was written to their row this episode
+        # The turn state (agents, agent_selection, rewards, ...) is read where it lives: PettingZoo's
+        # wrappers forward each read through every layer (most of a classic game's step time).
+        self.game = turn_state_holder(env)
 
     def observe(self) -> dict:
         """Every live agent's observation (written to the rows); only the mover's row is acting."""
-        env = self.env
-        observations = {a: env.observe(a) for a in env.agents if a not in self.reported}
+        env, game = self.env, self.game
+        observations = {a: env.observe(a) for a in game.agents if a not in self.reported}
         self.write_observations(observations)
         self.buffers.masks[:] = False
-        if env.agents:
-            self.buffers.masks[self.slot[env.agent_selection]] = True
+        if game.agents:
+            self.buffers.masks[self.slot[game.agent_selection]] = True
         return observations
 
     def start(self, seed: int | None) -> dict:
@@ -489,27 +492,27 @@ class AECEmulator(PettingZooEmulator):
     def advance(self, action: Any) -> tuple[dict, dict, dict, dict]:
         """The mover plays ``action`` (a structured action), then the dead steps due: ``(rewards,
         terminations, truncations, infos)`` of the agents whose episode ended or went on."""
-        env = self.env
+        env, game = self.env, self.game
         rewards: dict = {}
         env.step(action)
-        for agent, reward in env.rewards.items():
+        for agent, reward in game.rewards.items():
             rewards[agent] = rewards.get(agent, 0.0) + float(reward)
-        terminations, truncations, infos = dict(env.terminations), dict(env.truncations), dict(env.infos)
-        for agent in env.agents:  # a truncated agent's last observation, for the learner's bootstrap
+        terminations, truncations, infos = dict(game.terminations), dict(game.truncations), dict(game.infos)
+        for agent in game.agents:  # a truncated agent's last observation, for the learner's bootstrap
             if truncations.get(agent) and not terminations.get(agent) and agent not in self.reported:
                 row = self.slot[agent]
                 self.agent_specs[row][0].write(self.buffers.final_observations, row, env.observe(agent))
-        while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+        while game.agents and (game.terminations[game.agent_selection] or game.truncations[game.agent_selection]):
             env.step(None)
-            for agent, reward in env.rewards.items():
+            for agent, reward in game.rewards.items():
                 rewards[agent] = rewards.get(agent, 0.0) + float(reward)
-        self.agents = list(env.agents)
+        self.agents = list(game.agents)
         return rewards, terminations, truncations, infos
 
     def vec_step(self, actions: np.ndarray) -> Episodes:
         if self.needs_reset:
             raise APIUsageError(f"{self.name}: step() before reset()")
-        mover = self.env.agent_selection
+        mover = self.game.agent_selection
         row = self.slot[mover]
         spec = self.agent_specs[row][1]
         if not self.act_checked:
@@ -530,7 +533,7 @@ class AECEmulator(PettingZooEmulator):
                 self.reported.add(agent)
         self.episode_returns += b.rewards
         self.episode_length += 1
-        if not self.env.agents:
+        if not self.game.agents:
             return self.end_episode(infos)
         self.observe()
         return NO_EPISODES
@@ -572,6 +575,23 @@ class AECEmulator(PettingZooEmulator):
         if not self.env.agents:
             self.needs_reset = True
         return self.observation_dict(observations), rewards, terminations, truncations, infos
+
+
+TURN_STATE = ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos")
+
+
+def turn_state_holder(env: Any) -> Any:
+    """The object whose attributes hold ``env``'s turn state: the unwrapped env when every wrapper only
+    forwards those reads (PettingZoo's own wrappers write them on the unwrapped env), else ``env``.
+
+    A wrapper that defines one of them itself (a property reshaping rewards, say) keeps every read on ``env``."""
+    layer = env
+    while (inner := getattr(layer, "env", None)) is not None and layer is not getattr(layer, "unwrapped", layer):
+        own = {name for cls in type(layer).__mro__ if cls.__name__ != "AECEnv" for name in vars(cls)}
+        if any(name in own or name in vars(layer) for name in TURN_STATE):
+            return env
+        layer = inner
+    return layer
 
 
 def is_aec(env: Any) -> bool:

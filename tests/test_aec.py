@@ -170,3 +170,28 @@ def test_self_play_trains_on_a_turn_based_env(monkeypatch, backend):
     last = history[-1]
     assert any(k.startswith("first/") for k in last) and any(k.startswith("second/") for k in last), sorted(last)
     assert all(np.isfinite(v) for k, v in last.items() if k.endswith("policy_loss")), last
+
+
+def test_turn_state_is_read_past_forwarding_wrappers_only():
+    """PettingZoo's own wrappers forward every read of the turn state to the unwrapped env, so the
+    emulator reads it there (one lookup, not one per layer); a wrapper that defines any of it itself
+    keeps every read on the outermost env, and the loser's reshaped reward still reaches its row."""
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    from pufferbox.emulation import turn_state_holder
+
+    plain = tictactoe_v3.env()
+    assert turn_state_holder(plain) is plain.unwrapped
+
+    class HalfRewards(BaseWrapper):
+        @property
+        def rewards(self):
+            return {agent: reward / 2 for agent, reward in self.env.rewards.items()}
+
+    shaped = HalfRewards(tictactoe_v3.env())
+    assert turn_state_holder(shaped) is shaped
+    env = emulate(HalfRewards(tictactoe_v3.env()), name="ttt")
+    env.vec_reset(seed=0)
+    for p1, p2 in [(0, 8), (8, 3), (1, 8), (8, 4), (2, 0)]:
+        env.vec_step(np.array([p1, p2]))
+    assert env.buffers.rewards.tolist() == [0.5, -0.5]
