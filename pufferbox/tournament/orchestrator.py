@@ -233,7 +233,7 @@ class Tournament:
         if self.settings.total_steps is not None:
             committed = sum(slot.running.task.steps for slot in self.running().values() if slot.running)
             return self.progress.steps + committed < self.settings.total_steps
-        return self.wall_time() < self.settings.hours * 3600
+        return self.wall_time() < (self.settings.hours or 0.0) * 3600
 
     def in_flight_steps(self) -> int:
         return sum(slot.running.steps for slot in self.running().values() if slot.running)
@@ -295,7 +295,9 @@ class Tournament:
             task = propose(self.board, self.hyper, pod=next_pod, rng=self.rng, fresh=next_pod < s.pods)
             if s.halving and len(self.running()) >= max(1, math.ceil(s.pods / s.slice_growth**task.generation)):
                 break  # successive halving: deeper generations train fewer branches at once
-            task.steps = slice_length(task.generation, s.first_slice_steps, s.slice_steps, s.slice_growth)
+            first, longest = s.first_slice_steps, s.slice_steps
+            assert first is not None and longest is not None, "TournamentSettings.resolved() fills them in"
+            task.steps = slice_length(task.generation, first, longest, s.slice_growth)
             self.progress.next_pod += 1
             self.dispatch(task)
         return bool(self.running())

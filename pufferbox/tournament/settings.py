@@ -90,7 +90,7 @@ class TournamentSettings:
         # Boards written before the slice schedule existed trained fixed slices and never truncated;
         # before group scoring every board scored the mean return over all agents; before the plugin
         # record every board trained the holder of its env's name.
-        old = {
+        old: dict[str, Any] = {
             "first_slice_steps": stored["slice_steps"],
             "slice_growth": 1.0,
             "truncate_below": 0.0,
@@ -98,7 +98,8 @@ class TournamentSettings:
             "score_opponent": "self",
             "plugin": None,
         }
-        return cls(**{f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: stored.get(f.name, old.get(f.name)) for f in fields(cls)}
+        return cls(**values)
 
 
 def setting_default(name: str) -> Any:
