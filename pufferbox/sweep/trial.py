@@ -82,11 +82,12 @@ def open_trial(job: TrialJob) -> Any:
     return optuna.trial.Trial(study, job.trial_id)
 
 
-def use_distribution(distribution: str | None) -> None:
-    """Make ``distribution`` win the env's name in this process (a worker, a Ray task), as ``--plugin`` does."""
-    from pufferbox.registry import canonical, prefer, preferences_from_env
+def use_distribution(env: str, distribution: str | None) -> None:
+    """Make ``distribution`` win ``env``'s name in this process (a worker, a Ray task), as ``--plugin`` does,
+    where another plugin holds it here (the name's holder is left as it is)."""
+    from pufferbox.registry import canonical, get_registry, prefer
 
-    if distribution and preferences_from_env()[:1] != [canonical(distribution)]:
+    if distribution and canonical(get_registry().get(env).meta.distribution) != canonical(distribution):
         prefer(distribution)
 
 
@@ -98,10 +99,10 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     from pufferbox.train.runner import run
 
     trial = trial if trial is not None else open_trial(job)
-    use_distribution(job.distribution)
     budget = job.config["train"]["total_steps"]
     reporter = Reporter(trial, job.objective, budget, job.prune)
     try:
+        use_distribution(job.env, job.distribution)
         result = run(job.env, config=job.config, run_dir=job.run_dir, dashboard=False, callbacks=[reporter, *job.callbacks])
     except optuna.TrialPruned as exc:
         return TrialOutcome("pruned", error=str(exc))
