@@ -757,7 +757,7 @@ class InfoActionMask(gymnasium.Wrapper):
         self.size = int(np.sum(nvec))
         inner = env.observation_space
         self.inner_dict = isinstance(inner, gymnasium.spaces.Dict)
-        fields = dict(inner.spaces) if self.inner_dict else {"observation": inner}
+        fields = dict(cast(gymnasium.spaces.Dict, inner).spaces) if self.inner_dict else {"observation": inner}
         if ACTION_MASK_KEY in fields:
             raise SpaceError(
                 f"{name}: the observation has its own {ACTION_MASK_KEY!r} key: leave EnvBuild.action_mask unset"

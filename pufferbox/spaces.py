@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -325,7 +325,7 @@ class ActionMask:
         if isinstance(flat, spaces.Discrete):
             sizes = (int(flat.n),)
         elif isinstance(flat, (spaces.MultiDiscrete, HybridRow)):  # a hybrid action: its discrete row
-            sizes = tuple(int(n) for n in np.asarray(getattr(flat, "discrete", flat).nvec).ravel())
+            sizes = tuple(int(n) for n in np.asarray(cast(Any, getattr(flat, "discrete", flat)).nvec).ravel())
         else:
             where = format_path(self.spec.name, self.leaf.path)
             raise SpaceError(f"{where}: action masks apply to discrete actions, not {flat}")
@@ -433,7 +433,8 @@ class HybridRow(spaces.Space):
         draws = self.np_random.integers(2**31, size=2).tolist()
         self.discrete.seed(draws[0])
         self.continuous.seed(draws[1])
-        return [*np.atleast_1d(first).tolist(), *draws]
+        seeds = list(first.values()) if isinstance(first, dict) else first if isinstance(first, list) else [first]
+        return [*seeds, *draws]
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         """A random row; ``mask`` (a ``MultiDiscrete`` mask: one 0/1 array per slot) limits the choices."""
@@ -461,7 +462,8 @@ class HybridRow(spaces.Space):
 @batch_space.register(HybridRow)
 def batch_hybrid_row(space: HybridRow, n: int = 1) -> HybridRow:
     choices = spaces.MultiDiscrete(np.tile(space.discrete.nvec, (n,) + (1,) * space.discrete.nvec.ndim))  # not a Box
-    return HybridRow(choices, batch_space(space.continuous, n), seed=copy.deepcopy(space.np_random))
+    values = cast(spaces.Box, batch_space(space.continuous, n))
+    return HybridRow(choices, values, seed=copy.deepcopy(space.np_random))
 
 
 def box_row(boxes: list[spaces.Box]) -> spaces.Box:
@@ -507,20 +509,21 @@ class ActionSpec:
         self.discrete = not continuous  # all-discrete: int64 rows
         self.hybrid = bool(discrete and continuous)
         self.shape: tuple[int, ...] = () if isinstance(space, spaces.Discrete) else (self.size,)
-        nvec = np.concatenate([self.leaf_nvec(leaf) for _, leaf, _ in discrete]).astype(np.int64) if discrete else None
+        nvec = np.concatenate([self.leaf_nvec(leaf) for _, leaf, _ in discrete] or [np.zeros(0)]).astype(np.int64)
+        boxes = [cast(spaces.Box, leaf) for _, leaf, _ in continuous]
         if isinstance(space, spaces.Discrete):
             self.flat_space: spaces.Space = spaces.Discrete(int(space.n))
         elif self.discrete:
             self.flat_space = spaces.MultiDiscrete(nvec)
         elif not self.hybrid:
-            self.flat_space = box_row([leaf for _, leaf, _ in continuous])
+            self.flat_space = box_row(boxes)
         else:
             too_many = [format_path(name, p) for p, leaf, _ in discrete if self.leaf_nvec(leaf).max() > MAX_EXACT_CHOICE]
             if too_many:
                 raise SpaceError(
                     f"{', '.join(too_many)}: more than {MAX_EXACT_CHOICE} choices do not fit a hybrid action's float32 row"
                 )
-            self.flat_space = HybridRow(spaces.MultiDiscrete(nvec), box_row([leaf for _, leaf, _ in continuous]))
+            self.flat_space = HybridRow(spaces.MultiDiscrete(nvec), box_row(boxes))
         self.dtype = np.dtype(np.int64) if self.discrete else np.dtype(np.float32)
         self.is_leaf = not isinstance(space, (spaces.Dict, spaces.Tuple))
 

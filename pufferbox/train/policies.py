@@ -204,7 +204,7 @@ class ActionHead(nn.Module):
 
     def __init__(self, act_spec: ActionSpec, in_size: int):
         super().__init__()
-        space = act_spec.flat_space
+        space: Any = act_spec.flat_space
         self.lone = isinstance(space, spaces.Discrete)
         if self.lone:
             self.sizes, values = [int(space.n)], 0

@@ -99,7 +99,7 @@ class RolloutWorker:
         self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
         self.final_observations = factory.writes_final_observations
         self.obs_spec, self.act_spec = obs_spec, act_spec
-        space = act_spec.flat_space
+        space: Any = act_spec.flat_space
         self.bounds = (space.low, space.high) if not act_spec.discrete else None  # Box or hybrid rows: clip
         self.seed, self.rng = seed, np.random.default_rng(seed)
         self.policy: Any = None
