@@ -36,7 +36,7 @@ plugin re-points nle's observation buffers (``pufferbox_nethack.plugin``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 import numpy as np
