@@ -3,7 +3,8 @@
 ale-py 0.12 steps ``num_envs`` emulators on a pool of C++ threads with the Gymnasium path's
 preprocessing built in (frame skip with a max-pool over the last two frames, the palette's
 grayscale, OpenCV's ``INTER_AREA`` resize, a frame stack), and releases the GIL while it does,
-so one process uses every core without a process per env. The block keeps the Gymnasium path
+so one process uses every core without a process per env (:func:`default_threads`; ``num_threads``
+sets it). The block keeps the Gymnasium path
 (:func:`pufferbox_atari.plugin.make_atari`) where it can:
 
 * **The same frames.** Frame skip, max-pool, grayscale and resize are the same computation on the
@@ -40,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 import gymnasium
@@ -61,11 +63,16 @@ def ale_seed(seed: int) -> int:
     return derived & SIGN_BIT_CLEARED
 
 
-def usable_cores() -> int:
+def default_threads(num_envs: int) -> int:
+    """One C++ thread per usable core (at most one per env); one in a child process, such as a
+    ``multiprocessing`` backend worker: the backend already spreads its workers over the cores."""
+    if multiprocessing.parent_process() is not None:
+        return 1
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return min(num_envs, cores)
 
 
 class AtariNative(NativeBlock):
@@ -97,11 +104,12 @@ class AtariNative(NativeBlock):
         if render_mode is not None:
             raise ValueError("atari native: render_mode must be None (render with native=False)")
         if num_threads < 0:
-            raise ValueError(f"atari native: num_threads must be >= 0 (0: one per core), got {num_threads}")
+            raise ValueError(f"atari native: num_threads must be >= 0 (0: default_threads), got {num_threads}")
+        self.num_threads = num_threads or default_threads(num_envs)
         self.vec = AtariVectorEnv(
             game,
             num_envs,
-            num_threads=num_threads or min(num_envs, usable_cores()),
+            num_threads=self.num_threads,
             max_num_frames_per_episode=max_episode_frames,
             repeat_action_probability=repeat_action_probability,
             full_action_space=full_action_space,

@@ -106,6 +106,27 @@ def test_episodic_life_ends_a_learner_episode_per_life_while_the_game_goes_on():
     assert raw[-1] >= clipped > 0  # bricks are worth 1 to 7 points, clipped to 1, summed over all lives
 
 
+def threads_in_a_child(queue) -> None:
+    block = AtariNative(num_envs=4, game="breakout")
+    queue.put(block.num_threads)
+    block.close()
+
+
+def test_one_thread_per_core_here_and_one_in_a_backend_worker_process():
+    import multiprocessing
+    import os
+
+    block = AtariNative(num_envs=64, game="breakout")
+    assert block.num_threads == len(os.sched_getaffinity(0))
+    block.close()
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=threads_in_a_child, args=(queue,))
+    child.start()
+    assert queue.get(timeout=60) == 1
+    child.join(timeout=60)
+
+
 def test_bad_arguments_and_actions_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="num_threads must be >= 0"):
         AtariNative(num_envs=1, game="breakout", num_threads=-1)
