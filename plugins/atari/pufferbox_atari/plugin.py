@@ -10,6 +10,10 @@ reset and lost life (``fire_reset``). ``pufferbox eval`` uses none of them, so i
 game points. The whole game's unclipped score is in the final info of the game's last step as
 ``raw_episode_return`` (the unit the peers report).
 
+Vector envs default to the native block of :mod:`pufferbox_atari.native` (ale-py's threaded C++
+vector env: the same preprocessing, equal frames bit for bit with no-op starts off; what differs is
+listed there); ``native=False`` (``vec.native = false``) steps these Gymnasium envs instead.
+
 ale-py and OpenCV are imported inside :func:`make_atari` only: without them the envs are
 listed as unavailable with the install command instead of breaking the plugin.
 
