@@ -30,7 +30,7 @@ emulator's row. An env that writes a leaf in place there and returns that very a
 (``obs[key] is views[(key,)]``) skips the copy; any other value is copied as usual, so
 binding some leaves, none, or stopping later is always correct. The views change when the
 backend re-points the emulator, hence one call per ``set_buffers``. Example: the NetHack
-plugin re-points nle's observation buffers (``pufferbox_nethack.plugin``).
+plugin re-points nle's observation buffers (``pufferbox_nethack.env``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import torch
 
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
-from pufferbox.train.collector import HostCollector, RandomSeats, make_collector, make_vec_env
+from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, RandomSeats, make_vec_env
 from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
@@ -41,6 +41,7 @@ from pufferbox.train.learner import Learner
 from pufferbox.train.normalize import Normalizer, make_normalizer
 from pufferbox.train.overlap import OverlapCollector
 from pufferbox.train.policies import Agent, build_agent
+from pufferbox.train.ray_collector import RayCollector
 
 __all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
 
@@ -259,6 +260,29 @@ def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, co
         )
     host.random_seats = RandomSeats(
         share, layout.slot_group, venv.num_envs, venv.obs_spec, venv.act_spec, tc.seed, moves=moves
+    )
+
+
+def make_collector(
+    spec: Any,
+    venv: Any,
+    agent: Any,
+    horizon: int,
+    device: torch.device | str,
+    compile: bool = False,
+    bootstrap_gamma: float = 0.0,
+    compile_mode: str = "default",
+) -> Collector:
+    """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors;
+    ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return);
+    ``compile``/``compile_mode``: torch.compile the host collector's act step, in that mode."""
+    if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
+        return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
+    if venv.backend == "cuda":
+        events = getattr(spec.build.cuda, "events", None) or {}
+        return DeviceCollector(venv, agent, horizon, events, bootstrap_gamma=bootstrap_gamma)
+    return HostCollector(
+        venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma, compile_mode=compile_mode
     )
 
 

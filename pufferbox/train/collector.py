@@ -29,7 +29,7 @@ there without pretending the task ended (SB3's fix of the time-limit bias). Nati
 not keep final observations leave truncation counted as termination.
 
 Example:
-    >>> collector = make_collector(spec, venv, agent, horizon=32, device="cpu")  # doctest: +SKIP
+    >>> collector = HostCollector(venv, agent, horizon=32, device="cpu")         # doctest: +SKIP
     >>> collector.reset(seed=1)                                                 # doctest: +SKIP
     >>> got = collector.collect(); got.batch["obs"].shape, got.steps            # doctest: +SKIP
     (torch.Size([8, 33, 4]), 256)
@@ -60,7 +60,6 @@ __all__ = [
     "DeviceCollector",
     "NonFiniteInput",
     "Rollout",
-    "make_collector",
     "make_vec_env",
     "pick_device",
 ]
@@ -127,31 +126,6 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
         native=vec.native,
         check_obs=vec.check_obs,
         **kwargs,
-    )
-
-
-def make_collector(
-    spec: Any,
-    venv: Any,
-    agent: Any,
-    horizon: int,
-    device: torch.device | str,
-    compile: bool = False,
-    bootstrap_gamma: float = 0.0,
-    compile_mode: str = "default",
-) -> Collector:
-    """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors;
-    ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return);
-    ``compile``/``compile_mode``: torch.compile the host collector's act step, in that mode."""
-    if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
-        from pufferbox.train.ray_collector import RayCollector
-
-        return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
-    if venv.backend == "cuda":
-        events = getattr(spec.build.cuda, "events", None) or {}
-        return DeviceCollector(venv, agent, horizon, events, bootstrap_gamma=bootstrap_gamma)
-    return HostCollector(
-        venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma, compile_mode=compile_mode
     )
 
 

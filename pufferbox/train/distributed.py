@@ -18,25 +18,23 @@ train what one learner would on all the envs, up to float rounding.
 
 Rank 0 is the process that was started (``pufferbox train``): it owns the run directory, the metrics,
 the dashboard and the checkpoints, which hold nothing of N (resume with any N). It starts ranks
-1..N-1 (:func:`start_team`, ``spawn``) and ends them when the run ends. A learner that dies (or stops
-answering for ``train.learner_timeout`` seconds) ends the run: the others stop at their next
-collective with :class:`LearnerLost`, and rank 0 saves the last completed update first.
+1..N-1 (:func:`pufferbox.train.runner.start_team`, ``spawn``: this module holds only the collectives,
+so the trainer can use them without importing what runs it) and ends them when the run ends. A learner
+that dies (or stops answering for ``train.learner_timeout`` seconds) ends the run: the others stop at
+their next collective with :class:`LearnerLost`, and rank 0 saves the last completed update first.
 
 Example:
-    >>> team = start_team(spec, config)                                 # doctest: +SKIP
+    >>> team = runner.start_team(spec, config)                          # doctest: +SKIP
     >>> Trainer(spec, config, run_dir="runs/x", team=team).train()    # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import copy
 import datetime
-import os
 import signal
 import socket
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -45,7 +43,7 @@ import torch.distributed as dist
 from pufferbox.episodes import Episodes
 from pufferbox.train.config import ConfigError
 
-__all__ = ["LearnerLost", "Team", "start_team", "learner_process"]
+__all__ = ["LearnerLost", "Team", "free_address", "join_group"]
 
 JOIN_S = 30.0  # rank 0 waits this long for the others to exit after a run that ended (then ends them)
 
@@ -167,14 +165,6 @@ def how_it_ended(exitcode: int) -> str:
     return f"exited with code {exitcode}" + (" (its error is above)" if exitcode == 1 else "")
 
 
-def learner_device(tc: Any, rank: int) -> str:
-    """``train.device`` of learner ``rank``: on CUDA each learner has a GPU of its own (``cuda:RANK``)."""
-    from pufferbox.train.hardware import pick_device
-
-    device = pick_device(tc.device)
-    return f"cuda:{rank}" if device.type == "cuda" else "cpu"
-
-
 def join_group(rank: int, size: int, address: str, device: str, timeout_s: float) -> None:
     """Enter the process group: NCCL between GPUs (``device`` becomes torch's current one), gloo on the
     CPU; every collective times out."""
@@ -193,67 +183,3 @@ def free_address() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"tcp://127.0.0.1:{s.getsockname()[1]}"
-
-
-def start_team(spec: Any, config: Mapping[str, Any], checkpoint: str | os.PathLike | None = None) -> Team | None:
-    """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
-    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group."""
-    from pufferbox.train.assembly import refuse_learners
-    from pufferbox.train.config import TrainConfig, VecConfig, typed
-
-    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
-    if tc.learners == 1:
-        return None
-    refuse_learners(spec, tc, vc, config)
-    address, context = free_address(), torch.multiprocessing.get_context("spawn")
-    processes = []
-    for rank in range(1, tc.learners):
-        args = (rank, address, spec.name, spec.meta.distribution, copy.deepcopy(dict(config)), checkpoint)
-        processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
-        processes[-1].start()
-    team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
-    try:
-        join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
-    except BaseException as exc:
-        team.close()
-        if isinstance(exc, RuntimeError | ValueError):
-            raise LearnerLost(f"the {tc.learners} learners did not meet: {first_line(exc)}") from None
-        raise
-    return team
-
-
-def learner_process(
-    rank: int, address: str, env: str, distribution: str | None, config: dict, checkpoint: str | None
-) -> None:
-    """Learner ``rank`` > 0 (a spawned process): its share of the envs, no run directory; its errors are
-    one line on stderr and exit status 1 (rank 0 then names it)."""
-    from pufferbox.registry import get_registry
-    from pufferbox.train.config import TrainConfig, typed
-    from pufferbox.train.ppo import Trainer, UpdateAbandoned
-    from pufferbox.train.runner import stop_on_signals
-
-    tc = typed(TrainConfig, config["train"])
-    trainer = None
-    try:
-        device = learner_device(tc, rank)  # made torch's current device: train.device "cuda"/"auto" land there
-        join_group(rank, tc.learners, address, device, tc.learner_timeout)
-        spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
-        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
-        if checkpoint is not None:
-            trainer.load_checkpoint(checkpoint)
-        with stop_on_signals(trainer):
-            trainer.train()
-    except UpdateAbandoned:  # a stop signal's grace ran out mid-rollout: rank 0 saves its last update
-        pass
-    except LearnerLost as exc:
-        if trainer is None or not trainer.stop_requested:  # rank 0 sends SIGTERM when it ends the run early
-            print(f"Error: {exc}", file=sys.stderr, flush=True)
-            sys.exit(1)
-    except (Exception, KeyboardInterrupt) as exc:
-        print(f"Error: learner {rank}: {first_line(exc)}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    finally:
-        if trainer is not None:
-            trainer.close()
-        elif dist.is_initialized():  # a process that exits inside a process group aborts
-            dist.destroy_process_group()

@@ -104,7 +104,7 @@ def play_match(
     state_b = None if str(opponent) == RANDOM else grouped_state(opponent)
     if state_b is not None and state_b.get("env") != state_a.get("env"):
         raise ConfigError(f"{opponent}: trained on {state_b.get('env')!r}, not {state_a.get('env')!r}")
-    spec = get_registry().get(state_a["env"])
+    spec = get_registry().get_trained(state_a["env"], state_a.get("distribution"))  # the plugin it trained on
     config = merge(resolve_config(), tomllib.loads(state_a["config"]), "checkpoint config")
     env_kwargs = dict(config.get("env", {}))
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs)

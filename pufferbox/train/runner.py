@@ -11,13 +11,21 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import os
 import signal
+import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.distributed as dist
+
 from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
+from pufferbox.train.assembly import refuse_learners
 from pufferbox.train.checkpoint import (
     CheckpointError,
     check_encoder_is_trusted,
@@ -26,9 +34,19 @@ from pufferbox.train.checkpoint import (
     no_usable_checkpoint,
     remove_stale_temp_files,
 )
-from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, resolve_config
+from pufferbox.train.config import (
+    ConfigError,
+    TrainConfig,
+    VecConfig,
+    dump_toml,
+    load_toml,
+    merge,
+    resolve_config,
+    typed,
+)
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
-from pufferbox.train.distributed import LearnerLost, start_team
+from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_group
+from pufferbox.train.hardware import pick_device
 from pufferbox.train.plan import Plan, plan_record, planned_config
 from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
 from pufferbox.train.rundir import (
@@ -41,7 +59,7 @@ from pufferbox.train.rundir import (
     trim_metrics,
 )
 
-__all__ = ["run", "default_run_dir"]
+__all__ = ["run", "default_run_dir", "start_team", "learner_process"]
 
 
 def default_run_dir(env: str, root: str | Path = "runs") -> Path:
@@ -363,3 +381,66 @@ class stop_on_signals:
         for signum, previous in self.previous.items():
             signal.signal(signum, previous)
         self.previous.clear()
+
+
+# -- data-parallel learners (train.learners): rank 0 starts the others, each runs a Trainer ----------
+def learner_device(tc: Any, rank: int) -> str:
+    """``train.device`` of learner ``rank``: on CUDA each learner has a GPU of its own (``cuda:RANK``)."""
+    device = pick_device(tc.device)
+    return f"cuda:{rank}" if device.type == "cuda" else "cpu"
+
+
+def start_team(spec: Any, config: Mapping[str, Any], checkpoint: str | os.PathLike | None = None) -> Team | None:
+    """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
+    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group."""
+    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
+    if tc.learners == 1:
+        return None
+    refuse_learners(spec, tc, vc, config)
+    address, context = free_address(), torch.multiprocessing.get_context("spawn")
+    processes = []
+    for rank in range(1, tc.learners):
+        args = (rank, address, spec.name, spec.meta.distribution, copy.deepcopy(dict(config)), checkpoint)
+        processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
+        processes[-1].start()
+    team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
+    try:
+        join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
+    except BaseException as exc:
+        team.close()
+        if isinstance(exc, RuntimeError | ValueError):
+            raise LearnerLost(f"the {tc.learners} learners did not meet: {first_line(exc)}") from None
+        raise
+    return team
+
+
+def learner_process(
+    rank: int, address: str, env: str, distribution: str | None, config: dict, checkpoint: str | None
+) -> None:
+    """Learner ``rank`` > 0 (a spawned process): its share of the envs, no run directory; its errors are
+    one line on stderr and exit status 1 (rank 0 then names it)."""
+    tc = typed(TrainConfig, config["train"])
+    trainer = None
+    try:
+        device = learner_device(tc, rank)  # made torch's current device: train.device "cuda"/"auto" land there
+        join_group(rank, tc.learners, address, device, tc.learner_timeout)
+        spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
+        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
+        if checkpoint is not None:
+            trainer.load_checkpoint(checkpoint)
+        with stop_on_signals(trainer):
+            trainer.train()
+    except UpdateAbandoned:  # a stop signal's grace ran out mid-rollout: rank 0 saves its last update
+        pass
+    except LearnerLost as exc:
+        if trainer is None or not trainer.stop_requested:  # rank 0 sends SIGTERM when it ends the run early
+            print(f"Error: {exc}", file=sys.stderr, flush=True)
+            sys.exit(1)
+    except (Exception, KeyboardInterrupt) as exc:
+        print(f"Error: learner {rank}: {first_line(exc)}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    finally:
+        if trainer is not None:
+            trainer.close()
+        elif dist.is_initialized():  # a process that exits inside a process group aborts
+            dist.destroy_process_group()

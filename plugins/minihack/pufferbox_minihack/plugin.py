@@ -2,7 +2,7 @@
 
 Each env is ``gymnasium.make("MiniHack-<Task>-v0")`` on the NetHack plugin's nle 1.3.0,
 seen through that plugin's observation wrapper
-(:class:`pufferbox_nethack.plugin.NetHackObservation`): the agent gets the same ``glyphs``
+(:class:`pufferbox_nethack.env.NetHackObservation`): the agent gets the same ``glyphs``
 (int16[21, 79]), ``blstats`` (int64[27]) and ``message`` (uint8[256]) as ``nethack``, nle
 writes them straight into pufferbox's rows, ``render_mode="ansi"`` prints the terminal, and
 the NetHack encoder is the default policy. A seeded reset seeds NetHack's core and display
@@ -114,7 +114,7 @@ def make_minihack(
 ) -> gymnasium.Env:
     """One MiniHack env showing ``observation_keys`` (``kwargs`` go to ``gymnasium.make``)."""
     import minihack  # noqa: F401 - registers the MiniHack-* ids; heavy and optional until used
-    from pufferbox_nethack.plugin import TTY_KEYS, NetHackObservation
+    from pufferbox_nethack.env import TTY_KEYS, NetHackObservation
 
     if render_mode not in (None, "ansi"):
         raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")

@@ -44,7 +44,7 @@ import gymnasium
 import numpy as np
 
 from pufferbox.api import NO_EPISODES, ActionSpec, Buffers, Episodes, NativeBlock, ObservationSpec
-from pufferbox_nethack.plugin import NATIVE_TASKS, OBSERVATION_KEYS, make_nethack
+from pufferbox_nethack.env import NATIVE_TASKS, OBSERVATION_KEYS, make_nethack
 
 # Task -> nle class the block reproduces; checked with ``type(env.unwrapped) is cls`` so a
 # subclass with other rules (or another nle version's) is refused rather than mis-simulated.
