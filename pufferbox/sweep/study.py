@@ -30,7 +30,7 @@ from typing import Any
 from pufferbox.registry import get_registry
 from pufferbox.sweep.objective import Objective, parse_objective
 from pufferbox.sweep.space import Param, fixed_values, flatten, resolve_space, space_to_toml
-from pufferbox.sweep.trial import REPORTS, TrialJob, TrialOutcome, run_trial
+from pufferbox.sweep.trial import REPORTS, TrialJob, TrialOutcome, open_storage, run_trial
 from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, parse_override, resolve_config
 from pufferbox.train.rundir import disk_error
 
@@ -53,14 +53,6 @@ class SweepResult:
     def best(self) -> list[Any]:
         """The best trial (single objective) or the Pareto front (multi)."""
         return list(self.study.best_trials)
-
-
-def open_storage(url: str) -> Any:
-    """An Optuna RDB storage; SQLite waits for its lock instead of failing under parallel trials."""
-    import optuna
-
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
 
 
 def load_sweep(run_dir: str | Path) -> tuple[dict, Any]:

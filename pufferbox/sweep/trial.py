@@ -19,6 +19,14 @@ __all__ = ["TrialJob", "TrialOutcome", "run_trial", "REPORTS"]
 REPORTS = 20  # learning-curve points each trial reports to the pruner (one per 1/20 of its budget)
 
 
+def open_storage(url: str) -> Any:
+    """An Optuna RDB storage; SQLite waits for its lock instead of failing under parallel trials."""
+    import optuna
+
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+
 @dataclass
 class TrialJob:
     """Everything a worker needs (picklable): the resolved config and where the study lives."""
@@ -75,8 +83,6 @@ class Reporter:
 
 def open_trial(job: TrialJob) -> Any:
     import optuna
-
-    from pufferbox.sweep.study import open_storage
 
     study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage))
     return optuna.trial.Trial(study, job.trial_id)
