@@ -78,27 +78,3 @@ def test_self_play_trains_with_a_random_opponent(tmp_path):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert (run / "checkpoints").is_dir()
-
-
-def test_random_moves_mixes_random_and_policy_moves_and_keeps_the_whole_group_untrained():
-    seats = RandomSeats(1.0, np.array([0, 1]), 200, MASKED, ActionSpec(spaces.Discrete(4)), seed=5, moves=0.25)
-    rows, obs = np.arange(400), rows_with_mask([0, 1, 0, 1], 400)
-    replaced = []
-    for step in range(4):
-        actions = np.zeros(400, np.int64)  # the policy's choice: 0 (illegal here, so a replacement is visible)
-        masks = seats.apply(rows, obs, np.full(400, step == 0), actions, np.ones(400, bool))
-        group = ~masks
-        assert group.reshape(200, 2).sum(1).tolist() == [1] * 200  # the random group is whole, every step
-        assert (actions[~group] == 0).all()  # the learning group's actions are never touched
-        assert set(actions[group & (actions != 0)].tolist()) <= {1, 3}  # random moves stay legal
-        replaced.append(float((actions[group] != 0).mean()))
-    assert 0.15 < np.mean(replaced) < 0.35  # about a quarter of that group's moves are random
-
-
-def test_random_moves_out_of_range_is_one_line_before_the_run_dir(tmp_path):
-    load_commands()
-    run = tmp_path / "run"
-    args = ["train", "ocean/connect4", "--run-dir", str(run), "--total-steps", "512", "--set", "league.random_moves=0"]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 2 and "league.random_moves=0" in result.output, result.output
-    assert len(result.output.strip().splitlines()) == 1 and not run.exists()

@@ -246,10 +246,7 @@ def assemble(
 
 def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, config: Mapping[str, Any]) -> None:
     """``league.random_opponent``: the host collector's :class:`RandomSeats`, or a one-line refusal."""
-    league = typed(LeagueConfig, config.get("league", {}))
-    share, moves = league.random_opponent, league.random_moves
-    if not 0 < moves <= 1:
-        raise ConfigError(f"league.random_moves={moves}: the share of the random group's moves, above 0 and at most 1")
+    share = typed(LeagueConfig, config.get("league", {})).random_opponent
     if not share:
         return
     host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
@@ -258,9 +255,7 @@ def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, co
             f"league.random_opponent={share}: a share below 1 of the episodes, for agent groups (self-play) "
             "on the serial or multiprocessing backend; set it to 0 otherwise"
         )
-    host.random_seats = RandomSeats(
-        share, layout.slot_group, venv.num_envs, venv.obs_spec, venv.act_spec, tc.seed, moves=moves
-    )
+    host.random_seats = RandomSeats(share, layout.slot_group, venv.num_envs, venv.obs_spec, venv.act_spec, tc.seed)
 
 
 def make_collector(

@@ -242,9 +242,7 @@ def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: i
 class RandomSeats:
     """Self-play's careless opponent (``league.random_opponent``): at each episode start an env, with
     probability ``share``, hands one of its groups (drawn uniformly) to uniformly random legal actions for
-    the whole episode; those rows' samples are masked out of training (as a waiting agent's are). With
-    ``moves`` below 1 (``league.random_moves``) each of that group's moves is random only with that
-    probability and its policy's otherwise: a strong opponent that still strays into unusual positions.
+    the whole episode; those rows' samples are masked out of training (as a waiting agent's are).
 
     Example:
         >>> from gymnasium import spaces
@@ -257,21 +255,12 @@ class RandomSeats:
         2
     """
 
-    def __init__(
-        self,
-        share: float,
-        slot_group: np.ndarray,
-        num_envs: int,
-        obs_spec: Any,
-        act_spec: Any,
-        seed: int,
-        moves: float = 1.0,
-    ):
+    def __init__(self, share: float, slot_group: np.ndarray, num_envs: int, obs_spec: Any, act_spec: Any, seed: int):
         flat = act_spec.flat_space
         if not act_spec.discrete:
             raise ConfigError(f"league.random_opponent: random legal actions need discrete actions, not {flat}")
         self.sizes = (int(flat.n),) if isinstance(flat, spaces.Discrete) else tuple(int(n) for n in flat.nvec.ravel())
-        self.share, self.moves, self.slot_group, self.mask = share, moves, np.asarray(slot_group), obs_spec.mask
+        self.share, self.slot_group, self.mask = share, np.asarray(slot_group), obs_spec.mask
         self.groups, self.apr = int(self.slot_group.max()) + 1, len(self.slot_group)
         self.rng = np.random.default_rng(seed)
         self.random_group = np.full(num_envs, -1)  # per env: the group playing at random this episode, or -1
@@ -280,21 +269,18 @@ class RandomSeats:
         self, rows: np.ndarray, obs: np.ndarray, starts: np.ndarray, actions: np.ndarray, masks: np.ndarray
     ) -> np.ndarray:
         """Redraw the random group of envs starting an episode, overwrite its rows' ``actions`` in place
-        with uniform legal ones (each with probability ``moves``); returns ``masks`` with those rows off."""
+        with uniform legal ones; returns ``masks`` with those rows off."""
         envs = rows[:: self.apr] // self.apr
         fresh = envs[starts.reshape(-1, self.apr).all(1)]
         if len(fresh):
             pick = self.rng.random(len(fresh)) < self.share
             self.random_group[fresh] = np.where(pick, self.rng.integers(self.groups, size=len(fresh)), -1)
-        random_group = self.random_group[rows // self.apr] == self.slot_group[rows % self.apr]
-        if not random_group.any():
+        chosen = self.random_group[rows // self.apr] == self.slot_group[rows % self.apr]
+        if not chosen.any():
             return masks
-        chosen = random_group if self.moves >= 1 else random_group & (self.rng.random(len(rows)) < self.moves)
-        if chosen.any():
-            n = int(chosen.sum())
-            legal = self.mask.legal(obs[chosen]) if self.mask is not None else np.ones((n, sum(self.sizes)), bool)
-            actions[chosen] = sample_legal(legal, self.sizes, self.rng).reshape(actions[chosen].shape)
-        return masks & ~random_group
+        legal = self.mask.legal(obs[chosen]) if self.mask is not None else np.ones((chosen.sum(), sum(self.sizes)), bool)
+        actions[chosen] = sample_legal(legal, self.sizes, self.rng).reshape(actions[chosen].shape)
+        return masks & ~chosen
 
 
 class HostCollector:

@@ -147,9 +147,6 @@ class LeagueConfig:
     # share of episodes in which one group (drawn per episode) plays uniformly random legal actions and is
     # not trained on them: self-play's seats then also meet the positions careless play makes
     random_opponent: float = 0.0
-    # in those episodes, the share of that group's moves drawn at random (the rest are its policy's): below
-    # 1 the opponent is mostly strong yet leads into positions self-play never reaches, and punishes them
-    random_moves: float = 1.0
 
 
 SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig, "league": LeagueConfig}
