@@ -15,9 +15,8 @@ all envs. Rows:
 Each configuration runs ``--rounds`` times, the rows interleaved within a round so that all of them
 see the same background load; a cell is the median (min-max). Beside steps/s, the steps per CPU-second
 of the stepping process (all its threads; not measured for multiprocessing, whose workers are other
-processes): on a machine shared with other jobs it moves much less than wall time. ``--write`` replaces the
-"Atari stepping" section of benchmarks/RESULTS.md with the table, the load before and after, and
-the command.
+processes). ``--write`` replaces the "Atari stepping: the latest bench_atari.py table" section of
+benchmarks/RESULTS.md with the table, the load before and after, and the command.
 
     .venv/bin/python benchmarks/bench_atari.py --seconds 3 --rounds 3 --write
 """
@@ -41,7 +40,7 @@ from results import machine_summary, write_section
 import pufferbox.vector
 from pufferbox.bench import bench, random_actions
 
-SECTION = "## Atari stepping (issue 41)"
+SECTION = "## Atari stepping: the latest bench_atari.py table"  # the prose is in "Atari stepping (issue 41, ...)"
 PEER = Path(__file__).with_name("envpool_peer.py")
 
 
