@@ -82,3 +82,93 @@ def test_the_import_scan_sees_function_level_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from pufferbox.tournament.leaderboard import Leaderboard\n")
     assert imported_modules(sample) == ["pufferbox.tournament.leaderboard"]
+
+
+def our_modules() -> dict[str, Path]:
+    """Every module of pufferbox and of the first-party plugins, by dotted name."""
+    packages = [ROOT / "pufferbox"] + sorted(ROOT.glob("plugins/*/pufferbox_*"))
+    modules = {}
+    for package in packages:
+        for path in package.rglob("*.py"):
+            parts = list(path.relative_to(package.parent).with_suffix("").parts)
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def module_edges(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of ``modules`` that ``name`` imports (function-level too; ``TYPE_CHECKING`` blocks not)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+    return {m for m in out if m in modules and m != name}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_import_cycles_finder_finds_a_cycle_through_a_function_level_import():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_back_through_others():
+    """No import cycles in pufferbox or the first-party plugins, function-level imports included: a cycle
+    hides a dependency (each side needs the other) and makes import order matter (issue 40)."""
+    modules = our_modules()
+    graph = {name: module_edges(name, path, modules) for name, path in modules.items()}
+    assert import_cycles(graph) == []

@@ -48,7 +48,7 @@ import gymnasium
 import numpy as np
 
 from pufferbox.api import NO_EPISODES, ActionSpec, Episodes, NativeBlock, ObservationSpec, episodes_ended
-from pufferbox_atari.plugin import GAMES
+from pufferbox_atari.games import GAMES
 
 SIGN_BIT_CLEARED = 0x7FFFFFFF
 
