@@ -15,7 +15,8 @@ memory, ``/dev/shm``, GPUs and their memory) and the env's family:
   as many envs as the defaults gave one core, times :data:`GPU_ENV_FACTOR` with a GPU. A Python env
   (no native block) steps in a pool of two halves (``vec.batch_size = num_envs / 2``): the policy acts
   on one half while the other steps, and an uneven step no longer stalls every row.
-* ``image``: as ``heavy`` (Atari is a Python env), with the memory caps below mattering first.
+* ``image``: as ``heavy`` (Atari steps in a native block on ale-py's C++ vector env, one thread per worker
+  process there), with the memory caps below mattering first.
 
 What the learning depends on stays in the range the defaults were validated in: the epochs are never
 changed, and the minibatch size is kept (``num_minibatches`` scales with the batch). More envs first
