@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.setup-stamp
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 
-.PHONY: setup train test test-fast test-container lint clean
+.PHONY: setup train test test-fast test-container test-tank-cuda lint clean
 
 setup: $(STAMP)
 
@@ -34,6 +34,10 @@ test-fast: setup
 # The tank: build the image with podman and train inside it (root; see ci/container-test.sh).
 test-container:
 	bash ci/container-test.sh
+
+# The CUDA tank: nvcc, PyCUDA and CUDA torch inside, no GPU needed (root; see ci/tank-cuda-test.sh).
+test-tank-cuda:
+	bash ci/tank-cuda-test.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -32,26 +32,8 @@ fail() { echo "Error: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || fail "run as root (rootful podman): sudo bash ci/container-test.sh"
 
-step "tools: podman, runc, podman-compose, debootstrap"
-missing=()
-for tool in podman runc podman-compose debootstrap; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  command -v apt-get >/dev/null || fail "missing ${missing[*]} and no apt-get; install them by hand"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc podman-compose debootstrap >/dev/null
-fi
-podman --version; podman-compose version 2>/dev/null | grep -i 'podman-compose' || true
-
-step "containers.conf: runc, no default ulimits"
-# crun fails on this kernel's cgroup setup, and the default ulimits are refused.
-conf=/etc/containers/containers.conf
-wanted=$'[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"'
-if [ "$(cat "$conf" 2>/dev/null)" != "$wanted" ]; then
-  mkdir -p /etc/containers
-  [ -f "$conf" ] && cp "$conf" "$conf.bak-pufferbox"
-  printf '%s\n' "$wanted" >"$conf"
-fi
-cat "$conf"
+step "tools (podman, runc, podman-compose, debootstrap) and containers.conf"
+bash ci/podman-setup.sh
 
 step "base image: debootstrapped Debian bookworm"
 bash docker/build-base.sh "$base_image"

@@ -159,7 +159,10 @@ def test_entrypoint_reports_cpu_backends_without_a_gpu() -> None:
 def test_container_scripts_parse() -> None:
     for script in (
         "ci/container-test.sh",
+        "ci/tank-cuda-test.sh",
+        "ci/podman-setup.sh",
         "docker/build-base.sh",
+        "docker/build-cuda-base.sh",
         "docker/entrypoint.sh",
         "docker/dev-install.sh",
         "docker/tank-up.sh",
