@@ -287,3 +287,24 @@ def test_ci_suite_sees_an_empty_private_tmp(tmp_path):
     finally:
         shutil.rmtree(leftover)
     assert "ci/private-tmp.sh" in (repo / ".ci" / "run").read_text()
+
+
+def test_every_kernel_source_ships_in_its_plugin_wheel() -> None:
+    """The tank installs plugins as wheels (not editable): a .cu/.cuh file left out of package-data
+    makes nvcc fail there on an #include (ci/tank-cuda-test.sh caught c/ocean_kernels.cuh)."""
+    import fnmatch
+    import tomllib
+
+    sources = 0
+    for manifest in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        package_data = tomllib.loads(manifest.read_text()).get("tool", {}).get("setuptools", {}).get("package-data", {})
+        for path in sorted(manifest.parent.rglob("*.cu*")):
+            if path.suffix not in (".cu", ".cuh") or "build" in path.relative_to(manifest.parent).parts:
+                continue
+            package, *inside = path.relative_to(manifest.parent).parts
+            patterns = package_data.get(package, [])
+            assert any(fnmatch.fnmatch("/".join(inside), p) for p in patterns), (
+                f"{path.relative_to(ROOT)} is not in {manifest.relative_to(ROOT)}'s package-data {patterns}"
+            )
+            sources += 1
+    assert sources >= 2, "no kernel sources found under plugins/"
