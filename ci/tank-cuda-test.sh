@@ -60,8 +60,8 @@ step "the image's own install: nvcc compiles every kernel (sm_80, sm_90), none s
 # The tests alone, outside a source tree: pufferbox and the plugins come from the image's
 # site-packages (non-editable), so a kernel source missing from a wheel fails here.
 podman run --rm -e PYTHONDONTWRITEBYTECODE=1 -v "$repo/tests:/opt/image-tests/tests:ro" -w /opt/image-tests "$image" \
-  python -m pytest -q -p no:cacheprovider -rs tests/test_cuda_compile.py tests/test_ocean_cuda.py -k compile \
-  | grep -v -E '^(pufferbox tank:|  [a-z]+: |No GPU)' | tee "$repo_tests_out"
+  python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestUnknownMarkWarning -rs \
+  tests/test_cuda_compile.py tests/test_ocean_cuda.py -k compile | grep -v -E '^(pufferbox tank:|  [a-z]+: |No GPU)' | tee "$repo_tests_out"
 grep -q -E '^[0-9]+ passed' "$repo_tests_out" && ! grep -q -i 'skipped\|failed' "$repo_tests_out" \
   || fail "the kernel compile tests did not all pass against the image's installed packages"
 
