@@ -139,6 +139,9 @@ def die_with_parent() -> None:
 def worker_main(args: WorkerArgs, conn: Any, wake: Any, done: Any) -> None:
     """A worker's loop: wait for ``wake``, run the command in its flag, answer, post ``done``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    # A forked worker inherits the parent's Python SIGTERM handler (ray.init installs sys.exit(15)): restore
+    # the default so SIGTERM kills it as a signal, which is how the parent tells a kill from a crash.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent = os.getppid()  # the main process, or the forkserver that forked us
     die_with_parent()
     shared = SharedArrays.attach(args.shm_name, args.layout)
