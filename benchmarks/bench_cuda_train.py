@@ -32,7 +32,7 @@ def train(env: str, overrides: list[str], updates: int, warmup: int, sync: bool)
 
     from pufferbox.registry import get_registry
     from pufferbox.train.config import resolve_config
-    from pufferbox.train.ppo import Trainer
+    from pufferbox.train.trainer import Trainer
 
     cfg = resolve_config(get_registry().get(env).training.config, overrides=["train.checkpoint_interval=0", *overrides])
     batch = cfg["vec"]["num_envs"] * cfg["train"]["num_steps"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 # env -> step budget (agent steps). Classic control from the classic plugin; ocean sanity envs.
 VALIDATION_SET: dict[str, int] = {

@@ -26,7 +26,7 @@ from results import machine_summary, write_section
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 SECTION = "## Overlapped simulation and learning"
 ARMS = {

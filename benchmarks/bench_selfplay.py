@@ -29,7 +29,7 @@ from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import list_checkpoints
 from pufferbox.train.config import resolve_config
 from pufferbox.train.league import RANDOM, play_match
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 
 def train(env: str, steps: int, num_envs: int, every: int, seed: int, run_dir: Path) -> list[dict]:

@@ -16,7 +16,7 @@ import time
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 OCEAN = ["bandit", "memory", "multiagent", "password", "spaces", "squared", "stochastic"]
 # Per-env settings (memory's LSTM, spaces' short horizon) live in the ocean plugin's defaults.

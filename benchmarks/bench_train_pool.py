@@ -19,7 +19,7 @@ import time
 from results import machine_summary, write_section
 
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
 SECTION = "## Training with an async pool"

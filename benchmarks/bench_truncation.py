@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 ARMS = {"bootstrap": "train.bootstrap_truncation=true", "terminate": "train.bootstrap_truncation=false"}
 

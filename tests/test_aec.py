@@ -14,7 +14,7 @@ from pufferbox.emulation import AECEmulator, emulate
 from pufferbox.registry import EnvBuild, EnvSpec, TrainDefaults
 from pufferbox.train.config import resolve_config
 from pufferbox.train.learner import gae
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 
 def tictactoe_groups(raw_env):

@@ -19,7 +19,7 @@ from pufferbox.train.checkpoint import (
     save_checkpoint,
 )
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 
 def test_keeps_the_last_k(tmp_path):

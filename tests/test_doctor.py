@@ -5,7 +5,7 @@ import json
 from click.testing import CliRunner
 
 from pufferbox.cli import cli, load_commands
-from pufferbox.cli.cuda import Check, check_shm
+from pufferbox.cli.doctor import Check, check_shm
 
 load_commands()
 NAMES = [
@@ -31,7 +31,7 @@ def test_doctor_json_lists_every_check_with_fixes():
 
 
 def test_doctor_strict_fails_when_something_is_missing(monkeypatch):
-    import pufferbox.cli.cuda as doctor
+    import pufferbox.cli.doctor as doctor
 
     monkeypatch.setattr(doctor, "CHECKS", (lambda: Check("driver", False, "none", "get one"),))
     runner = CliRunner()
@@ -54,7 +54,7 @@ def test_small_shm_says_how_to_grow_it(monkeypatch, tmp_path):
 def test_doctor_says_what_autocast_auto_resolves_to(monkeypatch):
     import torch
 
-    from pufferbox.cli.cuda import check_train_device
+    from pufferbox.cli.doctor import check_train_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     for native, expected in ((True, "autocast auto -> bf16"), (False, "autocast auto -> none")):
@@ -65,7 +65,7 @@ def test_doctor_says_what_autocast_auto_resolves_to(monkeypatch):
 
 DOCTOR_WITH_TORCH_CUDA = """
 import sys, torch
-import pufferbox.cli.cuda as doctor
+import pufferbox.cli.doctor as doctor
 from click.testing import CliRunner
 from pufferbox.cli import cli, load_commands
 load_commands()

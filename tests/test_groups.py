@@ -24,7 +24,7 @@ from pufferbox.train.groups import (
 )
 from pufferbox.train.league import MatchResult, Ratings, play_match, wilson
 from pufferbox.train.learner import Learner
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 QUICK = ["vec.num_envs=2", "train.num_steps=32", "train.checkpoint_interval=0", "policy.hidden_size=16"]
 
@@ -574,7 +574,7 @@ def test_two_resumes_of_a_grouped_checkpoint_train_identically(tmp_path):
 def test_groups_train_overlapped_with_v_trace_per_group(monkeypatch):
     """With train.overlap the next rollout runs during the update (policy lag 1); each learning group's
     segments are re-based on that group's own current policy (V-trace) before its PPO update."""
-    import pufferbox.train.ppo as ppo
+    import pufferbox.train.trainer as ppo
 
     retargeted = []
     real = ppo.vtrace_targets

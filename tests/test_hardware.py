@@ -146,7 +146,7 @@ def test_learner_and_run_config_see_the_resolved_autocast(tmp_path, monkeypatch)
 
 def test_trainer_sets_the_resolved_threads(tmp_path):
     from pufferbox.train.config import resolve_config
-    from pufferbox.train.ppo import Trainer
+    from pufferbox.train.trainer import Trainer
 
     before = torch.get_num_threads()
     try:

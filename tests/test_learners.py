@@ -26,7 +26,7 @@ from pufferbox.train.checkpoint import latest_checkpoint, load_checkpoint
 from pufferbox.train.config import TrainConfig, resolve_config
 from pufferbox.train.distributed import Team, free_address, join_group
 from pufferbox.train.learner import Learner
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 SETTINGS = ["vec.num_envs=4", "train.num_steps=32", "train.num_minibatches=4", "train.update_epochs=3"]

@@ -13,7 +13,7 @@ from pufferbox.emulation import emulate
 from pufferbox.registry import EnvBuild, EnvSpec, RegistryError
 from pufferbox.spaces import SpaceError
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 from pufferbox.vector.testenvs import CountdownAgents, HybridTargetEnv, env_spec_for, make_hybrid_target
 
 KEY = "legal_targets"  # where HybridTargetEnv(mask_key=KEY) puts its legal targets

@@ -17,7 +17,7 @@ from pufferbox.registry import EnvBuild, EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError, mask_logits, sample_legal
 from pufferbox.train.config import resolve_config
 from pufferbox.train.policies import MLPEncoder, build_agent
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 ARMS = 8
 

@@ -17,7 +17,7 @@ from pufferbox.episodes import Episodes
 from pufferbox.registry import get_registry
 from pufferbox.spaces import SpaceError
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 KERNELS = ["c", "numpy"]
 

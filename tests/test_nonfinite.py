@@ -17,8 +17,8 @@ import torch
 from pufferbox.registry import EnvBuild, EnvSpec
 from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, save_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
-from pufferbox.train.ppo import NonFiniteError, Trainer
 from pufferbox.train.runner import run
+from pufferbox.train.trainer import NonFiniteError, Trainer
 
 
 class NanRewardEnv(gymnasium.Env):

@@ -13,7 +13,7 @@ from pufferbox.spaces import ObservationSpec
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.evaluate import evaluate
 from pufferbox.train.normalize import Normalizer, RewardScaler, RunningMeanStd
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 
 def test_running_stats_match_numpy_over_batches():

@@ -87,7 +87,7 @@ def test_backends_pass_the_error_on_and_multiprocessing_names_env_and_worker() -
 def test_vec_check_obs_reaches_the_envs() -> None:
     from pufferbox.registry import get_registry
     from pufferbox.train.config import resolve_config
-    from pufferbox.train.ppo import Trainer
+    from pufferbox.train.trainer import Trainer
 
     cfg = resolve_config(
         get_registry().get("cartpole").training.config,

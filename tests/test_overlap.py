@@ -18,7 +18,7 @@ from pufferbox.train.checkpoint import latest_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.learner import gae
 from pufferbox.train.overlap import OverlapCollector, vtrace
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 THREAD = "pufferbox-overlap-collector"
 

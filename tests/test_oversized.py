@@ -17,7 +17,7 @@ import pytest
 import pufferbox.train.assembly as assembly
 from pufferbox.registry import get_registry
 from pufferbox.train.config import ConfigError, resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 LIMIT = 6 * 2**30  # bytes of address space a subprocess may take (torch alone maps about 2 GiB)
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import pufferbox.tournament.pod as pod
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 INTERNALS = {"tc", "rollout", "collector", "learner", "first", "state", "pending_actions", "optimizer", "agent"}
 

@@ -13,7 +13,7 @@ from pufferbox.episodes import Episodes
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
 from pufferbox.train.learner import gae
-from pufferbox.train.ppo import Scoreboard, Trainer
+from pufferbox.train.trainer import Scoreboard, Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
 

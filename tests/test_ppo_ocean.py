@@ -10,7 +10,7 @@ import pytest
 
 from pufferbox.registry import UnknownEnvError, get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 
 @pytest.mark.slow

@@ -90,8 +90,8 @@ def train_config(backend: str, total_steps: int = 512, **extra: str) -> dict:
 
 
 def test_ray_collector_batch_has_the_host_layout_and_the_broadcast_logprobs(local_ray) -> None:
-    from pufferbox.train.ppo import Trainer
     from pufferbox.train.ray_collector import RayCollector
+    from pufferbox.train.trainer import Trainer
 
     host = Trainer("cartpole", train_config("serial"))
     remote = Trainer("cartpole", train_config("ray"))
@@ -125,7 +125,7 @@ def test_ray_collector_batch_has_the_host_layout_and_the_broadcast_logprobs(loca
 
 
 def test_cartpole_learns_with_remote_rollouts(local_ray) -> None:
-    from pufferbox.train.ppo import Trainer
+    from pufferbox.train.trainer import Trainer
 
     trainer = Trainer("cartpole", train_config("ray", total_steps=24_576))
     try:

@@ -14,8 +14,8 @@ import pytest
 from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
 from pufferbox.train.runner import run
+from pufferbox.train.trainer import Trainer
 
 
 def cartpole(*overrides: str) -> dict:

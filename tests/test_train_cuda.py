@@ -19,7 +19,7 @@ from pufferbox.cuda.device import gpu_unavailable_reason
 from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
 from pufferbox.train.config import ConfigError, resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 
 GPU_REASON = gpu_unavailable_reason()
 needs_cxx = pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler to build kernels for the host")

@@ -12,7 +12,7 @@ import torch
 from test_train_cuda import SyncGuard  # tests/ is on sys.path (rootdir-relative imports)
 
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import Trainer
+from pufferbox.train.trainer import Trainer
 from pufferbox.train.transfer import Transfer
 
 

@@ -18,7 +18,7 @@ from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
 from pufferbox.train.collector import NonFiniteInput, check_observations, check_policy_output
 from pufferbox.train.config import resolve_config
-from pufferbox.train.ppo import NonFiniteError, Trainer
+from pufferbox.train.trainer import NonFiniteError, Trainer
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 

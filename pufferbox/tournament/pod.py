@@ -113,7 +113,7 @@ class Pod:
         return get_registry().get(self.env, plugin=self.plugin) if self.plugin else get_registry().get(self.env)
 
     def trainer_for(self, config: dict) -> Any:
-        from pufferbox.train.ppo import Trainer
+        from pufferbox.train.trainer import Trainer
 
         num_steps = int(config["train"]["num_steps"])
         if num_steps not in self.trainers:

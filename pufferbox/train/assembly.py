@@ -1,4 +1,4 @@
-"""What a :class:`~pufferbox.train.ppo.Trainer` trains with, built once from the layered config.
+"""What a :class:`~pufferbox.train.trainer.Trainer` trains with, built once from the layered config.
 
 :func:`assemble` turns ``(spec, config)`` into :class:`TrainingParts`: the vector env (or Ray's
 remote rollouts), the device, the policy (one shared :class:`~pufferbox.train.policies.Agent`, or

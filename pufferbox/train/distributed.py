@@ -1,6 +1,6 @@
 """Data-parallel learners (``train.learners = N``): N processes on one machine, one policy.
 
-Each learner process runs its own :class:`~pufferbox.train.ppo.Trainer` on ``vec.num_envs / N`` of the
+Each learner process runs its own :class:`~pufferbox.train.trainer.Trainer` on ``vec.num_envs / N`` of the
 envs (seeded as those envs of one run with all of them would be) and collects its own rollouts. The
 learners then meet at a few collectives (torch.distributed: gloo on the CPU, NCCL when every learner
 has a GPU of its own, ``cuda:RANK``):

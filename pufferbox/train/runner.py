@@ -48,7 +48,6 @@ from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_w
 from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_group
 from pufferbox.train.hardware import pick_device
 from pufferbox.train.plan import Plan, plan_record, planned_config
-from pufferbox.train.ppo import Trainer, TrainResult, UpdateAbandoned
 from pufferbox.train.rundir import (
     RunDirGuard,
     claim_run_dir,
@@ -58,6 +57,7 @@ from pufferbox.train.rundir import (
     new_run_dir,
     trim_metrics,
 )
+from pufferbox.train.trainer import Trainer, TrainResult, UpdateAbandoned
 
 __all__ = ["run", "default_run_dir", "start_team", "learner_process"]
 
@@ -333,7 +333,7 @@ class stop_on_signals:
     """First SIGINT (Ctrl-C) or SIGTERM (docker stop, Kubernetes, Slurm): finish the current update,
     checkpoint, return (the CLI then exits 0 after SIGINT, 143 = 128+SIGTERM after SIGTERM). If the
     update's rollout is still running ``grace_s`` seconds after the signal (a hung or stopped worker,
-    a slow env), it is abandoned (:class:`~pufferbox.train.ppo.UpdateAbandoned`): the run saves the
+    a slow env), it is abandoned (:class:`~pufferbox.train.trainer.UpdateAbandoned`): the run saves the
     last completed update and its workers are killed, well within ``docker stop``'s 10 seconds.
     A second signal interrupts at once."""
 

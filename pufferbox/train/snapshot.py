@@ -1,4 +1,4 @@
-"""What a training checkpoint holds, taken from a :class:`~pufferbox.train.ppo.Trainer` and put back.
+"""What a training checkpoint holds, taken from a :class:`~pufferbox.train.trainer.Trainer` and put back.
 
 One place for the format (:data:`CHECKPOINT_FORMAT`): the env's name, the layered config as TOML, the
 learner's state (the policy or each group's, optimizer moments), the counters (``global_step``,
