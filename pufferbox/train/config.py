@@ -1,15 +1,18 @@
 """Training configuration: built-in defaults < plugin defaults < TOML file < command line.
 
-A config is a dict of sections (``train``, ``vec``, ``policy``, ``env``), what TOML files and
-``--set`` layer. Every key of ``train``/``vec``/``policy`` is a field of :class:`TrainConfig`,
-:class:`VecConfig` or :class:`PolicyConfig`, whose default's type is the key's type; a value of
-another type, a non-finite float, or a key nobody declared raises :class:`ConfigError` with one
-line naming the key. :func:`typed` turns a checked section into its dataclass (what the trainer,
-learner and policies read). ``env`` holds free-form keyword arguments for the env binding.
+A run's settings are one :class:`RunConfig` (what every consumer reads): the typed sections
+:class:`TrainConfig`, :class:`VecConfig`, :class:`PolicyConfig`, :class:`LeagueConfig`, plus the env
+binding's free-form keyword arguments (``env``) and the agent groups (``groups``). TOML appears only
+at the edges: plugin defaults, config files and ``--set`` are dicts of sections layered by
+:func:`merge` (:func:`resolve_run_config`); ``config.toml`` and checkpoints store
+:meth:`RunConfig.to_dict` and are read back by :meth:`RunConfig.from_dict`. CLI flags are typed
+updates (:meth:`RunConfig.with_flags`). Every key is a field whose default's type is the key's type;
+a value of another type, a non-finite float, or a key nobody declared raises :class:`ConfigError`
+with one line naming the key.
 
 Example:
-    >>> cfg = resolve_config(overrides=["train.learning_rate=3e-4", "vec.num_envs=8"])
-    >>> cfg["train"]["learning_rate"], cfg["vec"]["num_envs"]
+    >>> run = resolve_run_config(overrides=["train.learning_rate=3e-4"], flags={"vec.num_envs": 8})
+    >>> run.train.learning_rate, run.vec.num_envs
     (0.0003, 8)
     >>> resolve_config(overrides=["train.learning_rte=1"])
     Traceback (most recent call last):
@@ -24,7 +27,7 @@ import difflib
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +40,8 @@ __all__ = [
     "VecConfig",
     "PolicyConfig",
     "LeagueConfig",
+    "RunConfig",
+    "resolve_run_config",
     "typed",
     "updated",
     "resolve_config",
@@ -170,6 +175,61 @@ def updated(section: Section, values: Mapping[str, Any], source: str = "config")
     return typed(type(section), {**asdict(section), **values}, source)
 
 
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run's settings, typed; ``env`` and ``groups`` are the free-form tables (read, never mutated)."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    vec: VecConfig = field(default_factory=VecConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    env: Mapping[str, Any] = field(default_factory=dict)
+    groups: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any], source: str = "config") -> RunConfig:
+        """A dict of sections (TOML's form: a config file, ``config.toml``, a checkpoint's), checked
+        key by key; missing keys default.
+
+        >>> RunConfig.from_dict({"vec": {"num_envs": 4}}).vec.num_envs
+        4
+        """
+        layered = merge(DEFAULTS, dict(config), source)
+        sections = {name: cls_(**layered[name]) for name, cls_ in SECTIONS.items()}
+        return cls(**sections, env=layered["env"], groups=layered["groups"])
+
+    @classmethod
+    def of(cls, config: RunConfig | Mapping[str, Any]) -> RunConfig:
+        """``config`` as a RunConfig: itself, or a dict of sections read by :meth:`from_dict`."""
+        return config if isinstance(config, RunConfig) else cls.from_dict(config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dict of sections that ``config.toml`` and checkpoints store (what :meth:`from_dict` reads)."""
+        sections = {name: asdict(getattr(self, name)) for name in SECTIONS}
+        return sections | {"env": copy.deepcopy(dict(self.env)), "groups": copy.deepcopy(dict(self.groups))}
+
+    def updated(self, values: Mapping[str, Mapping[str, Any]], source: str = "config") -> RunConfig:
+        """A copy with ``{section: {key: value}}`` applied, each value checked as :func:`merge` does."""
+        changes: dict[str, Any] = {}
+        for section, table in merge({}, dict(values), source).items():
+            current = getattr(self, section)
+            changes[section] = {**current, **table} if section in FREE_SECTIONS else updated(current, table, source)
+        return replace(self, **changes)
+
+    def with_flags(self, flags: Mapping[str, Any] | None) -> RunConfig:
+        """``flags`` (``{"vec.num_envs": 8}``, what first-class CLI options set; None: not given) applied,
+        each checked under the flag's name."""
+        run = self
+        for name, value in (flags or {}).items():
+            if value is not None:
+                section, _, key = name.partition(".")
+                flag = f"--{key.replace('_', '-')}"
+                if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
+                    raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
+                run = run.updated({section: {key: value}}, flag)
+        return run
+
+
 FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked by train.groups
 AT_LEAST_ONE = {
     "train.total_steps",
@@ -281,26 +341,31 @@ def dump_toml(config: dict, path: str | Path) -> None:
     Path(path).write_text(tomli_w.dumps(config))
 
 
-def resolve_config(
-    plugin_defaults: dict | None = None,
+def resolve_run_config(
+    plugin_defaults: Mapping[str, Any] | RunConfig | None = None,
     config_file: str | Path | None = None,
     overrides: list[str] | None = None,
-    flags: dict | None = None,
-) -> dict:
-    """The layered config: built-ins < plugin defaults < ``config_file`` < ``overrides`` < ``flags``.
+    flags: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """The run's settings: built-ins < ``plugin_defaults`` < ``config_file`` < ``overrides`` < ``flags``.
 
-    ``flags`` is ``{"vec.num_envs": 8, ...}`` from first-class CLI options (``None`` values skipped).
+    ``plugin_defaults`` is a dict of sections (a plugin's ``TrainDefaults.config``) or a RunConfig;
+    ``overrides`` are ``--set SECTION.KEY=VALUE`` texts; ``flags`` see :meth:`RunConfig.with_flags`.
     """
-    config = merge(DEFAULTS, plugin_defaults or {}, "plugin defaults")
+    base = plugin_defaults.to_dict() if isinstance(plugin_defaults, RunConfig) else plugin_defaults
+    config = merge(DEFAULTS, dict(base or {}), "plugin defaults")
     if config_file is not None:
         config = merge(config, load_toml(config_file), str(config_file))
     for text in overrides or []:
         config = merge(config, parse_override(text), f"--set {text}")
-    for name, value in (flags or {}).items():
-        if value is not None:
-            section, _, key = name.partition(".")
-            flag = f"--{key.replace('_', '-')}"
-            if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
-                raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
-            config = merge(config, {section: {key: value}}, flag)
-    return config
+    return RunConfig.from_dict(config).with_flags(flags)
+
+
+def resolve_config(
+    plugin_defaults: Mapping[str, Any] | RunConfig | None = None,
+    config_file: str | Path | None = None,
+    overrides: list[str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> dict:
+    """:func:`resolve_run_config` as a dict of sections (TOML's form, for plugins and scripts that edit one)."""
+    return resolve_run_config(plugin_defaults, config_file, overrides, flags).to_dict()
