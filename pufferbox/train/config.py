@@ -111,6 +111,9 @@ class TrainConfig:
     # and every minibatch's gradients are averaged over them. 1: this process alone.
     learners: int = 1
     learner_timeout: float = 120.0  # seconds a learner waits for the others at a collective before the run stops
+    # Where learners 1..N-1 run: "processes" on this machine, or "ray": actors of a Ray placement group (one
+    # bundle per learner) on the cluster at --ray-address / $RAY_ADDRESS (train/ray_learners.py).
+    learners_on: str = "processes"
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,7 @@ AT_LEAST_ONE = {
 CHOICES = {
     "train.lag_correction": ("vtrace", "none"),
     "train.autocast": ("none", "bf16", "auto"),
+    "train.learners_on": ("processes", "ray"),
     "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
 }
 # max_grad_norm=0 zeroes every gradient; learner_timeout=0 would fail every collective at once
