@@ -25,7 +25,7 @@ import torch
 
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
-from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, RandomSeats, make_vec_env
+from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, make_vec_env
 from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, TrainConfig, VecConfig, typed, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
@@ -42,6 +42,7 @@ from pufferbox.train.normalize import Normalizer, make_normalizer
 from pufferbox.train.overlap import OverlapCollector
 from pufferbox.train.policies import Agent, build_agent
 from pufferbox.train.ray_collector import RayCollector
+from pufferbox.train.scripted_seats import careless_seats
 
 __all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
 
@@ -246,7 +247,8 @@ def assemble(
 
 def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, config: Mapping[str, Any]) -> None:
     """``league.random_opponent``: the host collector's :class:`RandomSeats`, or a one-line refusal."""
-    share = typed(LeagueConfig, config.get("league", {})).random_opponent
+    league = typed(LeagueConfig, config.get("league", {}))
+    share = league.random_opponent
     if not share:
         return
     host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
@@ -255,7 +257,7 @@ def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, co
             f"league.random_opponent={share}: a share below 1 of the episodes, for agent groups (self-play) "
             "on the serial or multiprocessing backend; set it to 0 otherwise"
         )
-    host.random_seats = RandomSeats(share, layout.slot_group, venv.num_envs, venv.obs_spec, venv.act_spec, tc.seed)
+    host.random_seats = careless_seats(league, layout.slot_group, venv, tc.seed)
 
 
 def make_collector(

@@ -279,8 +279,12 @@ class RandomSeats:
         if not chosen.any():
             return masks
         legal = self.mask.legal(obs[chosen]) if self.mask is not None else np.ones((chosen.sum(), sum(self.sizes)), bool)
-        actions[chosen] = sample_legal(legal, self.sizes, self.rng).reshape(actions[chosen].shape)
+        actions[chosen] = self.pick(rows[chosen], obs[chosen], legal).reshape(actions[chosen].shape)
         return masks & ~chosen
+
+    def pick(self, rows: np.ndarray, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """The careless group's actions in ``rows`` (uniform legal ones; a subclass may script them)."""
+        return sample_legal(legal, self.sizes, self.rng)
 
 
 class HostCollector:

@@ -155,6 +155,10 @@ class LeagueConfig:
     # share of episodes in which one group (drawn per episode) plays uniformly random legal actions and is
     # not trained on them: self-play's seats then also meet the positions careless play makes
     random_opponent: float = 0.0
+    # "module:function" (train/scripted_seats.py) that plays the careless group, instead of uniform
+    # legal moves, in a share scripted_share of those episodes
+    scripted_opponent: str = ""
+    scripted_share: float = 0.5
 
 
 SECTIONS: dict[str, type] = {"train": TrainConfig, "vec": VecConfig, "policy": PolicyConfig, "league": LeagueConfig}
