@@ -11,7 +11,6 @@ loss probability of about 0 (at 0.5% a 200-game evaluation still loses once 63% 
 from __future__ import annotations
 
 import argparse
-import tomllib
 
 import numpy as np
 import torch
@@ -20,7 +19,7 @@ from pettingzoo.classic import tictactoe_v3
 import pufferbox.vector
 from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import load_checkpoint
-from pufferbox.train.config import merge, resolve_config
+from pufferbox.train.config import RunConfig
 from pufferbox.train.evaluate import checkpoint_agent
 
 
@@ -28,7 +27,7 @@ def seat_policy(checkpoint: str, seat: int):
     """``move(env) -> cell``: the checkpoint's greedy move for ``seat`` (0 first, 1 second) in a PettingZoo game."""
     state = load_checkpoint(checkpoint)
     spec = get_registry().get("pzclassic/tictactoe")
-    config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
+    config = RunConfig.from_toml(state["config"])
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=1)
     agent, obs_spec = checkpoint_agent(spec, venv, config, state, checkpoint), venv.obs_spec
     venv.close()

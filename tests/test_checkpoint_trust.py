@@ -97,8 +97,8 @@ def test_plugin_registered_encoders_are_trusted():
     from pufferbox.train.checkpoint import check_encoder_is_trusted, registered_encoders
 
     for name in registered_encoders():  # e.g. pufferbox_atari.policy:NatureCNN where installed
-        check_encoder_is_trusted({"encoder": name}, "ckpt")
-    check_encoder_is_trusted({"encoder": "cnn"}, "ckpt")
+        check_encoder_is_trusted(name, "ckpt")
+    check_encoder_is_trusted("cnn", "ckpt")
 
 
 @pytest.mark.parametrize("content", [b"garbage bytes" * 300, b"hello\n", b""])

@@ -110,7 +110,7 @@ def test_trainer_set_hyperparameters_checks_values(tmp_path):
     trainer = Trainer("cartpole", resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8"]))
     try:
         trainer.set_hyperparameters({"learning_rate": 0.01, "gamma": 0.5})
-        assert trainer.learner.hp.gamma == 0.5 and trainer.config["train"]["gamma"] == 0.5
+        assert trainer.learner.hp is trainer.config.train and trainer.tc.gamma == 0.5  # one copy, no dict beside it
         assert trainer.train_update()["learning_rate"] == pytest.approx(0.01 * (1 - 0 / trainer.total_updates))
         with pytest.raises(ConfigError, match=r"^train\.gamma: expected float"):
             trainer.set_hyperparameters({"gamma": "high"})

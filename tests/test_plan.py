@@ -11,7 +11,7 @@ import json
 import pytest
 
 from pufferbox.registry import get_registry
-from pufferbox.train.config import ConfigError, load_toml, resolve_config
+from pufferbox.train.config import ConfigError, load_toml, resolve_run_config
 from pufferbox.train.hardware import usable_cores
 from pufferbox.train.plan import MAX_BATCH_GROWTH, Machine, make_plan, planned_config
 from pufferbox.train.runner import run
@@ -46,7 +46,7 @@ def test_on_the_base_machine_or_a_smaller_one_every_first_party_default_is_uncha
     assert {"cartpole", "nethack", "ocean/pong", "atari/breakout"} <= {s.name for s in envs}
     for env in envs:
         config, plan = planned_config(env, machine=machine)
-        assert config == resolve_config(env.training.config), env.name
+        assert config == resolve_run_config(env.training.config), env.name
         assert not plan.scaled and plan.learners == 1
 
 
@@ -114,14 +114,14 @@ def test_little_memory_caps_the_envs():
 )
 def test_explicit_settings_are_never_planned_over(user):
     config, plan = planned_config(spec("nethack"), machine=WORKSTATION, **user)
-    assert (config["vec"]["num_envs"], config["train"]["num_steps"], config["vec"]["backend"]) == (16, 64, "serial")
-    assert config["train"]["num_minibatches"] == 4 and config["vec"]["num_workers"] == 0
+    assert (config.vec.num_envs, config.train.num_steps, config.vec.backend) == (16, 64, "serial")
+    assert config.train.num_minibatches == 4 and config.vec.num_workers == 0
     assert not plan.scaled and "not planned: you set" in plan.describe()
 
 
 def test_a_run_told_to_train_on_the_cpu_is_planned_without_its_gpus():
     config, plan = planned_config(spec("nethack"), flags={"train.device": "cpu"}, machine=WORKSTATION)
-    assert (config["vec"]["num_envs"], config["vec"]["num_workers"]) == (128, 8)  # as on CPU_BOX
+    assert (config.vec.num_envs, config.vec.num_workers) == (128, 8)  # as on CPU_BOX
     assert plan.machine.gpus == 0 and "no GPU" in plan.describe()
 
 
@@ -129,14 +129,14 @@ def test_a_config_file_counts_as_explicit(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text("[vec]\nnum_envs = 32\n")
     config, plan = planned_config(spec("nethack"), config_file=path, machine=WORKSTATION)
-    assert config["vec"]["num_envs"] == 32 and config["train"]["num_steps"] == 64 and not plan.scaled
+    assert config.vec.num_envs == 32 and config.train.num_steps == 64 and not plan.scaled
 
 
 def test_learners_get_equal_shares_of_the_planned_envs_and_workers():
     config, plan = planned_config(spec("nethack"), flags={"train.learners": 2}, machine=WORKSTATION)
-    vec = config["vec"]
-    assert (vec["num_envs"], vec["num_workers"]) == (504, 14)  # 15 spare cores rounded to 2 learners' shares
-    assert vec["num_envs"] % 2 == 0 and vec["num_workers"] % 2 == 0 and plan.scaled
+    vec = config.vec
+    assert (vec.num_envs, vec.num_workers) == (504, 14)  # 15 spare cores rounded to 2 learners' shares
+    assert vec.num_envs % 2 == 0 and vec.num_workers % 2 == 0 and plan.scaled
 
 
 def test_bad_user_input_is_still_one_config_error():

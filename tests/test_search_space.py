@@ -11,23 +11,22 @@ import pytest
 from pufferbox.registry import FIRST_PARTY, get_registry
 from pufferbox.sweep.space import builtin_space
 from pufferbox.tournament import generator
-from pufferbox.train.config import resolve_config
+from pufferbox.train.config import RunConfig, resolve_run_config
 from pufferbox.train.search_space import KNOBS, Knob
 
 
-def first_party_configs() -> list[tuple[str, dict]]:
+def first_party_configs() -> list[tuple[str, RunConfig]]:
     specs = [s for s in get_registry().all_envs() if s.meta.distribution in FIRST_PARTY]
     assert len(specs) > 20, "the first-party plugins are installed (make setup)"
-    return [(s.name, resolve_config(s.training.config)) for s in specs]
+    return [(s.name, resolve_run_config(s.training.config)) for s in specs]
 
 
-def value(config: dict, name: str):
-    section, _, key = name.partition(".")
-    return config[section][key]
+def value(config: RunConfig, name: str):
+    return config.setting(name)
 
 
 def test_sweeps_and_tournaments_read_the_same_knobs():
-    assert set(builtin_space(resolve_config())) == set(KNOBS)
+    assert set(builtin_space(resolve_run_config())) == set(KNOBS)
     assert all(generator.TUNABLE[name] is KNOBS[name] for name in generator.TUNABLE)
     assert set(generator.TUNABLE) == {name for name, knob in KNOBS.items() if knob.tournament}
     assert not {"train.gamma", "train.vf_coef", "train.max_grad_norm"} & set(generator.TUNABLE)  # sweep-only
@@ -58,11 +57,11 @@ def test_the_sweep_window_and_every_perturbation_stay_inside_one_set_of_bounds()
 
 
 def test_the_sweep_keeps_its_windows_centred_on_the_defaults():
-    space = builtin_space(resolve_config({"train": {"learning_rate": 1e-3, "clip_coef": 0.2, "max_grad_norm": 5.0}}))
+    space = builtin_space(resolve_run_config({"train": {"learning_rate": 1e-3, "clip_coef": 0.2, "max_grad_norm": 5.0}}))
     assert (space["train.learning_rate"].low, space["train.learning_rate"].high) == pytest.approx((2.5e-4, 4e-3))
     assert (space["train.clip_coef"].low, space["train.clip_coef"].high) == pytest.approx((0.2 / 1.5, 0.3))
     assert (space["train.max_grad_norm"].low, space["train.max_grad_norm"].high) == pytest.approx((1.25, 20.0))
-    clamped = builtin_space(resolve_config({"train": {"learning_rate": 0.04}}))["train.learning_rate"]
+    clamped = builtin_space(resolve_run_config({"train": {"learning_rate": 0.04}}))["train.learning_rate"]
     assert clamped.high == KNOBS["train.learning_rate"].high, "a window never leaves the bounds"
 
 

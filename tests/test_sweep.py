@@ -20,7 +20,7 @@ optuna = pytest.importorskip("optuna", reason="optuna is the pufferbox[sweep] ex
 from pufferbox.cli import cli, load_commands  # noqa: E402
 from pufferbox.sweep import sweep  # noqa: E402
 from pufferbox.sweep.space import builtin_space, resolve_space  # noqa: E402
-from pufferbox.train.config import ConfigError, resolve_config  # noqa: E402
+from pufferbox.train.config import ConfigError, resolve_config, resolve_run_config  # noqa: E402
 
 TINY = ["--set", "train.total_steps=4096", "--set", "vec.num_envs=8", "--set", "train.checkpoint_interval=0"]
 
@@ -294,17 +294,17 @@ def test_config_file_sets_every_trial_and_its_space_table_is_recorded(tmp_path):
 
 
 def test_space_is_centred_on_the_plugin_defaults():
-    config = resolve_config({"train": {"learning_rate": 1e-3, "num_steps": 32, "ent_coef": 0.0}})
+    config = resolve_run_config({"train": {"learning_rate": 1e-3, "num_steps": 32, "ent_coef": 0.0}})
     space = builtin_space(config)
     lr = space["train.learning_rate"]
     assert lr.log and lr.low == pytest.approx(2.5e-4) and lr.high == pytest.approx(4e-3)
     assert space["train.num_steps"].choices == (16, 32, 64)
     assert space["train.ent_coef"].low == 0.0 and not space["train.ent_coef"].log
-    assert all(p.contains(config[n.split(".")[0]][n.split(".")[1]]) for n, p in space.items())
+    assert all(p.contains(config.setting(n)) for n, p in space.items())
 
 
 def test_space_table_overrides_removes_and_fixes():
-    config = resolve_config()
+    config = resolve_run_config()
     table = {
         "learning_rate": {"low": 1e-4, "high": 1e-3, "log": True},
         "ent_coef": False,
@@ -331,7 +331,7 @@ def test_space_table_overrides_removes_and_fixes():
 )
 def test_bad_space_entries_fail_with_one_line(table, message):
     with pytest.raises(ConfigError, match=None) as info:
-        resolve_space(resolve_config(), table)
+        resolve_space(resolve_run_config(), table)
     assert message in str(info.value) and "\n" not in str(info.value)
 
 

@@ -8,20 +8,18 @@ import pytest
 
 from pufferbox.registry import get_registry
 from pufferbox.tournament.generator import PodTask
-from pufferbox.tournament.orchestrator import TournamentError, score_group_of
+from pufferbox.tournament.orchestrator import TournamentError, score_group_of, slice_config
 from pufferbox.tournament.pod import Pod
 from pufferbox.tournament.settings import TournamentSettings
-from pufferbox.train.config import resolve_config
+from pufferbox.train.config import RunConfig, resolve_run_config
 from pufferbox.train.league import RANDOM, play_match
 
 QUICK = ["vec.num_envs=2", "train.num_steps=32", "train.checkpoint_interval=0", "policy.hidden_size=16"]
 
 
-def pod_config(env: str, extra: list[str] | None = None) -> dict:
+def pod_config(env: str, extra: list[str] | None = None) -> RunConfig:
     spec = get_registry().get(env)
-    config = resolve_config(spec.training.config, overrides=[*QUICK, *(extra or [])])
-    config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
-    return config
+    return slice_config(resolve_run_config(spec.training.config, overrides=[*QUICK, *(extra or [])]))
 
 
 def test_the_score_group_defaults_to_the_first_learning_group():

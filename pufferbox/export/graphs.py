@@ -82,9 +82,9 @@ def record(run: LoadedRun, steps: int = 24, num_envs: int = 2, seed: int = 0) ->
     """Play ``steps`` steps of ``num_envs`` envs with the run's policies; per policy what it saw and computed."""
     import pufferbox.vector
 
-    env_kwargs = dict(run.config.get("env", {}))
+    env_kwargs = dict(run.config.env)
     venv = pufferbox.vector.make(
-        run.spec, backend="serial", num_envs=num_envs, env_kwargs=env_kwargs, native=run.config["vec"]["native"]
+        run.spec, backend="serial", num_envs=num_envs, env_kwargs=env_kwargs, native=run.config.vec.native
     )
     rng = np.random.default_rng(seed)
     out = {p.name: Recording() for p in run.policies}

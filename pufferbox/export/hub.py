@@ -75,7 +75,7 @@ def replay_gif(run: LoadedRun, folder: Path, path: Path) -> tuple[str | None, st
 
     # Not closed: closing a pygame-drawn env quits pygame's font module for the rest of the process,
     # and the evaluation below builds the env again (`pufferbox eval --video` probes the same way).
-    raw = run.spec.make_raw(**dict(run.config.get("env", {})))
+    raw = run.spec.make_raw(**dict(run.config.env))
     modes = list(getattr(raw, "metadata", {}).get("render_modes", []))
     if "rgb_array" not in modes:
         return None, f"{run.spec.name} does not render rgb_array frames"

@@ -22,7 +22,7 @@ from torch import nn
 
 from pufferbox.export.rowcodec import decode_leaf
 from pufferbox.spaces import ActionSpec, ObservationSpec
-from pufferbox.train.config import ConfigError
+from pufferbox.train.config import ConfigError, RunConfig
 
 __all__ = [
     "ExportError",
@@ -54,7 +54,7 @@ class RunPolicy:
 @dataclass
 class LoadedRun:
     spec: Any
-    config: dict[str, Any]
+    config: RunConfig
     state: dict[str, Any]
     source: str
     row_spec: ObservationSpec  # the rows the backend writes (wider than a group's own record)
@@ -68,26 +68,21 @@ class LoadedRun:
 def load_run(checkpoint: str | Path, encoder: str | None = None) -> LoadedRun:
     """The policies of ``checkpoint`` (a run dir, a ``ckpt-*.pt`` or a hub folder), ready to act; ``encoder``
     as ``eval --encoder``."""
-    import tomllib
-
     import pufferbox.vector
     from pufferbox.registry import get_registry
     from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
-    from pufferbox.train.config import TrainConfig, merge, resolve_config, typed
     from pufferbox.train.evaluate import checkpoint_agent, frozen_normalizer
 
     state = load_checkpoint(checkpoint)
     if not state.get("env"):
         raise ExportError(f"{checkpoint}: the checkpoint names no env; export needs a checkpoint pufferbox wrote")
     spec = get_registry().get_trained(str(state["env"]), state.get("distribution"))
-    config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
-    check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
-    venv = pufferbox.vector.make(
-        spec, backend="serial", num_envs=1, env_kwargs=dict(config.get("env", {})), native=config["vec"]["native"]
-    )
+    config = RunConfig.from_toml(state["config"])
+    check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
+    venv = pufferbox.vector.make(spec, backend="serial", num_envs=1, env_kwargs=dict(config.env), native=config.vec.native)
     try:
         agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
-        norm = frozen_normalizer(venv, typed(TrainConfig, config["train"]), state)
+        norm = frozen_normalizer(venv, config.train, state)
         policies = policies_of(agent, venv)
         row_spec, row_action, per_env = venv.obs_spec, venv.act_spec, venv.num_agents
     finally:

@@ -13,11 +13,11 @@ bounds a tournament perturbs them in (:mod:`pufferbox.train.search_space`: one s
     gamma = 0.99                                             # fixed for every trial
 
 Example:
-    >>> from pufferbox.train.config import resolve_config
-    >>> space = resolve_space(resolve_config(), {"learning_rate": {"low": 1e-4, "high": 1e-3, "log": True}})
+    >>> from pufferbox.train.config import RunConfig
+    >>> space = resolve_space(RunConfig(), {"learning_rate": {"low": 1e-4, "high": 1e-3, "log": True}})
     >>> space["train.learning_rate"]
     Param(name='train.learning_rate', low=0.0001, high=0.001, log=True, choices=None, is_int=False)
-    >>> resolve_space(resolve_config(), {"learnin_rate": {"low": 1e-4, "high": 1e-3}})
+    >>> resolve_space(RunConfig(), {"learnin_rate": {"low": 1e-4, "high": 1e-3}})
     Traceback (most recent call last):
     ...
     pufferbox.train.config.ConfigError: sweep.space: train.learnin_rate: unknown key; did you mean learning_rate?
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pufferbox.train.config import DEFAULTS, ConfigError, check_value
+from pufferbox.train.config import DEFAULTS, ConfigError, RunConfig, check_value
 from pufferbox.train.search_space import KNOBS
 
 __all__ = ["Param", "builtin_space", "resolve_space", "space_to_toml"]
@@ -65,13 +65,12 @@ class Param:
         return {"low": self.low, "high": self.high, "log": self.log}
 
 
-def builtin_space(config: dict) -> dict[str, Param]:
+def builtin_space(config: RunConfig) -> dict[str, Param]:
     """PPO's main knobs (:data:`~pufferbox.train.search_space.KNOBS`, whose bounds tournaments perturb
     within too), each a window centred on its value in ``config`` (the env's resolved defaults)."""
     space = {}
     for name, knob in KNOBS.items():
-        section, _, key = name.partition(".")
-        window = knob.window(config[section][key])
+        window = knob.window(config.setting(name))
         if "choices" in window:
             space[name] = Param(name, choices=tuple(window["choices"]))
         else:
@@ -113,7 +112,9 @@ def flatten(table: dict) -> dict[str, Any]:
     return out
 
 
-def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | frozenset = frozenset()) -> dict[str, Param]:
+def resolve_space(
+    config: RunConfig, table: dict | None = None, fixed: set[str] | frozenset = frozenset()
+) -> dict[str, Param]:
     """The built-in space with ``table`` (``[sweep.space]``) layered on; ``fixed`` keys are not searched.
 
     Scalars in ``table`` are not part of the space: see :func:`fixed_values`.
@@ -124,7 +125,7 @@ def resolve_space(config: dict, table: dict | None = None, fixed: set[str] | fro
         if section not in DEFAULTS or section == "env":
             raise ConfigError(f"sweep.space.{name}: unknown section {section!r}; use train.*, vec.* or policy.*")
         try:
-            check_value(section, key, config[section].get(key, value), "sweep.space")
+            check_value(section, key, config.setting(name, value), "sweep.space")
         except ConfigError as exc:
             raise ConfigError(f"sweep.space: {exc}") from None
         if value is False or not isinstance(value, dict):

@@ -31,7 +31,7 @@ from pufferbox.registry import get_registry
 from pufferbox.sweep.objective import Objective, parse_objective
 from pufferbox.sweep.space import Param, fixed_values, flatten, resolve_space, space_to_toml
 from pufferbox.sweep.trial import REPORTS, TrialJob, TrialOutcome, open_storage, run_trial
-from pufferbox.train.config import ConfigError, dump_toml, load_toml, merge, parse_override, resolve_config
+from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml, merge, parse_override, resolve_run_config
 from pufferbox.train.rundir import disk_error
 
 __all__ = ["sweep", "SweepResult", "SweepError", "open_storage", "load_sweep"]
@@ -66,18 +66,17 @@ def load_sweep(run_dir: str | Path) -> tuple[dict, Any]:
     return meta, optuna.load_study(study_name=meta["study_name"], storage=open_storage(meta["storage"]))
 
 
-def base_config(spec: Any, config_file: str | Path | None, overrides: list[str]) -> tuple[dict, dict]:
+def base_config(spec: Any, config_file: str | Path | None, overrides: list[str]) -> tuple[RunConfig, dict]:
     """The config every trial starts from, and the ``[sweep.space]`` table of ``config_file``."""
-    config = resolve_config(spec.training.config)
+    layers = resolve_run_config(spec.training.config).to_dict()
     table: dict = {}
     if config_file is not None:
         data = load_toml(config_file)
         table = data.pop("sweep", {}).get("space", {})
-        config = merge(config, data, str(config_file))
-    config = resolve_config(config, overrides=overrides)
+        layers = merge(layers, data, str(config_file))
+    config = resolve_run_config(layers, overrides=overrides)
     for name, value in fixed_values(table).items():
-        section, _, key = name.partition(".")
-        config = merge(config, {section: {key: value}}, f"sweep.space.{name}")
+        config = config.with_setting(name, value, f"sweep.space.{name}")
     return config, table
 
 
@@ -91,10 +90,10 @@ def make_pruner(name: str, prune_startup: int) -> Any:
     return optuna.pruners.NopPruner()
 
 
-def trial_config(config: dict, params: dict) -> dict:
+def trial_config(config: RunConfig, params: dict[str, Any]) -> RunConfig:
+    """``config`` with a trial's suggested ``{"section.key": value}`` applied (checked)."""
     for name, value in params.items():
-        section, _, key = name.partition(".")
-        config = merge(config, {section: {key: value}}, f"trial setting {name}")
+        config = config.with_setting(name, value, f"trial setting {name}")
     return config
 
 
@@ -158,12 +157,12 @@ def sweep(
     obj = parse_objective(objective, spec.training.solved_return, spec.name)
     fixed = {parse_name(text) for text in overrides} | set(fixed_values(table))
     space = resolve_space(config, table, fixed)
-    if parallel > 1 and "train.torch_threads" not in fixed and config["train"]["torch_threads"] == 0:
+    if parallel > 1 and "train.torch_threads" not in fixed and config.train.torch_threads == 0:
         # K trials at once share the cores instead of each taking up to 4 threads
-        config = merge(config, {"train": {"torch_threads": max(1, (os.cpu_count() or 1) // parallel)}}, "--parallel")
+        config = config.updated({"train": {"torch_threads": max(1, (os.cpu_count() or 1) // parallel)}}, "--parallel")
     # with a cost objective the budget itself is searched, up to the configured total_steps
     if obj.multi and "train.total_steps" not in set(space) | set(flatten(table)):
-        budget = config["train"]["total_steps"]
+        budget = config.train.total_steps
         space["train.total_steps"] = Param("train.total_steps", max(1, budget // 8), budget, log=True, is_int=True)
     meta = {
         "env": spec.name,
@@ -259,12 +258,11 @@ def parse_name(text: str) -> str:
     return f"{section}.{next(iter(values))}"
 
 
-def defaults_of(config: dict, space: dict[str, Param]) -> dict:
+def defaults_of(config: RunConfig, space: dict[str, Param]) -> dict:
     """The config's own values of the searched settings (trial 0), those inside their range."""
     out = {}
     for name, param in space.items():
-        section, _, key = name.partition(".")
-        value = config[section].get(key)
+        value = config.setting(name)
         if value is not None and param.contains(value):
             out[name] = value
     return out
@@ -326,7 +324,7 @@ def drive(
     parallel: int,
     submit: Callable,
     space: dict[str, Param],
-    config: dict,
+    config: RunConfig,
     run_dir: Path,
     job: dict,
     callbacks: Callable | None,

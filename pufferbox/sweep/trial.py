@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pufferbox.sweep.objective import Objective
+from pufferbox.train.config import RunConfig
 
 __all__ = ["TrialJob", "TrialOutcome", "run_trial", "REPORTS"]
 
@@ -32,7 +33,7 @@ class TrialJob:
     """Everything a worker needs (picklable): the resolved config and where the study lives."""
 
     env: str
-    config: dict
+    config: RunConfig
     run_dir: str
     objective: Objective
     storage: str
@@ -105,7 +106,7 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     from pufferbox.train.runner import run
 
     trial = trial if trial is not None else open_trial(job)
-    budget = job.config["train"]["total_steps"]
+    budget = job.config.train.total_steps
     reporter = Reporter(trial, job.objective, budget, job.prune)
     try:
         use_distribution(job.env, job.distribution)

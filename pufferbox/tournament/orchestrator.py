@@ -49,6 +49,7 @@ from pufferbox.tournament.leaderboard import Entry, Leaderboard
 from pufferbox.tournament.pod import Pod, SliceResult
 from pufferbox.tournament.settings import TournamentError, TournamentSettings
 from pufferbox.tournament.state import Progress, Slot
+from pufferbox.train.config import RunConfig
 
 __all__ = [
     "Tournament",
@@ -83,12 +84,12 @@ class TournamentResult:
         return {k: v for k, v in asdict(self).items() if k != "events"}
 
 
-def base_hyperparams(config: dict) -> dict:
+def base_hyperparams(config: RunConfig) -> dict[str, Any]:
+    """The tunable settings' values in ``config``, by their ``section.key`` names (the generator's)."""
     out = {}
     for dotted in TUNABLE:
         section, _, key = dotted.partition(".")
-        if key in config.get(section, {}):
-            out[dotted] = config[section][key]
+        out[dotted] = getattr(getattr(config, section), key)
     return out
 
 
@@ -115,13 +116,13 @@ def lagging(
     return trained >= best_trained and live["mean_return"] < best_score - below * abs(best_score)
 
 
-def score_group_of(spec: Any, config: dict, asked: str | None) -> str | None:
+def score_group_of(spec: Any, config: RunConfig, asked: str | None) -> str | None:
     """The group whose return scores ``spec``'s checkpoints: ``asked`` (checked against the env's groups),
     else the first learning group of an env with groups; None for one shared policy (every agent's return)."""
     from pufferbox.groups import GroupError, resolve_layout
 
     try:
-        layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))
+        layout = resolve_layout(spec, config.env, config.groups)
     except GroupError as exc:
         raise TournamentError(str(exc)) from None
     if layout is None or len(layout.names) < 2:
@@ -131,7 +132,7 @@ def score_group_of(spec: Any, config: dict, asked: str | None) -> str | None:
             )
         return None
     if asked is None:
-        frozen = set(config.get("league", {}).get("frozen", []))
+        frozen = set(config.league.frozen)
         return next((name for name in layout.names if name not in frozen), layout.names[0])
     if asked not in layout.names:
         raise TournamentError(f"--score-group: unknown group {asked!r}; {spec.name}'s groups are {layout.names}")
@@ -164,7 +165,7 @@ class Tournament:
         self,
         board: Leaderboard,
         settings: TournamentSettings,
-        config: dict,
+        config: RunConfig,
         run_dir: Path,
         resume: bool,
         ray_address: str | None = None,
@@ -177,7 +178,7 @@ class Tournament:
         self.progress = Progress.from_board(board.get_state("progress"))
         self.hyper = base_hyperparams(config)
         # About one finished episode per env (and a few dozen at least) before a pod is judged.
-        self.min_episodes = max(32, int(config["vec"]["num_envs"]))
+        self.min_episodes = max(32, config.vec.num_envs)
         self.events: list[dict] = []
         self.start, self.wall_before = time.perf_counter(), self.progress.wall_time
         self.ray = ensure_ray(ray_address)
@@ -205,7 +206,7 @@ class Tournament:
             settings, config = first_settings(settings, overrides)
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
             board = Leaderboard(run_dir, capacity=settings.capacity, keep_recent=settings.pods)
-            board.start(settings.as_dict(), config, Progress().as_dict())
+            board.start(settings.as_dict(), config.to_dict(), Progress().as_dict())
         return cls(board, settings, config, run_dir, resume, ray_address, on_event)
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -317,7 +318,7 @@ class Tournament:
     def dispatch(self, task: PodTask) -> None:
         """Send ``task`` to the lowest free slot."""
         slot = self.free_slot()
-        if self.config.get("league", {}).get("frozen"):  # the pod keeps its pool: send only the entries it lacks
+        if self.config.league.frozen:  # the pod keeps its pool: send only the entries it lacks
             sent = slot.opponents_sent
             task.opponents = {e.id: Path(str(e.checkpoint)).read_bytes() for e in self.board.entries() if e.id not in sent}
             sent.update(task.opponents)
@@ -499,7 +500,7 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
         raise TournamentError(f"{run_dir} already holds a tournament; pass --resume to continue it or pick a new --run-dir")
 
 
-def reopen(run_dir: Path, asked: TournamentSettings) -> tuple[Leaderboard, TournamentSettings, dict]:
+def reopen(run_dir: Path, asked: TournamentSettings) -> tuple[Leaderboard, TournamentSettings, RunConfig]:
     """The board, recorded settings and config of the tournament in ``run_dir``; ``asked.plugin`` (``--plugin``
     on a resume), if given, must be the plugin the tournament trains."""
     board = Leaderboard(run_dir, capacity=asked.capacity, keep_recent=asked.pods)
@@ -511,7 +512,7 @@ def reopen(run_dir: Path, asked: TournamentSettings) -> tuple[Leaderboard, Tourn
     except BaseException:
         board.close()
         raise
-    return board, settings, board.get_state("config")
+    return board, settings, RunConfig.from_dict(board.get_state("config"), f"{run_dir}'s recorded config")
 
 
 def check_same_plugin(run_dir: Path, settings: TournamentSettings, asked: str | None) -> None:
@@ -531,26 +532,31 @@ def check_same_plugin(run_dir: Path, settings: TournamentSettings, asked: str | 
         )
 
 
-def first_settings(asked: TournamentSettings, overrides: list[str] | None) -> tuple[TournamentSettings, dict]:
+def first_settings(asked: TournamentSettings, overrides: list[str] | None) -> tuple[TournamentSettings, RunConfig]:
     """A new tournament's settings (checked, filled in, its env's plugin recorded) and its pods' config."""
     from pufferbox.registry import get_registry
-    from pufferbox.train.config import resolve_config
+    from pufferbox.train.config import resolve_run_config
 
     asked.check()  # before the registry: a bad flag is refused without importing any plugin
     registry = get_registry()
     spec = registry.get(asked.env or "", plugin=asked.plugin) if asked.plugin else registry.get(asked.env or "")
-    config = resolve_config(spec.training.config, overrides=list(overrides or []))
-    # Slices are short: no LR annealing to zero inside one, no in-slice periodic checkpoints, no early stop.
-    config["train"].update(anneal_lr=False, checkpoint_interval=0, stop_on_solve=False, total_steps=10**15)
-    if config.get("league", {}).get("frozen"):  # the frozen groups' pool is the leaderboard (Pod.opponent_pool)
-        config["league"]["snapshot_interval"] = 0
+    config = resolve_run_config(spec.training.config, overrides=list(overrides or []))
+    config = slice_config(config)
     settings = asked.resolved(
-        config["train"]["num_steps"] * config["vec"]["num_envs"],
+        config.train.num_steps * config.vec.num_envs,
         env=spec.name,
         score_group=score_group_of(spec, config, asked.score_group),
         plugin=spec.meta.distribution,
     )
     return settings, config
+
+
+def slice_config(config: RunConfig) -> RunConfig:
+    """``config`` for short slices: no LR annealing to zero inside one, no in-slice periodic checkpoints,
+    no early stop; with frozen groups no snapshots (their pool is the leaderboard: :meth:`Pod.opponent_pool`)."""
+    sliced = {"anneal_lr": False, "checkpoint_interval": 0, "stop_on_solve": False, "total_steps": 10**15}
+    league = {"snapshot_interval": 0} if config.league.frozen else {}
+    return config.updated({"train": sliced, "league": league}, "tournament slices")
 
 
 def run_tournament(

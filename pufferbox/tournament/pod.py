@@ -18,6 +18,7 @@ import os
 import shutil
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pufferbox.tournament.generator import PodTask
+from pufferbox.train.config import RunConfig
 
 KEEP_TRAINERS = 3  # trainers (envs + rollout buffers) kept per pod, one per rollout length in use
 
@@ -56,13 +58,13 @@ class SliceResult:
         return self.setup_time + self.load_time + self.train_time + self.eval_time
 
 
-def apply_hyperparams(config: dict, hyperparams: dict) -> dict:
-    """A copy of ``config`` with ``{"section.key": value}`` applied."""
-    out = {section: dict(values) if isinstance(values, dict) else values for section, values in config.items()}
+def apply_hyperparams(config: RunConfig, hyperparams: Mapping[str, Any]) -> RunConfig:
+    """``config`` with the generator's ``{"section.key": value}`` applied (checked)."""
+    sections: dict[str, dict[str, Any]] = {}
     for dotted, value in hyperparams.items():
         section, _, key = dotted.partition(".")
-        out.setdefault(section, {})[key] = value
-    return out
+        sections.setdefault(section, {})[key] = value
+    return config.updated(sections, "tournament hyperparameters")
 
 
 class Pod:
@@ -75,7 +77,7 @@ class Pod:
     def __init__(
         self,
         env: str,
-        config: dict,
+        config: RunConfig | Mapping[str, Any],
         run_dir: str,
         pod_slot: int,
         score_group: str | None = None,
@@ -83,7 +85,7 @@ class Pod:
         plugin: str | None = None,
     ):
         self.env = env
-        self.config = config
+        self.config = RunConfig.of(config)
         self.score_group, self.opponent = score_group, opponent  # see TournamentSettings.score_group
         self.plugin = plugin  # the distribution whose env this is (another plugin may offer the name)
         self.dir = Path(run_dir) / "pods" / f"slot-{pod_slot}"
@@ -112,10 +114,10 @@ class Pod:
 
         return get_registry().get(self.env, plugin=self.plugin) if self.plugin else get_registry().get(self.env)
 
-    def trainer_for(self, config: dict) -> Any:
+    def trainer_for(self, config: RunConfig) -> Any:
         from pufferbox.train.trainer import Trainer
 
-        num_steps = int(config["train"]["num_steps"])
+        num_steps = config.train.num_steps
         if num_steps not in self.trainers:
             if len(self.trainers) >= KEEP_TRAINERS:
                 _, old = self.trainers.popitem(last=False)
@@ -131,10 +133,9 @@ class Pod:
         self.current, self.stop_reason = task.pod, ""
         self.live = {"pod": task.pod, "steps": 0, "episodes": 0, "mean_return": None}
         steps = task.steps or steps
-        config = apply_hyperparams(self.config, task.hyperparams)
-        config["train"]["seed"] = task.seed
+        config = apply_hyperparams(self.config, task.hyperparams).updated({"train": {"seed": task.seed}}, "the task's seed")
         trainer = self.trainer_for(config)
-        trainer.set_hyperparameters(config["train"])
+        trainer.set_hyperparameters(config.train)
         t1 = time.perf_counter()
         if task.parent_checkpoint:
             parent_file = self.dir / "parent.pt"
@@ -204,8 +205,8 @@ class Pod:
         from pufferbox.train.checkpoint import checkpoint_from_bytes
         from pufferbox.train.groups import Pool
 
-        league = self.config.get("league", {})
-        sources = sorted({league.get("pool_source") or name for name in league.get("frozen", [])})
+        league = self.config.league
+        sources = sorted({league.pool_source or name for name in league.frozen})
         root = self.dir / "league-pool"
         for entry, blob in opponents.items():
             pools = [Pool(root, source) for source in sources]

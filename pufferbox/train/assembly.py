@@ -26,7 +26,7 @@ import torch
 from pufferbox.buffers import Buffers
 from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, make_vec_env
-from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, TrainConfig, VecConfig, typed, updated
+from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, RunConfig, TrainConfig, VecConfig, updated
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
     Hardware,
@@ -96,8 +96,9 @@ def refuse_impossible(tc: TrainConfig, vc: VecConfig) -> None:
         )
 
 
-def refuse_learners(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, config: Mapping[str, Any]) -> None:
+def refuse_learners(spec: EnvSpec, run: RunConfig) -> None:
     """One line for ``train.learners`` settings that cannot run (before a learner process starts)."""
+    tc, vc = run.train, run.vec
     n = tc.learners
     for key in ("num_envs", "num_workers", "batch_size", "main_envs"):
         value = getattr(vc, key)
@@ -116,7 +117,7 @@ def refuse_learners(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, config: Mappi
             f"train.learners={n}: not with train.overlap, norm_obs or norm_reward yet (each learner would keep "
             "its own lagged policy or statistics); drop them or use one learner"
         )
-    layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))
+    layout = resolve_layout(spec, run.env, run.groups)
     if layout is not None and not layout.single:
         raise ConfigError(f"train.learners={n}: {spec.name} trains agent groups (one learner per group); use one learner")
     if tc.device.startswith("cuda:"):
@@ -184,38 +185,39 @@ def refuse_oversized(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyCo
 
 def assemble(
     spec: EnvSpec,
-    config: Mapping[str, Any],
+    config: RunConfig | Mapping[str, Any],
     run_dir: str | None = None,
     version: Callable[[], int] = lambda: 0,
     plan: Callable[[int], int | None] = lambda pending: None,
     team: Any = None,
 ) -> TrainingParts:
-    """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (the layered dict);
+    """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (a
+    :class:`~pufferbox.train.config.RunConfig`, or its dict of sections);
     ``version``/``plan``: see :func:`build_collector`; ``team``: this process's place among
     ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`)."""
-    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
-    pc = typed(PolicyConfig, config["policy"])
+    run = RunConfig.of(config)
+    tc, vc, pc = run.train, run.vec, run.policy
     if tc.learners > 1:
-        refuse_learners(spec, tc, vc, config)
+        refuse_learners(spec, run)
         vc = learner_share(vc, tc.learners)
     device = setup_torch(tc)
-    layout = resolve_layout(spec, config.get("env", {}), config.get("groups"))  # a bad map: one line, no workers
+    layout = resolve_layout(spec, run.env, run.groups)  # a bad map: one line, no workers
     refuse_impossible(tc, vc)
-    refuse_oversized(spec, tc, vc, pc, config.get("env", {}))
+    refuse_oversized(spec, tc, vc, pc, run.env)
     grouped_layout = layout if layout is not None and not layout.single else None
     grouped = grouped_layout is not None
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
         from pufferbox.train.ray_collector import make_ray_rollouts
 
-        venv = make_ray_rollouts(spec, vc, config.get("env", {}), tc.seed)
+        venv = make_ray_rollouts(spec, vc, run.env, tc.seed)
     else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
-        venv = make_vec_env(spec, vc, config.get("env", {}), tc.seed, tc.num_steps)
+        venv = make_vec_env(spec, vc, run.env, tc.seed, tc.num_steps)
     device = training_device(tc, venv, device)
     league: League | None = None
     agent: Agent | GroupedAgent
     learner: Learner | GroupLearner
     if grouped_layout is not None:
-        agent, learner, league = build_groups(spec, grouped_layout, venv, pc, tc, device, run_dir, config)
+        agent, learner, league = build_groups(spec, grouped_layout, venv, pc, tc, device, run_dir, run.league, run.env)
     else:  # one shared policy: the single-group path
         agent = build_agent(venv.obs_spec, venv.act_spec, pc, spec.load_policy()).to(device)
         learner = Learner(agent, tc, seed=tc.seed, compile=tc.compile, team=team)
@@ -241,13 +243,12 @@ def assemble(
                 "backends); drop them for --backend cuda or ray"
             )
         host.norm = normalizer
-    add_random_seats(collector, grouped_layout, venv, tc, config)
+    add_random_seats(collector, grouped_layout, venv, tc, run.league)
     return TrainingParts(tc, pc, venv, device, layout, agent, learner, league, hardware, collector, normalizer)
 
 
-def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, config: Mapping[str, Any]) -> None:
+def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, league: LeagueConfig) -> None:
     """``league.random_opponent``: the host collector's :class:`RandomSeats`, or a one-line refusal."""
-    league = typed(LeagueConfig, config.get("league", {}))
     share = league.random_opponent
     if not share:
         return

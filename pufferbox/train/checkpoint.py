@@ -271,20 +271,19 @@ def registered_encoders() -> set[str]:
     return names
 
 
-def check_encoder_is_trusted(policy: dict, source: str, explicit: str | None = None) -> None:
-    """Refuse a ``policy.encoder`` that only ``source`` (a checkpoint, a run dir) names.
+def check_encoder_is_trusted(choice: str, source: str, explicit: str | None = None) -> None:
+    """Refuse a ``policy.encoder`` (``choice``) that only ``source`` (a checkpoint, a run dir) names.
 
     A checkpoint is data: resolving its ``encoder = "module:attr"`` would import that module and
     call the attribute. Allowed: the built-in encoders, encoders that installed plugins register,
     and ``explicit``, the one the user passed on the command line (or in their own config).
 
     Example:
-        >>> check_encoder_is_trusted({"encoder": "mlp"}, "ckpt-1.pt")
-        >>> check_encoder_is_trusted({"encoder": "os:system"}, "ckpt-1.pt")  # doctest: +ELLIPSIS
+        >>> check_encoder_is_trusted("mlp", "ckpt-1.pt")
+        >>> check_encoder_is_trusted("os:system", "ckpt-1.pt")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         pufferbox.train.checkpoint.CheckpointError: ckpt-1.pt names policy.encoder 'os:system', ...
     """
-    choice = policy.get("encoder", "auto")
     if choice in BUILTIN_ENCODERS or choice == explicit or choice in registered_encoders():
         return
     raise CheckpointError(

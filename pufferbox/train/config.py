@@ -206,6 +206,11 @@ class RunConfig:
         return cls(**sections, env=layered["env"], groups=layered["groups"])
 
     @classmethod
+    def from_toml(cls, text: str, source: str = "checkpoint config") -> RunConfig:
+        """A checkpoint's config: the TOML text of :meth:`to_dict`, as :mod:`pufferbox.train.snapshot` stores it."""
+        return cls.from_dict(tomllib.loads(text), source)
+
+    @classmethod
     def of(cls, config: RunConfig | Mapping[str, Any]) -> RunConfig:
         """``config`` as a RunConfig: itself, or a dict of sections read by :meth:`from_dict`."""
         return config if isinstance(config, RunConfig) else cls.from_dict(config)
@@ -223,17 +228,32 @@ class RunConfig:
             changes[section] = {**current, **table} if section in FREE_SECTIONS else updated(current, table, source)
         return replace(self, **changes)
 
+    def setting(self, name: str, default: Any = None) -> Any:
+        """The value of ``"section.key"`` (how flags, sweeps and tournaments name a setting); ``default``
+        where the section has no such key.
+
+        >>> RunConfig().setting("train.gamma")
+        0.99
+        """
+        section, _, key = name.partition(".")
+        table = getattr(self, section)
+        return table.get(key, default) if isinstance(table, Mapping) else getattr(table, key, default)
+
+    def with_setting(self, name: str, value: Any, source: str = "config") -> RunConfig:
+        """A copy with ``"section.key"`` set to ``value`` (checked; the one-line error names ``source``)."""
+        section, _, key = name.partition(".")
+        return self.updated({section: {key: value}}, source)
+
     def with_flags(self, flags: Mapping[str, Any] | None) -> RunConfig:
         """``flags`` (``{"vec.num_envs": 8}``, what first-class CLI options set; None: not given) applied,
         each checked under the flag's name."""
         run = self
         for name, value in (flags or {}).items():
             if value is not None:
-                section, _, key = name.partition(".")
-                flag = f"--{key.replace('_', '-')}"
+                flag = f"--{name.partition('.')[2].replace('_', '-')}"
                 if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
                     raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
-                run = run.updated({section: {key: value}}, flag)
+                run = run.with_setting(name, value, flag)
         return run
 
 

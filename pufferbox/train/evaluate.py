@@ -8,7 +8,6 @@ Example:
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,7 +17,7 @@ import torch
 from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
-from pufferbox.train.config import ConfigError, PolicyConfig, TrainConfig, merge, resolve_config, typed
+from pufferbox.train.config import ConfigError, RunConfig, TrainConfig
 from pufferbox.train.hardware import auto_threads, policy_macs, usable_cores
 from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.policies import build_agent
@@ -55,9 +54,9 @@ def evaluate(
     if not (env or env_name):
         raise ConfigError(f"{checkpoint}: the checkpoint names no env; pass the env: pufferbox eval ENV --checkpoint ...")
     spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
-    config = merge(resolve_config(), tomllib.loads(state["config"]), "checkpoint config")
-    check_encoder_is_trusted(config["policy"], str(checkpoint), explicit=encoder)
-    env_kwargs = dict(config.get("env", {}))
+    config = RunConfig.from_toml(state["config"])
+    check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
+    env_kwargs = dict(config.env)
     visual = render or video is not None
     render_mode = None
     if visual:
@@ -68,16 +67,16 @@ def evaluate(
         backend="serial",
         num_envs=min(num_envs, episodes),
         env_kwargs=env_kwargs,
-        native=config["vec"]["native"] and not visual,
+        native=config.vec.native and not visual,
     )
     agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
-    threads = typed(TrainConfig, config["train"]).torch_threads
+    threads = config.train.torch_threads
     torch.set_num_threads(threads or auto_threads(usable_cores(), "serial", 0, policy_macs(agent, venv.obs_spec)))
     torch.manual_seed(seed)
     show = Frames(venv, render_mode, stream or sys.stdout)
     try:
         collector = HostCollector(venv, agent, horizon=1)
-        collector.norm = frozen_normalizer(venv, typed(TrainConfig, config["train"]), state)
+        collector.norm = frozen_normalizer(venv, config.train, state)
         collector.reset(seed)
         ended = collector.play(episodes, greedy=deterministic, on_step=show if visual else None)
     finally:
@@ -132,15 +131,15 @@ def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, vide
     return "ansi"
 
 
-def checkpoint_agent(spec: Any, venv: Any, config: dict[str, Any], state: dict[str, Any], checkpoint: str) -> Any:
+def checkpoint_agent(spec: Any, venv: Any, config: RunConfig, state: dict[str, Any], checkpoint: str) -> Any:
     """The checkpoint's policy in eval mode: one agent, or one per agent group on its own slots."""
     if "groups" in state:
         from pufferbox.groups import checkpoint_layout
         from pufferbox.train.league import build_match_agent
 
-        layout = checkpoint_layout(spec, dict(config.get("env", {})), state, checkpoint)
+        layout = checkpoint_layout(spec, dict(config.env), state, checkpoint)
         return build_match_agent(spec, venv, config, layout, "", state, state)
-    agent = build_agent(venv.obs_spec, venv.act_spec, typed(PolicyConfig, config["policy"]), spec.load_policy())
+    agent = build_agent(venv.obs_spec, venv.act_spec, config.policy, spec.load_policy())
     agent.load_state_dict(state["model"])
     agent.eval()
     return agent

@@ -509,14 +509,12 @@ def build_groups(
     tc: TrainConfig,
     device: torch.device,
     run_dir: str | None,
-    config: Mapping[str, Any],
+    cfg: LeagueConfig,
+    env_kwargs: Mapping[str, Any],
 ) -> tuple[GroupedAgent, GroupLearner, League]:
     """The grouped agent, its learners and league for a run whose env has agent groups."""
-    from pufferbox.train.config import typed
-
     grouped = grouped_agent(spec, layout, venv, pc).to(device)
-    cfg = typed(LeagueConfig, config.get("league", {}), "league")
     learner = GroupLearner(grouped, tc, seed=tc.seed, compile=tc.compile, frozen=cfg.frozen)
     rule = spec.training.outcome
-    league = League(grouped, learner, cfg, run_dir, tc.seed, venv.num_agents, rule, config.get("env", {}))
+    league = League(grouped, learner, cfg, run_dir, tc.seed, venv.num_agents, rule, env_kwargs)
     return grouped, learner, league

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,13 +26,7 @@ import numpy as np
 import torch
 
 from pufferbox.groups import winner
-from pufferbox.train.config import (
-    ConfigError,
-    PolicyConfig,
-    merge,
-    resolve_config,
-    typed,
-)
+from pufferbox.train.config import ConfigError, RunConfig
 from pufferbox.train.ratings import MatchResult, Ratings, wilson
 
 __all__ = ["RANDOM", "MatchResult", "Ratings", "play_match", "round_robin", "wilson"]  # the last three: ratings.py
@@ -65,12 +58,12 @@ def grouped_state(path: str | Path) -> dict[str, Any]:
 
 
 def build_match_agent(
-    spec: Any, venv: Any, config: dict, layout: Any, side: str, state_a: dict, state_b: dict | None
+    spec: Any, venv: Any, config: RunConfig, layout: Any, side: str, state_a: dict, state_b: dict | None
 ) -> Any:
     """A :class:`GroupedAgent` with A's weights on ``side`` and B's (or uniform actions) on the rest."""
     from pufferbox.train.groups import grouped_agent, load_group
 
-    grouped = grouped_agent(spec, layout, venv, typed(PolicyConfig, config["policy"]))
+    grouped = grouped_agent(spec, layout, venv, config.policy)
     for name, agent in grouped.agents.items():
         source = state_a if name == side else state_b
         if source is None:  # uniform (legal) actions: zero logits (Box: mean 0, std 1)
@@ -105,8 +98,8 @@ def play_match(
     if state_b is not None and state_b.get("env") != state_a.get("env"):
         raise ConfigError(f"{opponent}: trained on {state_b.get('env')!r}, not {state_a.get('env')!r}")
     spec = get_registry().get_trained(state_a["env"], state_a.get("distribution"))  # the plugin it trained on
-    config = merge(resolve_config(), tomllib.loads(state_a["config"]), "checkpoint config")
-    env_kwargs = dict(config.get("env", {}))
+    config = RunConfig.from_toml(state_a["config"])
+    env_kwargs = dict(config.env)
     venv = pufferbox.vector.make(spec, backend="serial", num_envs=min(num_envs, episodes), env_kwargs=env_kwargs)
     try:
         layout = checkpoint_layout(spec, env_kwargs, state_a, f"{checkpoint} groups")

@@ -19,8 +19,8 @@ steps. It knows nothing about backends or envs.
   the optimizer step: every learner takes the step one learner would take on the whole batch.
 
 Example:
-    >>> learner = Learner(agent, typed(TrainConfig, config["train"]), seed=1)  # doctest: +SKIP
-    >>> learner.update(collector.collect().batch)["policy_loss"]                 # doctest: +SKIP
+    >>> learner = Learner(agent, resolve_run_config().train, seed=1)  # doctest: +SKIP
+    >>> learner.update(collector.collect().batch)["policy_loss"]        # doctest: +SKIP
     -0.0123
 """
 

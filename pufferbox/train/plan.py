@@ -53,16 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import EnvSpec
-from pufferbox.train.config import (
-    PolicyConfig,
-    TrainConfig,
-    VecConfig,
-    load_toml,
-    merge,
-    parse_override,
-    resolve_config,
-    typed,
-)
+from pufferbox.train.config import RunConfig, load_toml, merge, parse_override, resolve_run_config, updated
 from pufferbox.train.hardware import auto_threads, available_memory, policy_macs, usable_cores
 
 __all__ = [
@@ -193,12 +184,12 @@ def env_family(spec: EnvSpec, env_kwargs: Mapping[str, Any] | None = None) -> st
     return "native" if native and obs_spec.flat_size * obs_spec.flat_dtype.itemsize < HEAVY_OBS_BYTES else "heavy"
 
 
-def make_plan(machine: Machine, spec: EnvSpec, base: Mapping[str, Any] | None = None) -> Plan:
-    """The :class:`Plan` for ``spec`` on ``machine``; ``base``: the resolved config the plugin's
-    defaults give (:func:`~pufferbox.train.config.resolve_config` of them when None), whose
+def make_plan(machine: Machine, spec: EnvSpec, base: RunConfig | None = None) -> Plan:
+    """The :class:`Plan` for ``spec`` on ``machine``; ``base``: the run config the plugin's
+    defaults give (:func:`~pufferbox.train.config.resolve_run_config` of them when None), whose
     ``train.learners`` the planned envs, workers and pool split over."""
-    base = resolve_config(spec.training.config) if base is None else base
-    tc, vc = typed(TrainConfig, base["train"]), typed(VecConfig, base["vec"])
+    base = resolve_run_config(spec.training.config) if base is None else base
+    tc, vc = base.train, base.vec
     learners = tc.learners
     same = Plan(machine, "", vc.num_envs, tc.num_steps, tc.num_minibatches, vc.backend, vc.num_workers, vc.batch_size)
     same = replace(same, learners=machine.gpus if machine.gpus > 1 else 1)
@@ -206,7 +197,7 @@ def make_plan(machine: Machine, spec: EnvSpec, base: Mapping[str, Any] | None = 
     workers -= workers % learners  # each learner steps an equal share
     if vc.backend not in ("serial", "multiprocessing") or (workers < 2 and not machine.gpus):
         return same  # the base machine, a smaller one, or a backend the plan does not size (ray, cuda)
-    family = env_family(spec, base.get("env", {}))
+    family = env_family(spec, base.env)
     same = replace(same, family=family)
     per_core = GPU_ENV_FACTOR if machine.gpus else 1
     if family == "native":
@@ -219,16 +210,16 @@ def make_plan(machine: Machine, spec: EnvSpec, base: Mapping[str, Any] | None = 
     return fit_plan(same, spec, base, target, workers)
 
 
-def fit_plan(same: Plan, spec: EnvSpec, base: Mapping[str, Any], target: int, workers: int) -> Plan:
+def fit_plan(same: Plan, spec: EnvSpec, base: RunConfig, target: int, workers: int) -> Plan:
     """``target`` envs over ``workers`` processes (0: serial), fitted to the learning range, the memory
     and ``/dev/shm``; serial with a GPU's share of envs where not even the defaults' envs fit there."""
-    envs0, steps0 = same.num_envs, typed(TrainConfig, base["train"]).num_steps
+    envs0, steps0 = same.num_envs, base.train.num_steps
     steps = max(math.ceil(envs0 * steps0 / target), steps0 // MAX_HORIZON_SHRINK, min(MIN_HORIZON, steps0))
     envs = min(target, envs0 * steps0 * MAX_BATCH_GROWTH // steps)
     notes = [f"envs capped at {MAX_BATCH_GROWTH}x the defaults' samples per update"] if envs < target else []
     envs, memory_note = fit_memory(same.machine, spec, base, envs, steps, workers)
     notes += [memory_note] if memory_note else []
-    learners = typed(TrainConfig, base["train"]).learners
+    learners = base.train.learners
     envs -= envs % learners
     if workers:
         envs, shm_note = fit_shm(same.machine, spec, base, envs - envs % workers, workers)
@@ -242,12 +233,10 @@ def fit_plan(same: Plan, spec: EnvSpec, base: Mapping[str, Any], target: int, wo
     return scaled_plan(same, spec, base, envs, max(steps, math.ceil(envs0 * steps0 / envs)), workers, notes)
 
 
-def scaled_plan(
-    same: Plan, spec: EnvSpec, base: Mapping[str, Any], envs: int, steps: int, workers: int, notes: list[str]
-) -> Plan:
+def scaled_plan(same: Plan, spec: EnvSpec, base: RunConfig, envs: int, steps: int, workers: int, notes: list[str]) -> Plan:
     """``same`` resized to ``envs`` x ``steps`` over ``workers``: the defaults' minibatch size kept."""
-    minibatch = max(1, same.num_envs * typed(TrainConfig, base["train"]).num_steps // same.num_minibatches)
-    learners = typed(TrainConfig, base["train"]).learners
+    minibatch = max(1, same.num_envs * base.train.num_steps // same.num_minibatches)
+    learners = base.train.learners
     halves = workers >= 2 and workers % 2 == 0 and (envs // 2) % learners == 0
     pool = envs // 2 if halves and spec.build.native is None else 0
     return replace(
@@ -263,19 +252,17 @@ def scaled_plan(
     )
 
 
-def one_env_bytes(spec: EnvSpec, base: Mapping[str, Any], steps: int) -> dict[str, int]:
+def one_env_bytes(spec: EnvSpec, base: RunConfig, steps: int) -> dict[str, int]:
     """:func:`~pufferbox.train.assembly.memory_needed` for one env of ``base`` and ``steps`` steps
     (what it counts grows with the envs)."""
     from pufferbox.train.assembly import memory_needed
 
-    tc = typed(TrainConfig, {**base["train"], "num_steps": steps})
-    vc = typed(VecConfig, {**base["vec"], "num_envs": 1, "batch_size": 0})
-    return memory_needed(spec, tc, vc, typed(PolicyConfig, base["policy"]), base.get("env", {}))
+    tc = updated(base.train, {"num_steps": steps})
+    vc = updated(base.vec, {"num_envs": 1, "batch_size": 0})
+    return memory_needed(spec, tc, vc, base.policy, base.env)
 
 
-def fit_memory(
-    machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int, steps: int, workers: int
-) -> tuple[int, str]:
+def fit_memory(machine: Machine, spec: EnvSpec, base: RunConfig, envs: int, steps: int, workers: int) -> tuple[int, str]:
     """``envs`` lowered until the rollout and env buffers take at most half the memory available, and the
     learner's copy of the rollout at most half of one GPU's."""
     per_env = one_env_bytes(spec, base, steps)
@@ -289,11 +276,11 @@ def fit_memory(
     return max(1, room), f"envs capped by memory ({host * room / GiB:.1f} GiB of rollout)"
 
 
-def fit_shm(machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int, workers: int) -> tuple[int, str]:
+def fit_shm(machine: Machine, spec: EnvSpec, base: RunConfig, envs: int, workers: int) -> tuple[int, str]:
     """``envs`` (a multiple of ``workers``) lowered until their buffers take at most half the free ``/dev/shm``."""
     if machine.shm is None:
         return envs, ""
-    buffers = one_env_bytes(spec, base, typed(TrainConfig, base["train"]).num_steps)["env buffers"]
+    buffers = one_env_bytes(spec, base, base.train.num_steps)["env buffers"]
     room = machine.shm // 2 // max(1, buffers)
     if room >= envs:
         return envs, ""
@@ -301,19 +288,19 @@ def fit_shm(machine: Machine, spec: EnvSpec, base: Mapping[str, Any], envs: int,
     return room, f"envs capped by /dev/shm ({machine.shm / 2**20:,.0f} MiB free)"
 
 
-def expected_threads(plan: Plan, spec: EnvSpec, base: Mapping[str, Any] | None = None) -> int | None:
+def expected_threads(plan: Plan, spec: EnvSpec, base: RunConfig | None = None) -> int | None:
     """The torch threads a run under ``plan`` resolves ``train.torch_threads`` to (see
     :func:`~pufferbox.train.hardware.auto_threads`), from the policy ``base`` builds; None where that
     policy cannot be built without the run (agent groups)."""
     from pufferbox.train.policies import build_agent
 
-    base = resolve_config(spec.training.config) if base is None else base
-    threads = typed(TrainConfig, base["train"]).torch_threads
+    base = resolve_run_config(spec.training.config) if base is None else base
+    threads = base.train.torch_threads
     if threads:
         return threads
-    obs_spec, act_spec, _ = spec.flattening(**base.get("env", {}))
+    obs_spec, act_spec, _ = spec.flattening(**base.env)
     try:
-        agent = build_agent(obs_spec, act_spec, typed(PolicyConfig, base["policy"]), spec.load_policy())
+        agent = build_agent(obs_spec, act_spec, base.policy, spec.load_policy())
         macs = policy_macs(agent, obs_spec)
     except Exception:  # a policy that needs the run's groups or vector env: the run resolves it
         return None
@@ -353,25 +340,25 @@ def planned_config(
     spec: EnvSpec,
     config_file: str | Path | None = None,
     overrides: list[str] | None = None,
-    flags: dict | None = None,
+    flags: Mapping[str, Any] | None = None,
     machine: Machine | None = None,
-) -> tuple[dict, Plan]:
+) -> tuple[RunConfig, Plan]:
     """The run's config and its :class:`Plan`: built-ins < plugin defaults < the plan < ``config_file`` <
     ``overrides`` < ``flags``; no plan where the user set a key of :data:`PLANNED_KEYS`. The plan
     returned shows what the run got: the user's values where they won, named in its notes."""
-    user = resolve_config(spec.training.config, config_file, overrides, flags)
-    plugin = resolve_config(spec.training.config, overrides=[f"train.learners={user['train']['learners']}"])
+    user = resolve_run_config(spec.training.config, config_file, overrides, flags)
+    plugin = resolve_run_config(spec.training.config).updated({"train": {"learners": user.train.learners}})
     machine = Machine.here() if machine is None else machine
-    if user["train"]["device"] == "cpu":  # GPUs the run does not train on feed nothing
+    if user.train.device == "cpu":  # GPUs the run does not train on feed nothing
         machine = replace(machine, gpus=0, gpu_memory=0)
     plan = make_plan(machine, spec, plugin)
     kept = sorted(explicit_keys(config_file, overrides, flags) & set(PLANNED_KEYS))
     planned = {} if kept else plan.settings()  # the sizes depend on each other: all planned, or none
     layered = merge(merge({}, spec.training.config, "plugin defaults"), planned, "plan")
-    config = resolve_config(layered, config_file, overrides, flags)
+    config = resolve_run_config(layered, config_file, overrides, flags)
     if not kept:
         return config, plan
-    tc, vc = config["train"], config["vec"]
-    got = replace(plan, num_envs=vc["num_envs"], num_steps=tc["num_steps"], num_minibatches=tc["num_minibatches"])
-    got = replace(got, backend=vc["backend"], num_workers=vc["num_workers"], batch_size=vc["batch_size"])
+    tc, vc = config.train, config.vec
+    got = replace(plan, num_envs=vc.num_envs, num_steps=tc.num_steps, num_minibatches=tc.num_minibatches)
+    got = replace(got, backend=vc.backend, num_workers=vc.num_workers, batch_size=vc.batch_size)
     return config, replace(got, scaled=False, notes=(f"not planned: you set {', '.join(kept)}",))

@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import os
 import signal
 import sys
@@ -34,16 +33,7 @@ from pufferbox.train.checkpoint import (
     no_usable_checkpoint,
     remove_stale_temp_files,
 )
-from pufferbox.train.config import (
-    ConfigError,
-    TrainConfig,
-    VecConfig,
-    dump_toml,
-    load_toml,
-    merge,
-    resolve_config,
-    typed,
-)
+from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml, resolve_run_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_group
 from pufferbox.train.hardware import pick_device
@@ -68,8 +58,8 @@ def default_run_dir(env: str, root: str | Path = "runs") -> Path:
 
 
 def resolve_resume(
-    env: str | None, resume: str | Path, overrides: list[str] | None, flags: dict | None
-) -> tuple[str, dict, Path]:
+    env: str | None, resume: str | Path, overrides: list[str] | None, flags: Mapping[str, Any] | None
+) -> tuple[str, RunConfig, Path]:
     """The env, config and checkpoint of ``--resume RUN_DIR`` plus ``overrides``/``flags`` (nothing written)."""
     run_dir = Path(resume)
     if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
@@ -81,14 +71,14 @@ def resolve_resume(
     env_name = base.pop("run", {}).get("env")
     if env is not None and env_name is not None and env != env_name:
         raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
-    config = base
+    config = resolve_run_config(base)
     explicit = None
     for text in overrides or []:
-        config = resolve_config(config, overrides=[text])
+        config = resolve_run_config(config, overrides=[text])
         if text.replace(" ", "").startswith("policy.encoder="):
-            explicit = config["policy"]["encoder"]
-    check_encoder_is_trusted(config["policy"], str(run_dir / "config.toml"), explicit=explicit)
-    return env or env_name, resolve_config(config, flags=flags), checkpoint
+            explicit = config.policy.encoder
+    check_encoder_is_trusted(config.policy.encoder, str(run_dir / "config.toml"), explicit=explicit)
+    return env or env_name, config.with_flags(flags), checkpoint
 
 
 class Writers:
@@ -111,11 +101,11 @@ class Writers:
 
 def run(
     env: str | None = None,
-    config: dict | None = None,
+    config: RunConfig | Mapping[str, Any] | None = None,
     *,
     config_file: str | Path | None = None,
     overrides: list[str] | None = None,
-    flags: dict | None = None,
+    flags: Mapping[str, Any] | None = None,
     run_dir: str | Path | None = None,
     resume: str | Path | None = None,
     stop_after: int | None = None,
@@ -123,7 +113,8 @@ def run(
     tensorboard: bool = True,
     callbacks: list[Any] | None = None,
 ) -> TrainResult:
-    """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (resolved) or the layers.
+    """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (a :class:`RunConfig`, or its
+    dict of sections) or the layers (``config_file``, ``overrides``, ``flags``: see ``resolve_run_config``).
 
     ``run_dir`` must not hold a run already (:class:`RunDirError`); it is locked while training.
     ``resume`` is a run directory: its ``config.toml`` is the base (``overrides``/``flags`` may
@@ -172,11 +163,11 @@ def run(
 
 def run_locked(
     env: str | None,
-    config: dict | None,
+    config: RunConfig | Mapping[str, Any] | None,
     *,
     config_file: str | Path | None,
     overrides: list[str] | None,
-    flags: dict | None,
+    flags: Mapping[str, Any] | None,
     run_dir: str | Path | None,
     resume: str | Path | None,
     stop_after: int | None,
@@ -185,21 +176,22 @@ def run_locked(
     callbacks: list[Any] | None = None,
 ) -> TrainResult:
     checkpoint, distribution, plan = None, None, None
+    run: RunConfig
     if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
-        env, config, checkpoint = resolve_resume(env, resume, overrides, flags)
+        env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
         recorded = load_toml(Path(resume) / "config.toml").get("run", {})
         distribution, plan = recorded.get("distribution"), recorded.get("plan")
     elif env is None:
         raise ConfigError("run(): name an env")
     elif config is None:  # the plugin's defaults scaled to this machine (train/plan.py)
-        config, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
+        run, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
     else:
-        config = merge(resolve_config(), config, "config")
+        run = RunConfig.of(config)
     registry = get_registry()  # a resume trains the env of the plugin it trained before
     spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
-    check_env_kwargs(spec, config.get("env", {}), native=config["vec"]["native"], backend=config["vec"]["backend"])
+    check_env_kwargs(spec, run.env, native=run.vec.native, backend=run.vec.backend)
     writers = Writers()
-    trainer = start_trainer(spec, config, run_dir, writers, checkpoint, stop_after)
+    trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after)
     guard = None
     try:
         if checkpoint is not None:
@@ -211,7 +203,7 @@ def run_locked(
                 stale.unlink(missing_ok=True)
             # [run] records what "auto" settings resolved to on this machine
             run_record = {"env": spec.name, "distribution": spec.meta.distribution, **trainer.hardware.as_config()}
-            dump_toml({"run": run_record | plan_record(plan), **config}, run_dir / "config.toml")
+            dump_toml({"run": run_record | plan_record(plan), **run.to_dict()}, run_dir / "config.toml")
             guard = RunDirGuard(run_dir)
             guard.quiet_writer_threads()
             writers.items.append(guard)  # first: nothing is written into a run dir deleted under the run
@@ -229,12 +221,12 @@ def run_locked(
                 terminal_writer(
                     spec.name,
                     None if run_dir is None else str(run_dir),
-                    config["train"]["total_steps"],
+                    run.train.total_steps,
                     hardware=trainer.hardware.describe(),
                 )
             )
         writers.items.extend(callbacks or [])
-        total = config["train"]["total_steps"]
+        total = run.train.total_steps
         if stop_after is None and trainer.global_step < total and trainer.planned_steps() != total:
             print(
                 f"note: train.total_steps={total:,} is not a multiple of the "
@@ -253,11 +245,11 @@ def run_locked(
 
 
 def start_trainer(
-    spec: Any, config: dict, run_dir: Any, writers: Writers, checkpoint: Path | None, stop_after: int | None
+    spec: Any, config: RunConfig, run_dir: Any, writers: Writers, checkpoint: Path | None, stop_after: int | None
 ) -> Trainer:
     """The Trainer, rank 0 of ``train.learners`` data-parallel learners when there are several (the
     others are started here and load ``checkpoint`` themselves)."""
-    if config["train"]["learners"] > 1 and stop_after is not None:
+    if config.train.learners > 1 and stop_after is not None:
         raise ConfigError("train.learners: a run of several learners trains to its budget; stop_after needs one learner")
     team = start_team(spec, config, None if checkpoint is None else str(checkpoint))
     try:
@@ -390,17 +382,17 @@ def learner_device(tc: Any, rank: int) -> str:
     return f"cuda:{rank}" if device.type == "cuda" else "cpu"
 
 
-def start_team(spec: Any, config: Mapping[str, Any], checkpoint: str | os.PathLike | None = None) -> Team | None:
+def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None) -> Team | None:
     """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
     starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group."""
-    tc, vc = typed(TrainConfig, config["train"]), typed(VecConfig, config["vec"])
+    tc = config.train
     if tc.learners == 1:
         return None
-    refuse_learners(spec, tc, vc, config)
+    refuse_learners(spec, config)
     address, context = free_address(), torch.multiprocessing.get_context("spawn")
     processes = []
     for rank in range(1, tc.learners):
-        args = (rank, address, spec.name, spec.meta.distribution, copy.deepcopy(dict(config)), checkpoint)
+        args = (rank, address, spec.name, spec.meta.distribution, config, checkpoint)
         processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
         processes[-1].start()
     team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
@@ -415,11 +407,11 @@ def start_team(spec: Any, config: Mapping[str, Any], checkpoint: str | os.PathLi
 
 
 def learner_process(
-    rank: int, address: str, env: str, distribution: str | None, config: dict, checkpoint: str | None
+    rank: int, address: str, env: str, distribution: str | None, config: RunConfig, checkpoint: str | None
 ) -> None:
     """Learner ``rank`` > 0 (a spawned process): its share of the envs, no run directory; its errors are
     one line on stderr and exit status 1 (rank 0 then names it)."""
-    tc = typed(TrainConfig, config["train"])
+    tc = config.train
     trainer = None
     try:
         device = learner_device(tc, rank)  # made torch's current device: train.device "cuda"/"auto" land there

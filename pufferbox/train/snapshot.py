@@ -33,7 +33,7 @@ def take(trainer: Any) -> dict[str, Any]:
         "format": CHECKPOINT_FORMAT,
         "env": trainer.spec.name,
         "distribution": trainer.spec.meta.distribution,  # whose env: another plugin may offer the same name
-        "config": tomli_w.dumps(trainer.config),
+        "config": tomli_w.dumps(trainer.config.to_dict()),
         **trainer.learner.state_dict(),
         "global_step": trainer.global_step,
         "update": trainer.update,

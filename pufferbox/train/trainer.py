@@ -18,8 +18,8 @@ episodes that were in progress at the checkpoint start over (the uninterrupted r
 Kernel envs (``--backend cuda``) are seeded once, when built, so a resumed cuda run does not replay exactly.
 
 Example:
-    >>> from pufferbox.train.config import resolve_config
-    >>> cfg = resolve_config(overrides=["train.total_steps=1024", "vec.num_envs=4", "train.num_steps=32"])
+    >>> from pufferbox.train.config import resolve_run_config
+    >>> cfg = resolve_run_config(overrides=["train.total_steps=1024", "vec.num_envs=4", "train.num_steps=32"])
     >>> trainer = Trainer("cartpole", cfg)            # doctest: +SKIP
     >>> trainer.train_steps(1024)[-1]["global_step"]  # doctest: +SKIP
     1024
@@ -46,7 +46,7 @@ from pufferbox.train import snapshot
 from pufferbox.train.assembly import assemble, fresh_policy
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, NonFiniteInput
-from pufferbox.train.config import ConfigError, updated
+from pufferbox.train.config import ConfigError, PolicyConfig, RunConfig, TrainConfig
 from pufferbox.train.distributed import JOIN_S
 from pufferbox.train.groups import GroupLearner
 from pufferbox.train.overlap import vtrace_targets
@@ -176,25 +176,27 @@ class Scoreboard:
 class Trainer:
     """PPO on one env. ``train()``/``train_steps(n)`` train; ``save_checkpoint``/``load_checkpoint`` persist.
 
-    ``callbacks`` receive each update's metrics dict (the dashboard and metric writers).
+    ``config`` is a :class:`~pufferbox.train.config.RunConfig` (or its dict of sections); ``callbacks``
+    receive each update's metrics dict (the dashboard and metric writers).
     """
 
     def __init__(
         self,
         env: str | EnvSpec,
-        config: dict,
+        config: RunConfig | Mapping[str, Any],
         run_dir: str | os.PathLike | None = None,
         callbacks: list[Callable[[dict], None]] | None = None,
         team: Any = None,
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
-        self.config = config  # the layered dict, as saved in checkpoints; the typed sections below are read
+        self.config = RunConfig.of(config)  # what checkpoints record; set_hyperparameters replaces its train
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.run_dir_existed = self.run_dir is not None and os.path.isdir(self.run_dir)  # then never re-created
         self.callbacks = list(callbacks or [])
         self.team = team  # data-parallel learners (train/distributed.py): this process's rank among them
-        self.parts = parts = assemble(self.spec, config, self.run_dir, lambda: self.update, self.prefetch_horizon, team=team)
-        self.tc, self.pc, self.venv, self.device, self.layout = parts.tc, parts.pc, parts.venv, parts.device, parts.layout
+        version = lambda: self.update
+        self.parts = parts = assemble(self.spec, self.config, self.run_dir, version, self.prefetch_horizon, team=team)
+        self.venv, self.device, self.layout = parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
         self.collector, self.normalizer = parts.collector, parts.normalizer
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
@@ -217,6 +219,15 @@ class Trainer:
             team.broadcast_parameters(self.agent)
             self.seed_sampling()
         self.collector.reset(self.env_seed())
+
+    @property
+    def tc(self) -> TrainConfig:
+        """The hyperparameters (the learner's ``hp`` is this same object)."""
+        return self.config.train
+
+    @property
+    def pc(self) -> PolicyConfig:
+        return self.config.policy
 
     def prefetch_horizon(self, pending: int) -> int | None:
         """Horizon of the rollout to collect next while ``pending`` steps are being learned on (0: the budget is spent)."""
@@ -366,8 +377,10 @@ class Trainer:
         return TrainResult.of(self)
 
     # -- tournaments: new settings and weights between slices, envs kept running ---------------
-    def set_hyperparameters(self, train: Mapping[str, Any]) -> None:
+    def set_hyperparameters(self, train: TrainConfig | Mapping[str, Any]) -> None:
         """Apply ``[train]`` values to the next updates (``num_steps`` sizes the rollout: it needs a new Trainer)."""
+        if isinstance(train, TrainConfig):
+            train = dataclasses.asdict(train)
         if int(train.get("num_steps", self.num_steps)) != self.num_steps:
             raise ConfigError(
                 f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
@@ -378,8 +391,8 @@ class Trainer:
                 "train.overlap: this trainer's collector is built for "
                 f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it"
             )
-        self.tc = self.learner.hp = updated(self.tc, train, "set_hyperparameters")
-        self.config["train"].update(train)  # what checkpoints record
+        self.config = self.config.updated({"train": train}, "set_hyperparameters")
+        self.learner.hp = self.config.train
 
     def load_weights(self, state: Mapping[str, Any] | None, seed: int = 0) -> None:
         """A checkpoint's model and optimizer moments, or (``state`` None) fresh ones drawn from ``seed``."""
