@@ -189,7 +189,7 @@ def run_locked(
         run = RunConfig.of(config)
     registry = get_registry()  # a resume trains the env of the plugin it trained before
     spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
-    check_env_kwargs(spec, run.env, native=run.vec.native, backend=run.vec.backend)
+    check_env_kwargs(spec, dict(run.env), native=run.vec.native, backend=run.vec.backend)
     writers = Writers()
     trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after)
     guard = None

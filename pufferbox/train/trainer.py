@@ -194,8 +194,9 @@ class Trainer:
         self.run_dir_existed = self.run_dir is not None and os.path.isdir(self.run_dir)  # then never re-created
         self.callbacks = list(callbacks or [])
         self.team = team  # data-parallel learners (train/distributed.py): this process's rank among them
-        version = lambda: self.update
-        self.parts = parts = assemble(self.spec, self.config, self.run_dir, version, self.prefetch_horizon, team=team)
+        self.update = 0
+        parts = assemble(self.spec, self.config, self.run_dir, self.policy_version, self.prefetch_horizon, team=team)
+        self.parts = parts
         self.venv, self.device, self.layout = parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
         self.collector, self.normalizer = parts.collector, parts.normalizer
@@ -219,6 +220,10 @@ class Trainer:
             team.broadcast_parameters(self.agent)
             self.seed_sampling()
         self.collector.reset(self.env_seed())
+
+    def policy_version(self) -> int:
+        """The learner's updates so far (numbers an overlapped rollout's policy)."""
+        return self.update
 
     @property
     def tc(self) -> TrainConfig:
