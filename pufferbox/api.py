@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # name -> the module that defines it
 EXPORTS: dict[str, str] = {
@@ -45,14 +45,35 @@ EXPORTS: dict[str, str] = {
     # GPU kernels
     "CudaImplementation": "pufferbox.cuda.spec",
     "BatchedReference": "pufferbox.cuda.reference",
-    # policies (encoders a plugin may build on or test with)
-    "CNNEncoder": "pufferbox.train.policies",
-    "MLPEncoder": "pufferbox.train.policies",
+    # encoders a plugin's default policy may build on
+    "CNNEncoder": "pufferbox.encoders",
+    "MLPEncoder": "pufferbox.encoders",
+    "layer_init": "pufferbox.encoders",
+}
+# The trainer's entry points, for a plugin's tests only (its policy builds into an agent, its defaults
+# resolve): a plugin's own modules never use them, so an env plugin never depends on the trainer
+# (tests/test_layering.py checks both rules).
+TEST_EXPORTS: dict[str, str] = {
     "build_agent": "pufferbox.train.policies",
     "resolve_config": "pufferbox.train.config",
 }
+EXPORTS |= TEST_EXPORTS
 
 __all__ = sorted(EXPORTS)
+
+if TYPE_CHECKING:  # the same names, imported statically for type checkers and editors
+    from pufferbox.buffers import Buffers  # noqa: F401
+    from pufferbox.cuda.reference import BatchedReference  # noqa: F401
+    from pufferbox.cuda.spec import CudaImplementation  # noqa: F401
+    from pufferbox.emulation import APIUsageError, emulate  # noqa: F401
+    from pufferbox.encoders import CNNEncoder, MLPEncoder, layer_init  # noqa: F401
+    from pufferbox.episodes import NO_EPISODES, Episodes  # noqa: F401
+    from pufferbox.hookspecs import hookimpl  # noqa: F401
+    from pufferbox.registry import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, get_registry, resolve  # noqa: F401
+    from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError  # noqa: F401
+    from pufferbox.train.config import resolve_config  # noqa: F401
+    from pufferbox.train.policies import build_agent  # noqa: F401
+    from pufferbox.vector.native import NativeBlock, episodes_ended  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

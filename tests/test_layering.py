@@ -78,6 +78,36 @@ def test_every_public_name_resolves():
         pufferbox.api.Trainer  # noqa: B018
 
 
+# The layers a plugin's runtime names may come from: below the trainer (pyproject.toml's layers).
+ABOVE_ENV_LAYERS = ("pufferbox.train", "pufferbox.interop", "pufferbox.export", "pufferbox.sweep", "pufferbox.tournament")
+
+
+def test_every_public_export_sits_below_the_trainer():
+    """A plugin's modules get from pufferbox.api only what the env layers define, and using those names
+    pulls no trainer module in (the api resolves names lazily, so import-linter cannot see this edge)."""
+    runtime = {name: module for name, module in pufferbox.api.EXPORTS.items() if name not in pufferbox.api.TEST_EXPORTS}
+    assert not {name: m for name, m in runtime.items() if m.startswith(ABOVE_ENV_LAYERS)}
+    script = (
+        "import sys, pufferbox.api as api\n"
+        f"for name in {sorted(runtime)!r}: getattr(api, name)\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({ABOVE_ENV_LAYERS!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_plugin_modules_leave_the_trainer_entry_points_to_their_tests(plugin):
+    bad = []
+    for path in sorted((ROOT / "plugins" / plugin).rglob("*.py")):
+        if "tests" in path.parts or "build" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "pufferbox.api":
+                bad += [f"{path.relative_to(ROOT)}: {a.name}" for a in node.names if a.name in pufferbox.api.TEST_EXPORTS]
+    assert not bad, "an env plugin's modules must not use the trainer: " + "; ".join(bad)
+
+
 def test_the_import_scan_sees_function_level_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from pufferbox.tournament.leaderboard import Leaderboard\n")

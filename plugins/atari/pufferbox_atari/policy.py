@@ -1,6 +1,6 @@
 """NatureCNN (Mnih et al. 2015): the default Atari encoder.
 
-pufferbox's own :class:`~pufferbox.train.policies.CNNEncoder` is exactly this network
+pufferbox's own :class:`~pufferbox.encoders.CNNEncoder` is exactly this network
 (three conv layers and a linear layer over ``uint8`` frames scaled to [0, 1]); Atari's
 stacked grayscale frames are channels-first ``(frames, 84, 84)``.
 
