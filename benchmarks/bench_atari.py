@@ -38,7 +38,7 @@ import peer_venvs
 from results import machine_summary, write_section
 
 import pufferbox.vector
-from pufferbox.bench import bench, random_actions
+from pufferbox.throughput import bench, random_actions
 
 SECTION = "## Atari stepping: the latest bench_atari.py table"  # the prose is in "Atari stepping (issue 41, ...)"
 PEER = Path(__file__).with_name("envpool_peer.py")

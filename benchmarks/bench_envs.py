@@ -3,7 +3,7 @@
 For NetHack, Breakout, LunarLander, BipedalWalker, MiniGrid DoorKey, Crafter, MuJoCo Hopper
 and Humanoid, MiniHack Room-5x5, Procgen bigfish and two PettingZoo envs: a raw single-env loop
 (random actions, reset on episode end), Gymnasium's vectorizers as peers (single-agent
-envs), Procgen's own batched gym3 env, and pufferbox through ``pufferbox.bench.bench``
+envs), Procgen's own batched gym3 env, and pufferbox through ``pufferbox.throughput.bench``
 (serial, multiprocessing, native). Multi-agent rows count agent steps. Writes its
 section of benchmarks/RESULTS.md with the machine, the load and the command.
 
@@ -22,7 +22,7 @@ import gymnasium
 import numpy as np
 from results import timed, write_section
 
-from pufferbox.bench import bench
+from pufferbox.throughput import bench
 from pufferbox.registry import get_registry
 
 SECTION = "## Environment plugins"

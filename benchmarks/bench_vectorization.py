@@ -30,7 +30,7 @@ import numpy as np
 import peer_venvs
 from results import timed
 
-from pufferbox.bench import bench
+from pufferbox.throughput import bench
 from pufferbox.vector.testenvs import UnevenStepEnv, env_spec_for
 
 RESULTS = Path(__file__).with_name("RESULTS.md")

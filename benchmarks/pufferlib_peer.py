@@ -63,7 +63,7 @@ def make_nethack() -> gymnasium.Env:
 
 
 def timed_vecenv(vecenv: Any, seconds: float, table: np.ndarray | None = None) -> float:
-    """Agent steps/s over send/recv with pre-drawn actions (as pufferbox.bench does).
+    """Agent steps/s over send/recv with pre-drawn actions (as pufferbox.throughput does).
 
     ``table`` (rows of per-env actions) replays the exact actions bench_nethack.py uses.
     """

@@ -261,7 +261,7 @@ class PettingZooEmulator:
     MPE's speaker and listener) each write their own record at the start of their row
     (:class:`~pufferbox.spaces.InRow`, zero padded) and read their action with their own spec;
     ``agent_specs[slot]`` holds each slot's ``(ObservationSpec, ActionSpec)``, and agent groups give
-    each role its own policy on them (:mod:`pufferbox.groups`).
+    each role its own policy on them (:mod:`pufferbox.group_layout`).
     """
 
     num_envs = 1

@@ -144,7 +144,7 @@ class TrainDefaults:
         outcome: who won a multi-agent episode: a module-level ``outcome(group_returns, env_kwargs)``
             returning the winning group's name or None for a draw (``group_returns``: each group's
             mean episode return); None: the group with the highest mean return wins (see
-            :func:`pufferbox.groups.winner`).
+            :func:`pufferbox.group_layout.winner`).
     """
 
     config: dict = field(default_factory=dict)

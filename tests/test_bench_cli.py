@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from pufferbox.bench import autotune, candidate_configs, command_line
+from pufferbox.throughput import autotune, candidate_configs, command_line
 from pufferbox.cli import cli, load_commands
 
 load_commands()

@@ -312,7 +312,7 @@ def test_eval_opponent_reports_counts_and_interval(tag_run):
 
 
 def test_winner_is_the_highest_mean_return_unless_the_env_declares_its_rule():
-    from pufferbox.groups import GroupError, winner
+    from pufferbox.group_layout import GroupError, winner
     from pufferbox.train.groups import outcome
     from pufferbox.train.league import score
 

@@ -117,10 +117,10 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
     assert trainer.device.type == device
     versions = [fingerprint(trainer.agent)]  # versions[k]: the learner's weights after k updates
     trainer.callbacks.append(lambda metrics: versions.append(fingerprint(trainer.agent)))
-    inner, actor = trainer.collector.inner, trainer.collector.actor
+    step, actor = trainer.collector.inner.acting.step, trainer.collector.actor  # the host collector's act step
     acts: list[tuple[bytes, str]] = []
     update_running, act_during_update = threading.Event(), threading.Event()
-    original_act, original_update = inner.act, trainer.learner.update
+    original_act, original_update = step.forward, trainer.learner.update
 
     streams = set()
 
@@ -141,7 +141,7 @@ def test_rollouts_are_acted_by_the_policy_one_update_old_while_the_learner_updat
         assert overlapped, f"no env step was taken while update {trainer.update + 1} ran"
         return original_update(batch, progress)
 
-    inner.act, trainer.learner.update = recording_act, waiting_update
+    step.forward, trainer.learner.update = recording_act, waiting_update
     try:
         history = trainer.train().history
     finally:
@@ -230,8 +230,9 @@ def test_ctrl_c_then_close_leaves_no_thread_or_worker_process():
         if metrics["update"] == 2:  # rollout 3 is in flight in the collector thread
             raise KeyboardInterrupt
 
-    act = trainer.collector.inner.act
-    trainer.collector.inner.act = lambda *a, **k: time.sleep(0.01) or act(*a, **k)  # a rollout still running at close
+    step = trainer.collector.inner.acting.step
+    act = step.forward
+    step.forward = lambda *a, **k: time.sleep(0.01) or act(*a, **k)  # a rollout still running at close
     trainer.callbacks.append(interrupt)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()

@@ -45,8 +45,9 @@ def staged_update(staged: bool) -> tuple[dict, dict]:
     try:
         if not staged:
             return trainer.train_update(), counts
-        transfer = trainer.collector.transfer = Transfer(torch.device("cpu"), staged=True)
-        up, down, choose = transfer.to_device, transfer.to_host, trainer.collector.choose
+        acting = trainer.collector.acting  # the host collector's act step (train/act.py)
+        transfer = acting.transfer = Transfer(torch.device("cpu"), staged=True)
+        up, down, act = transfer.to_device, transfer.to_host, acting.act
 
         def to_device(name, array):  # the Transfer's own copies are the step's allowed transfers
             counts["up"] += 1
@@ -60,9 +61,9 @@ def staged_update(staged: bool) -> tuple[dict, dict]:
 
         def guarded(*args, **kwargs):
             with SyncGuard():
-                return choose(*args, **kwargs)
+                return act(*args, **kwargs)
 
-        transfer.to_device, transfer.to_host, trainer.collector.choose = to_device, to_host, guarded
+        transfer.to_device, transfer.to_host, acting.act = to_device, to_host, guarded
         return trainer.train_update(), counts
     finally:
         trainer.close()

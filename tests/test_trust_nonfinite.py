@@ -16,9 +16,11 @@ from pufferbox import EnvBuild, EnvSpec
 from pufferbox.cli import cli, load_commands
 from pufferbox.cuda.hostsim import find_cxx
 from pufferbox.registry import get_registry
-from pufferbox.train.collector import NonFiniteInput, check_observations, check_policy_output
+from pufferbox.train.act import check_finite
+from pufferbox.train.collector import NonFiniteInput
 from pufferbox.train.config import resolve_config
 from pufferbox.train.trainer import NonFiniteError, Trainer
+from pufferbox.vector.base import LOGITS_NOT_FINITE, OBSERVATION_NOT_FINITE
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py
 
@@ -86,14 +88,14 @@ def test_masked_minus_infinity_logits_are_legal():
     logits = torch.tensor([[-float("inf"), 0.3, -float("inf")], [1.0, -float("inf"), 2.0]])
     dist = Categorical(logits=logits)
     logprob = dist.log_prob(dist.sample()).numpy()
-    check_policy_output(logprob, np.arange(2), 1)  # no error: a sampled action is always a legal one
+    check_finite(logprob, np.arange(2), 1, LOGITS_NOT_FINITE)  # no error: a sampled action is always a legal one
     with pytest.raises(NonFiniteInput, match="logits are NaN/inf on the observation of env 1"):
-        check_policy_output(np.array([0.0, np.nan], np.float32), np.arange(2), 1)
-    check_observations(np.full((2, 3), 255, np.uint8), np.arange(2), 1)  # integer observations: nothing to check
+        check_finite(np.array([0.0, np.nan], np.float32), np.arange(2), 1, LOGITS_NOT_FINITE)
+    check_finite(np.full((2, 3), 255, np.uint8), np.arange(2), 1, OBSERVATION_NOT_FINITE)  # integers: nothing to check
     obs = np.zeros((8, 3), np.float32)
     obs[5, 1] = np.nan
     with pytest.raises(NonFiniteInput, match=r"^env 2 \(agent row 5\) returned an observation with NaN/inf$"):
-        check_observations(obs, np.arange(8), 2)  # two agents per env: row 5 is env 2's
+        check_finite(obs, np.arange(8), 2, OBSERVATION_NOT_FINITE)  # two agents per env: row 5 is env 2's
 
 
 def test_cli_train_on_nan_observations_is_one_line_exit_2(monkeypatch, tmp_path):

@@ -19,7 +19,7 @@ from pufferbox import __version__
 def user_errors() -> tuple[type[BaseException], ...]:
     from pufferbox.cuda.device import NoGPUError
     from pufferbox.envargs import EnvArgumentError
-    from pufferbox.groups import GroupError
+    from pufferbox.group_layout import GroupError
     from pufferbox.registry import RegistryError, UnknownEnvError
     from pufferbox.spaces import SpaceError
     from pufferbox.vector.base import VectorConfigError

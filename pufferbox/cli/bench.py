@@ -42,7 +42,7 @@ def bench_command(
     as_json: bool,
 ) -> None:
     """Step ENV with random actions and print steps/s (agent steps for multi-agent envs)."""
-    from pufferbox.bench import bench
+    from pufferbox.throughput import bench
 
     extra = {}
     if backend == "ray":
@@ -83,7 +83,7 @@ def bench_command(
 @click.option("--json", "as_json", is_flag=True, help="print the ranked results as a JSON list")
 def autotune_command(env: str, seconds: float, max_envs: int, no_native: bool, as_json: bool) -> None:
     """Time the backend configurations that fit this machine for ENV and rank them."""
-    from pufferbox.bench import autotune
+    from pufferbox.throughput import autotune
 
     progress = None if as_json else (lambda r: click.echo(f"  timed {r['command']}: {r['sps']:,.0f}", err=True))
     results = autotune(env, seconds=seconds, max_envs=max_envs, native=not no_native, progress=progress)

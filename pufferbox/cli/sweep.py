@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from pufferbox.cli import cli, plugin_option
-from pufferbox.cli.tracking import tracker_factory, wandb_options
+from pufferbox.cli.wandb_options import tracker_factory, wandb_options
 
 
 @cli.command()

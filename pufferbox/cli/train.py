@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from pufferbox.cli import UserError, cli, plugin_option
-from pufferbox.cli.tracking import tracker_factory, wandb_options
+from pufferbox.cli.wandb_options import tracker_factory, wandb_options
 from pufferbox.registry import get_registry
 
 

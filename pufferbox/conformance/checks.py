@@ -725,7 +725,7 @@ CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {
 
 
 def check_groups(spec: EnvSpec, cfg: CheckConfig) -> None:
-    from pufferbox.groups import GroupError, resolve_layout
+    from pufferbox.group_layout import GroupError, resolve_layout
 
     try:
         layout = resolve_layout(spec, cfg.kwargs, None)

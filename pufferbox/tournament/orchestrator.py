@@ -119,7 +119,7 @@ def lagging(
 def score_group_of(spec: Any, config: RunConfig, asked: str | None) -> str | None:
     """The group whose return scores ``spec``'s checkpoints: ``asked`` (checked against the env's groups),
     else the first learning group of an env with groups; None for one shared policy (every agent's return)."""
-    from pufferbox.groups import GroupError, resolve_layout
+    from pufferbox.group_layout import GroupError, resolve_layout
 
     try:
         layout = resolve_layout(spec, config.env, config.groups)

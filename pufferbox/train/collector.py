@@ -7,7 +7,9 @@ full *segments* as one batch of tensors ``(segments, horizon + 1, ...)`` on the 
 device (keys ``obs actions logprobs values rewards starts masks`` and ``h c`` for an LSTM),
 the env steps they hold, the finished :class:`~pufferbox.episodes.Episodes` and rollout metrics.
 
-* :class:`HostCollector` (serial, multiprocessing, ray): numpy rows from ``recv()``. Every agent
+Both act through :mod:`pufferbox.train.act` (the one act step, also the Ray actors' and league matches').
+
+* :class:`HostCollector` (serial, multiprocessing, grouped envs on ray): numpy rows from ``recv()``. Every agent
   row (``env_id * agents_per_env + agent``) writes its own segment along its own time axis, so an
   async pool (batches of any envs, in any order) keeps every row's steps in order; a full
   segment's last obs is also the first obs of the row's next one. A batch is ready once
@@ -38,20 +40,32 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.episodes import Episodes
 from pufferbox.spaces import sample_legal
+from pufferbox.train.act import (
+    ActStep,
+    NonFiniteInput,
+    RowActing,
+    bootstrapped,
+    discrete_sampler,
+    rollout_fields,
+    rollout_schema,
+)
 from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.train.hardware import pick_device  # re-exported: callers import it from here
-from pufferbox.train.transfer import Transfer
-from pufferbox.vector.base import first_non_finite_row
+from pufferbox.vector.base import LOGITS_NOT_FINITE, OBSERVATION_NOT_FINITE, VectorEnv
+
+if TYPE_CHECKING:
+    from pufferbox.vector.cuda import CudaVectorEnv
+    from pufferbox.vector.ray_rollout import RayRollouts
 
 __all__ = [
     "Collected",
@@ -59,6 +73,7 @@ __all__ = [
     "HostCollector",
     "DeviceCollector",
     "NonFiniteInput",
+    "PlayedStep",
     "Rollout",
     "make_vec_env",
     "pick_device",
@@ -77,11 +92,19 @@ class Collected:
 
 
 class Collector(Protocol):
-    """What the trainer, evaluation and tournament pods need from an act loop."""
+    """What the trainer, evaluation and tournament pods need from an act loop (host, device, Ray, overlap)."""
 
-    venv: Any
-    horizon: int
-    phase_time: dict[str, float]  # seconds in "env" (send/recv) and "inference" (the policy)
+    @property
+    def venv(self) -> VectorEnv | RayRollouts:
+        """The envs it steps (a vector env, or Ray's rollout actors)."""
+
+    @property
+    def horizon(self) -> int:
+        """Steps per segment of a full rollout."""
+
+    @property
+    def phase_time(self) -> dict[str, float]:
+        """Seconds in "env" (send/recv) and "inference" (the policy)."""
 
     def reset(self, seed: int) -> None:
         """Re-seed the envs and start over: no pending actions, zero recurrent state, every row starts."""
@@ -94,8 +117,11 @@ class Collector(Protocol):
         """Step until a batch of full segments is ready; ``horizon`` (at most the collector's) cuts this
         rollout's segments short (the last rollout of a step budget)."""
 
+    def close(self) -> None:
+        """Stop what runs beside the trainer (a rollout in flight); the envs are the trainer's to close."""
 
-def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> Any:
+
+def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> VectorEnv:
     """The vector env ``vec`` describes; ``--backend cuda`` seeds its kernels from ``seed`` and keeps room
     for the episodes ``horizon`` steps can end."""
     import pufferbox.vector
@@ -129,11 +155,6 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
     )
 
 
-def rollout_fields(lstm: bool) -> tuple[str, ...]:
-    """The arrays a rollout stores per step, as PPO's batch names them (LSTM policies add their state)."""
-    return ("obs", "actions", "logprobs", "values", "rewards", "starts", "masks") + (("h", "c") if lstm else ())
-
-
 class Rollout:
     """Host storage in *segments* of ``horizon`` transitions (+1 bootstrap obs) each.
 
@@ -141,33 +162,33 @@ class Rollout:
     several segments while slow ones fill part of one, hence the spare segments.
     """
 
-    def __init__(
-        self,
-        rows: int,
-        segments: int,
-        horizon: int,
-        obs_shape: tuple,
-        obs_dtype: np.dtype,
-        act_shape: tuple,
-        act_dtype: np.dtype,
-        lstm_size: int = 0,
-    ):
-        def tensor(shape: tuple, dtype: Any) -> tuple[torch.Tensor, np.ndarray]:
-            t = torch.from_numpy(np.zeros((segments, horizon + 1, *shape), dtype=dtype))
-            return t, t.numpy()
+    # the rollout's arrays (rollout_schema): torch tensors and their numpy views (np_ + name)
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    starts: torch.Tensor
+    masks: torch.Tensor
+    h: torch.Tensor
+    c: torch.Tensor
+    np_obs: np.ndarray
+    np_actions: np.ndarray
+    np_logprobs: np.ndarray
+    np_values: np.ndarray
+    np_rewards: np.ndarray
+    np_starts: np.ndarray
+    np_masks: np.ndarray
+    np_h: np.ndarray
+    np_c: np.ndarray
 
+    def __init__(self, rows: int, segments: int, horizon: int, schema: Mapping[str, tuple[tuple, np.dtype]]):
         self.rows, self.segments, self.horizon = rows, segments, horizon
-        self.obs, self.np_obs = tensor(obs_shape, obs_dtype)
-        self.actions, self.np_actions = tensor(act_shape, act_dtype)
-        self.logprobs, self.np_logprobs = tensor((), np.float32)
-        self.values, self.np_values = tensor((), np.float32)
-        self.rewards, self.np_rewards = tensor((), np.float32)
-        self.starts, self.np_starts = tensor((), np.bool_)
-        self.masks, self.np_masks = tensor((), np.bool_)
-        self.lstm = lstm_size > 0
-        if self.lstm:
-            self.h, self.np_h = tensor((lstm_size,), np.float32)
-            self.c, self.np_c = tensor((lstm_size,), np.float32)
+        self.lstm = "h" in schema
+        for name, (shape, dtype) in schema.items():  # attributes NAME (torch) and np_NAME (its numpy view)
+            t = torch.from_numpy(np.zeros((segments, horizon + 1, *shape), dtype=dtype))
+            setattr(self, name, t)
+            setattr(self, "np_" + name, t.numpy())
         self.clear()
 
     def clear(self) -> None:
@@ -218,27 +239,6 @@ class Rollout:
             self.carry(waiting, np.asarray(take))
 
 
-class NonFiniteInput(ConfigError):
-    """An env returned an observation holding NaN/inf, or the policy's action distribution is not finite
-    (NaN or +inf logits; the -inf of masked actions is legal). The trainer adds the env and the step."""
-
-
-def check_observations(obs: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
-    """Raise :class:`NonFiniteInput` naming the first env whose float observation holds NaN/inf."""
-    bad = first_non_finite_row(obs)
-    if bad is not None:
-        row = int(rows[bad])
-        raise NonFiniteInput(f"env {row // agents_per_env} (agent row {row}) returned an observation with NaN/inf")
-
-
-def check_policy_output(logprob: np.ndarray, rows: np.ndarray, agents_per_env: int) -> None:
-    """A sampled action's log-probability is NaN/inf only if its row's logits were (masked -inf never is)."""
-    bad = first_non_finite_row(logprob)
-    if bad is not None:
-        row = int(rows[bad])
-        raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {row // agents_per_env}")
-
-
 class RandomSeats:
     """Self-play's careless opponent (``league.random_opponent``): at each episode start an env, with
     probability ``share``, hands one of its groups (drawn uniformly) to uniformly random legal actions for
@@ -287,12 +287,24 @@ class RandomSeats:
         return sample_legal(legal, self.sizes, self.rng)
 
 
+@dataclass
+class PlayedStep:
+    """One ``recv`` of :meth:`HostCollector.play_steps`: the batch's agent rows, their rewards, which rows
+    start an episode (``first``: the collector's first one, not an env's reset) and the episodes that ended."""
+
+    rows: np.ndarray
+    rewards: np.ndarray
+    starts: np.ndarray
+    first: np.ndarray
+    episodes: Episodes
+
+
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
     def __init__(
         self,
-        venv: Any,
+        venv: VectorEnv,
         agent: Any,
         horizon: int,
         device: torch.device | str = "cpu",
@@ -302,30 +314,25 @@ class HostCollector:
     ):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs) (0: off)
-        self.act = torch.compile(agent.act, mode=compile_mode) if compile else agent.act
-        self.transfer = Transfer(self.device)  # pinned staging on a GPU, plain on the CPU
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
+        self.acting = RowActing(agent, venv.act_spec, self.num_rows, self.agents_per_env, self.device, compile, compile_mode)
         pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments
-        obs_spec, act_spec = venv.obs_spec, venv.act_spec
-        self.rollout = Rollout(
-            self.num_rows,
-            self.num_rows * (2 if pool else 1),
-            horizon,
-            (obs_spec.flat_size,),
-            obs_spec.flat_dtype,
-            act_spec.shape,
-            act_spec.dtype,
-            agent.lstm_size,
-        )
-        space = act_spec.flat_space
-        self.action_bounds = (space.low, space.high) if not act_spec.discrete else None
+        schema = rollout_schema(venv.obs_spec, venv.act_spec, agent.lstm_size)
+        self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), horizon, schema)
         self.all_env_ids, self.all_rows = np.arange(venv.num_envs), np.arange(self.num_rows)
         self.first = np.ones(self.num_rows, dtype=bool)  # next obs of this row starts an episode
-        self.state = agent.initial_state(self.num_rows)  # live LSTM state per row (CPU)
         self.pending: np.ndarray | None = None  # actions chosen for the last stored step, not yet sent
         self.phase_time = {"env": 0.0, "inference": 0.0}
-        self.norm: Any = None  # a train.normalize.Normalizer: what the policy sees and learns from
         self.random_seats: RandomSeats | None = None  # league.random_opponent's careless seats
+
+    @property
+    def norm(self) -> Any:
+        """The :class:`~pufferbox.train.normalize.Normalizer` (or None): what the policy sees and learns from."""
+        return self.acting.norm
+
+    @norm.setter
+    def norm(self, normalizer: Any) -> None:
+        self.acting.norm = normalizer
 
     def reset(self, seed: int) -> None:
         self.venv.async_reset(seed)
@@ -335,8 +342,11 @@ class HostCollector:
     def restart(self) -> int:
         self.rollout.clear()
         self.first[:] = True
-        self.state = self.agent.initial_state(self.num_rows)
+        self.acting.restart()
         return self.num_rows if self.pending is not None else 0
+
+    def close(self) -> None:
+        """Nothing runs beside the trainer's thread here."""
 
     def collect(self, horizon: int | None = None) -> Collected:
         steps = self.horizon if horizon is None else max(1, min(horizon, self.horizon))
@@ -368,11 +378,12 @@ class HostCollector:
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
-        check_observations(obs, rows, self.agents_per_env)  # before they reach the normalizer or the policy
-        if self.norm is not None:
-            obs, rewards = self.norm.observe(obs), self.norm.scale(rewards, rows, terminals | truncations)
+        obs, scaled = self.acting.observe(obs, rows, rewards, terminals | truncations)
+        rewards = rewards if scaled is None else scaled
         if self.bootstrap_gamma:
-            rewards = self.bootstrap_truncated(obs, rewards, terminals, truncations, rows)
+            cut = truncations & ~terminals
+            final = self.venv.final_observations() if cut.any() else None
+            rewards = self.acting.bootstrap(rewards, obs, final, cut, rows, self.bootstrap_gamma)
         seg, ptr = ro.seg[rows], ro.ptr[rows]
         has_prev = ptr > 0  # the reward belongs to the transition stored one slot back
         ro.np_rewards[seg[has_prev], ptr[has_prev] - 1] = rewards[has_prev]
@@ -382,8 +393,9 @@ class HostCollector:
             episodes.append(ended)
         ro.np_obs[seg, ptr] = obs
         ro.np_starts[seg, ptr] = starts
-        if self.state is not None:
-            ro.np_h[seg, ptr], ro.np_c[seg, ptr] = self.state[0][rows].numpy(), self.state[1][rows].numpy()
+        state = self.acting.state
+        if state is not None:
+            ro.np_h[seg, ptr], ro.np_c[seg, ptr] = state[0][rows].numpy(), state[1][rows].numpy()
         self.pending, action, logprob, value = self.choose(obs, starts, rows)
         if self.random_seats is not None:  # discrete actions: what is sent is what is stored
             masks = self.random_seats.apply(rows, obs, starts, action, masks)
@@ -395,56 +407,25 @@ class HostCollector:
         self.phase_time["inference"] += time.perf_counter() - t1
         return rows
 
-    @torch.inference_mode()
-    def bootstrap_truncated(
-        self, obs: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, rows: np.ndarray
-    ) -> np.ndarray:
-        """``rewards`` with ``bootstrap_gamma * V(final obs)`` added where a row was truncated, not terminated.
-
-        The whole batch goes through the policy (final observations in the truncated rows) so grouped
-        and recurrent policies see the rows they expect; the rows' LSTM state continues (no reset)."""
-        cut = truncations & ~terminals
-        final = self.venv.final_observations() if cut.any() else None
-        if final is None:
-            return rewards
-        final = final[cut] if self.norm is None else self.norm.observe(final[cut], update=False)
-        batch = obs.copy()
-        batch[cut] = final
-        state = None
-        if self.state is not None:
-            state = (self.state[0][rows].to(self.device), self.state[1][rows].to(self.device))
-        value = self.agent.act(self.transfer.to_device("final", batch), state, None)[3].float().cpu().numpy()
-        rewards = np.array(rewards, dtype=np.float32)  # never the backend's own row
-        rewards[cut] += self.bootstrap_gamma * value[cut]
-        return rewards
-
-    @torch.inference_mode()  # every output leaves as numpy: no autograd bookkeeping at all
     def choose(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:
-        """The policy on ``rows``' observations, advancing their LSTM state: ``(actions to send, actions,
-        logprobs, values)`` as numpy (logprobs and values None when ``greedy``); one wait for the device."""
-        state = None
-        if self.state is not None:
-            state = (self.state[0][rows].to(self.device), self.state[1][rows].to(self.device))
-        obs_t, starts_t = self.transfer.to_device("obs", obs), self.transfer.to_device("starts", starts)
-        if greedy:
-            (action, new_state), logprob, value = self.agent.greedy(obs_t, state, starts_t), None, None
-        else:
-            try:
-                action, logprob, _, value, new_state = self.act(obs_t, state, starts_t)
-            except RuntimeError as exc:  # torch's sampler on NaN/+inf probabilities: a traceback otherwise
-                if "probability tensor contains" not in str(exc):
-                    raise
-                raise NonFiniteInput("the policy's logits are NaN/inf on this step's observations") from None
-        outputs = [action] + ([] if greedy else [logprob, value]) + ([] if new_state is None else list(new_state))
-        host = self.transfer.to_host(outputs)
-        action, host = host[0], host[1:]
-        if not greedy:
-            (logprob, value), host = host[:2], host[2:]
-            check_policy_output(logprob, rows, self.agents_per_env)
-        if new_state is not None:
-            self.state[0][rows], self.state[1][rows] = torch.from_numpy(host[0]), torch.from_numpy(host[1])
-        sent = action if self.action_bounds is None else np.clip(action, *self.action_bounds)  # sample unclipped
-        return sent, action, logprob, value
+        """``(actions to send, actions, logprobs, values)`` of ``rows`` (:meth:`RowActing.act`)."""
+        return self.acting.act(obs, starts, rows, greedy)
+
+    def play_steps(self, greedy: bool = False) -> Iterator[PlayedStep]:
+        """Act without storing anything, one :class:`PlayedStep` per ``recv`` (its actions already chosen,
+        so a caller that stops leaves the collector ready to go on), for as long as the caller iterates
+        (evaluation, league matches); ``greedy``: the policy's mode."""
+        while True:
+            if self.pending is not None:
+                self.venv.send(self.pending)
+            obs, rewards, terminals, truncations, finished, env_ids, _ = self.venv.recv()
+            rows = self.rows_of(env_ids)
+            first = self.first[rows]
+            starts = np.logical_or(terminals, truncations) | first
+            self.first[rows] = False
+            obs, _ = self.acting.observe(obs, rows)
+            self.pending = self.choose(obs, starts, rows, greedy)[0]
+            yield PlayedStep(rows, rewards, starts, first, finished)
 
     def play(self, episodes: int, greedy: bool = False, on_step: Callable[[Episodes], None] | None = None) -> Episodes:
         """Act without storing anything until ``episodes`` episodes ended (evaluation); returns them.
@@ -453,19 +434,13 @@ class HostCollector:
         a frame); ``greedy`` takes the policy's mode.
         """
         ended: list[Episodes] = []
-        while sum(len(e) for e in ended) < episodes:
-            if self.pending is not None:
-                self.venv.send(self.pending)
-            obs, _, terminals, truncations, finished, env_ids, _ = self.venv.recv()
-            rows = self.rows_of(env_ids)
-            starts = np.logical_or(terminals, truncations) | self.first[rows]
-            self.first[rows] = False
+        for played in self.play_steps(greedy):
             if on_step is not None:
-                on_step(finished)
-            if len(finished):
-                ended.append(finished)
-            obs = obs if self.norm is None else self.norm.observe(obs)
-            self.pending = self.choose(obs, starts, rows, greedy)[0]
+                on_step(played.episodes)
+            if len(played.episodes):
+                ended.append(played.episodes)
+            if sum(len(e) for e in ended) >= episodes:
+                break
         return Episodes.concat(ended)
 
 
@@ -481,9 +456,19 @@ class DeviceCollector:
     (events per env and step over the rollout), as the plugin declares in ``CudaImplementation.events``.
     """
 
+    obs: torch.Tensor  # the rollout's arrays (rollout_schema), (rows, horizon + 1, ...) each
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    starts: torch.Tensor
+    masks: torch.Tensor
+    h: torch.Tensor
+    c: torch.Tensor
+
     def __init__(
         self,
-        venv: Any,
+        venv: CudaVectorEnv,
         agent: Any,
         horizon: int,
         events: Mapping[str, str] | None = None,
@@ -498,13 +483,10 @@ class DeviceCollector:
         def tensor(shape: tuple, dtype: Any) -> torch.Tensor:
             return torch.zeros((self.rows, horizon + 1, *shape), dtype=dtype, device=self.device)
 
-        self.obs = tensor((obs_spec.flat_size,), torch_dtype(obs_spec.flat_dtype))
-        self.actions = tensor(tuple(act_spec.shape), torch_dtype(act_spec.dtype))
-        self.logprobs, self.values, self.rewards = (tensor((), torch.float32) for _ in range(3))
-        self.starts, self.masks = tensor((), torch.bool), tensor((), torch.bool)
-        self.lstm = agent.lstm_size > 0
-        if self.lstm:
-            self.h, self.c = tensor((agent.lstm_size,), torch.float32), tensor((agent.lstm_size,), torch.float32)
+        schema = rollout_schema(obs_spec, act_spec, agent.lstm_size)
+        for name, (shape, dtype) in schema.items():
+            setattr(self, name, tensor(shape, torch_dtype(dtype)))
+        self.lstm = "h" in schema
         # Truncated rows keep their final observation per slot; their bootstrap values are computed
         # once per rollout, only for the slots where some row was cut (one host sync to find them).
         final = venv.final_observations() if bootstrap_gamma else None
@@ -513,22 +495,9 @@ class DeviceCollector:
             self.final_obs = tensor((obs_spec.flat_size,), torch_dtype(obs_spec.flat_dtype))
             self.cut = tensor((), torch.bool)
         # Discrete actions come from the backend's sampler kernel (one launch, written where the env reads them).
-        self.use_sampler = (
-            isinstance(act_spec.flat_space, spaces.Discrete)
-            and hasattr(venv, "sample")
-            and getattr(agent, "mask", None) is None  # the kernel samples unmasked logits
-        )
-        space = act_spec.flat_space
-        self.bounds = (
-            None
-            if act_spec.discrete
-            else (torch.as_tensor(space.low, device=self.device), torch.as_tensor(space.high, device=self.device))
-        )
-        state_tensor = getattr(venv, "state_tensor", None)  # the kernels' per-env event flags, where they keep any
-        self.events = {
-            metric: flag
-            for name, metric in (events or {}).items()
-            if state_tensor is not None and (flag := state_tensor(name)) is not None
+        self.act_step = ActStep(agent, act_spec, self.device, sampler=discrete_sampler(venv, act_spec, agent))
+        self.events = {  # the kernels' per-env event flags, where they keep any
+            metric: flag for name, metric in (events or {}).items() if (flag := venv.state_tensor(name)) is not None
         }
         self.phase_time = {"env": 0.0, "inference": 0.0}
         # Per row: a NaN/inf observation (0) or log-prob (1) seen during this collect; read once at its end.
@@ -551,24 +520,24 @@ class DeviceCollector:
         self.last = self.horizon  # the slot of the last stored step (less after a rollout cut short)
         return 0
 
+    @property
+    def use_sampler(self) -> bool:
+        """Whether the backend's sampler kernel draws the actions (else torch samples)."""
+        return self.act_step.sampler is not None
+
+    @use_sampler.setter
+    def use_sampler(self, on: bool) -> None:
+        self.act_step.sampler = discrete_sampler(self.venv, self.venv.act_spec, self.agent) if on else None
+
+    def close(self) -> None:
+        """Nothing runs beside the trainer's thread here."""
+
     def arrays(self) -> list[torch.Tensor]:
         return list(self.batch().values())
 
     def batch(self) -> dict[str, torch.Tensor]:
         """Every row's segment, in row order, no copies (the next :meth:`collect` overwrites them)."""
         return {name: getattr(self, name) for name in rollout_fields(self.lstm)}
-
-    def policy_step(self, obs: torch.Tensor, starts: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """``(action to send, action to store, logprob, value)`` for one step; updates the LSTM state."""
-        if not self.use_sampler:
-            action, logprob, _, value, self.state = self.agent.act(obs, self.state, starts)
-            sent = action if self.bounds is None else torch.clamp(action, *self.bounds)  # sample unclipped, step clipped
-            return sent, action, logprob, value
-        hidden, self.state = self.agent.hidden(obs, self.state, starts)
-        logits, value = self.agent.heads(hidden)
-        sent = self.venv.sample(torch.softmax(logits, dim=-1).contiguous())  # int32, in the env's action buffer
-        logprob = torch.log_softmax(logits, dim=-1).gather(-1, sent.long().unsqueeze(-1)).squeeze(-1)
-        return sent, sent, logprob, value
 
     @torch.no_grad()
     def collect(self, horizon: int | None = None) -> Collected:
@@ -590,11 +559,10 @@ class DeviceCollector:
         if self.bootstrap_gamma:
             self.bootstrap_truncated(first, steps)
         t0 = time.perf_counter()
-        episodes = self.venv.episode_stats() if hasattr(self.venv, "episode_stats") else NO_EPISODES
+        episodes = self.venv.episode_stats()
         per_env_step = max(1, self.num_envs * self.sent_steps)
         metrics = {metric: float(total) / per_env_step for metric, total in self.event_totals.items()}
-        if hasattr(self.venv, "episodes_dropped"):
-            metrics["episodes_dropped"] = float(self.venv.episodes_dropped)
+        metrics["episodes_dropped"] = float(self.venv.episodes_dropped)
         self.phase_time["env"] += time.perf_counter() - t0
         batch = {name: x[:, : steps + 1] for name, x in self.batch().items()}
         return Collected(batch, self.rows * steps, episodes, metrics)
@@ -608,9 +576,7 @@ class DeviceCollector:
         kind = 0 if seen[0] else 1
         row = int(self.nonfinite[kind].nonzero()[0])
         env = row // (self.rows // self.num_envs)
-        if kind == 0:
-            raise NonFiniteInput(f"env {env} (agent row {row}) returned an observation with NaN/inf")
-        raise NonFiniteInput(f"the policy's logits are NaN/inf on the observation of env {env}")
+        raise NonFiniteInput((OBSERVATION_NOT_FINITE if kind == 0 else LOGITS_NOT_FINITE).format(env=env, row=row))
 
     def bootstrap_truncated(self, first: int, steps: int) -> None:
         """Add ``bootstrap_gamma * V(final obs)`` to the reward before each slot where a row was truncated.
@@ -621,9 +587,8 @@ class DeviceCollector:
         cut_slots = self.cut[:, first : steps + 1].any(dim=0).cpu().nonzero().flatten().tolist()
         for t in (first + i for i in cut_slots):
             state = (self.h[:, t], self.c[:, t]) if self.lstm else None
-            hidden, _ = self.agent.hidden(self.final_obs[:, t], state, None)
-            value = self.agent.heads(hidden)[1].float()
-            self.rewards[:, t - 1] += self.bootstrap_gamma * value * self.cut[:, t]
+            value = self.act_step.value(self.final_obs[:, t], state)
+            self.rewards[:, t - 1] = bootstrapped(self.rewards[:, t - 1], value, self.cut[:, t], self.bootstrap_gamma)
 
     def step(self, t: int) -> None:
         """Send the pending actions, store what comes back at slot ``t``, choose the next actions."""
@@ -653,11 +618,13 @@ class DeviceCollector:
         self.masks[:, t] = masks
         if self.lstm:
             self.h[:, t], self.c[:, t] = self.state
-        sent, action, logprob, value = self.policy_step(obs, starts)
-        self.nonfinite[1] |= ~torch.isfinite(logprob)
-        self.actions[:, t] = action.reshape(self.actions[:, t].shape)
-        self.logprobs[:, t] = logprob
-        self.values[:, t] = value
-        self.pending = sent
+        acted = self.act_step(obs, self.state, starts)
+        assert acted.logprobs is not None and acted.values is not None  # sampled, not greedy
+        self.state = acted.state
+        self.nonfinite[1] |= ~torch.isfinite(acted.logprobs)
+        self.actions[:, t] = acted.actions.reshape(self.actions[:, t].shape)
+        self.logprobs[:, t] = acted.logprobs
+        self.values[:, t] = acted.values
+        self.pending = self.act_step.sendable(acted.actions)  # the sampler's: already in the env's action buffer
         self.phase_time["env"] += t1 - t0
         self.phase_time["inference"] += time.perf_counter() - t1

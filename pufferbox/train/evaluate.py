@@ -134,7 +134,7 @@ def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, vide
 def checkpoint_agent(spec: Any, venv: Any, config: RunConfig, state: dict[str, Any], checkpoint: str) -> Any:
     """The checkpoint's policy in eval mode: one agent, or one per agent group on its own slots."""
     if "groups" in state:
-        from pufferbox.groups import checkpoint_layout
+        from pufferbox.group_layout import checkpoint_layout
         from pufferbox.train.league import build_match_agent
 
         layout = checkpoint_layout(spec, dict(config.env), state, checkpoint)

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pufferbox.groups import GroupError, GroupLayout, resolve_layout, winner
+from pufferbox.group_layout import GroupError, GroupLayout, resolve_layout, winner
 from pufferbox.spaces import ActionSpec, InRow, ObservationSpec
 from pufferbox.train.config import LeagueConfig, TrainConfig
 from pufferbox.train.learner import Learner

@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from pufferbox.groups import winner
+from pufferbox.group_layout import winner
 from pufferbox.train.config import ConfigError, RunConfig
 from pufferbox.train.ratings import MatchResult, Ratings, wilson
 
@@ -89,7 +89,7 @@ def play_match(
     """Play ``episodes`` episodes: ``checkpoint`` on group ``side``, ``opponent`` (a checkpoint or
     ``"random"``) on the others."""
     import pufferbox.vector
-    from pufferbox.groups import checkpoint_layout
+    from pufferbox.group_layout import checkpoint_layout
     from pufferbox.registry import get_registry
     from pufferbox.train.collector import HostCollector
 
@@ -120,7 +120,7 @@ def play_match(
 
 def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: Any = None) -> float:
     """``side``'s result of one episode: 1 a win, 0.5 a draw, 0 a loss (the env's outcome rule, else the
-    higher mean return; see :func:`pufferbox.groups.winner`)."""
+    higher mean return; see :func:`pufferbox.group_layout.winner`)."""
     if rule is not None:
         won = winner(returns, rule, env_kwargs)
         return 1.0 if won == side else 0.5 if won is None else 0.0

@@ -1,9 +1,10 @@
 """Remote rollout workers: ``pufferbox train ENV --backend ray`` collects where the envs are.
 
 :class:`RayCollector` implements the :class:`~pufferbox.train.collector.Collector` protocol on
-:class:`~pufferbox.vector.ray_rollout.RayRollouts`: each actor holds a copy of the policy, steps its
-block of envs for a whole segment (``horizon`` steps) per call with CPU inference there, and
-sends the segment back as contiguous numpy arrays; the learner stays where the trainer runs.
+:class:`~pufferbox.vector.ray_rollout.RayRollouts`: each actor steps its block of envs for a whole
+segment (``horizon`` steps) per call, acting with :class:`PolicyActing` (its acting half: a copy of
+the policy and the host collector's act step, :class:`~pufferbox.train.act.RowActing`, on the actor's
+CPU), and sends the segment back as contiguous numpy arrays; the learner stays where the trainer runs.
 The batch has the host collector's layout: ``num_agents`` segments of ``horizon + 1`` slots;
 without a pool one per agent row in row order (``env_id * agents_per_env + agent``), with a pool
 those of the first actors done, a fast actor's rows possibly twice (as the host collector's pool).
@@ -30,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -37,20 +39,60 @@ from typing import Any
 import numpy as np
 import torch
 
+from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
-from pufferbox.train.collector import Collected, NonFiniteInput
+from pufferbox.train.act import NonFiniteInput, RowActing, rollout_schema
+from pufferbox.train.collector import Collected
 from pufferbox.train.config import ConfigError, VecConfig
 from pufferbox.vector.base import NonFiniteActing
+from pufferbox.vector.ray_rollout import RandomActing, RayRollouts, WorkerRows
 
-__all__ = ["RayCollector", "make_ray_rollouts"]
-
-KEYS = ("obs", "actions", "logprobs", "values", "rewards", "starts", "masks")
+__all__ = ["PolicyActing", "RayCollector", "make_ray_rollouts"]
 
 
-def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1) -> Any:
+class PolicyActing(RandomActing):
+    """A rollout actor's acting half with a copy of ``policy``: the host collector's act step on the actor's
+    CPU (one core: the envs are the work), its actions replayable from the actor's seed; truncated steps
+    bootstrapped as on the host when the envs keep final observations."""
+
+    def __init__(self, rows: WorkerRows, policy: Any, bootstrap_gamma: float = 0.0):
+        torch.set_num_threads(1)
+        torch.manual_seed(rows.seed)
+        self.lstm_size = int(policy.lstm_size)
+        self.acting = RowActing(policy.to("cpu"), rows.act_spec, rows.rows, rows.agents_per_env, first_row=rows.first_row)
+        self.all_rows = np.arange(rows.rows)
+        self.bootstrap_gamma = bootstrap_gamma if rows.final_observations else 0.0
+        super().__init__(rows)
+
+    def schema(self) -> dict[str, tuple[tuple, np.dtype]]:
+        return rollout_schema(self.layout.obs_spec, self.layout.act_spec, self.lstm_size)
+
+    def restart(self) -> None:
+        super().restart()
+        self.acting.restart()
+
+    def set_weights(self, weights: Mapping[str, np.ndarray], version: int) -> None:
+        self.acting.policy.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})
+        self.version = version
+
+    def choose(self, t: int, obs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        out, state = self.out, self.acting.state
+        if state is not None:
+            out["h"][:, t], out["c"][:, t] = state[0].numpy(), state[1].numpy()
+        sent, out["actions"][:, t], out["logprobs"][:, t], out["values"][:, t] = self.acting.act(obs, starts, self.all_rows)
+        return sent
+
+    def reward(self, buffers: Buffers) -> np.ndarray:
+        if not self.bootstrap_gamma:
+            return buffers.rewards
+        cut = buffers.truncations & ~buffers.terminals
+        final = buffers.final_observations
+        return self.acting.bootstrap(buffers.rewards, buffers.observations, final, cut, self.all_rows, self.bootstrap_gamma)
+
+
+def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1) -> RayRollouts:
     """The rollout actors ``vec`` describes (``--backend ray`` in training); ``RAY_ADDRESS`` picks the cluster."""
     from pufferbox.vector.base import EnvFactory
-    from pufferbox.vector.ray_rollout import RayRollouts
 
     if vec.main_envs:
         raise ConfigError("vec.main_envs applies to --backend multiprocessing; drop it for --backend ray")
@@ -69,12 +111,18 @@ class RayCollector:
     """Segments acted and stepped on the Ray actors of ``venv`` (a :class:`RayRollouts`)."""
 
     def __init__(
-        self, venv: Any, agent: Any, horizon: int, device: torch.device | str = "cpu", bootstrap_gamma: float = 0.0
+        self,
+        venv: RayRollouts,
+        agent: Any,
+        horizon: int,
+        device: torch.device | str = "cpu",
+        bootstrap_gamma: float = 0.0,
     ):
         self.venv, self.agent, self.horizon, self.device = venv, agent, horizon, torch.device(device)
         self.num_rows = venv.num_agents
         self.phase_time = {"env": 0.0, "inference": 0.0}  # inference happens on the actors, inside "env"
-        venv.set_policy(copy.deepcopy(agent).to("cpu"), bootstrap_gamma=bootstrap_gamma)
+        policy = copy.deepcopy(agent).to("cpu")
+        venv.set_acting(functools.partial(PolicyActing, policy=policy, bootstrap_gamma=bootstrap_gamma))
         self.reported = (0, 0)  # (lost_steps, replaced) already reported
 
     def reset(self, seed: int) -> None:
@@ -82,6 +130,9 @@ class RayCollector:
 
     def restart(self) -> int:
         return self.venv.restart()
+
+    def close(self) -> None:
+        """The rollouts in flight are the actors'; the trainer closes them with the envs."""
 
     def collect(self, horizon: int | None = None) -> Collected:
         """Broadcast the current weights, run a segment on every idle actor, take the first batch back."""

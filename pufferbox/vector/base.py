@@ -41,7 +41,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from pufferbox.buffers import Buffers
-from pufferbox.episodes import Episodes
+from pufferbox.episodes import NO_EPISODES, Episodes
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ActionSpec, ObservationSpec
 
@@ -52,9 +52,15 @@ __all__ = [
     "VectorConfigError",
     "WorkerError",
     "WorkerTimeoutError",
+    "LOGITS_NOT_FINITE",
+    "OBSERVATION_NOT_FINITE",
     "batch_space",
     "first_non_finite_row",
 ]
+
+# What a NaN/inf names, wherever it is caught (host, device or Ray actor); ``row``/``env`` run-wide.
+OBSERVATION_NOT_FINITE = "env {env} (agent row {row}) returned an observation with NaN/inf"
+LOGITS_NOT_FINITE = "the policy's logits are NaN/inf on the observation of env {env}"
 
 DEFAULT_STEP_TIMEOUT = 60.0  # seconds a worker may take to answer one command before it counts as hung
 
@@ -197,6 +203,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
     backend = "base"
+    # Optional capabilities, declared here so a trainer asks instead of probing (the cuda backend has them).
+    samples_actions = False  # sample(probs): a sampler kernel draws discrete actions where the env reads them
 
     def setup_layout(self, factory: EnvFactory, num_envs: int, batch_size: int | None) -> None:
         self.factory = factory
@@ -231,6 +239,25 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         """Rows of ``Buffers.final_observations`` for the last ``recv()`` batch (read them where the
         batch's ``truncations`` are set and ``terminals`` are not), or None when the envs do not
         report final observations."""
+        return None
+
+    def sample(self, probs: Any) -> Any:
+        """Discrete actions drawn from ``probs`` (rows x actions) into the action buffer; where
+        ``samples_actions`` is declared."""
+        raise NotImplementedError(f"the {self.backend} backend has no sampler kernel (samples_actions is False)")
+
+    def episode_stats(self) -> Episodes:
+        """Episodes ended since the last call that ``recv()`` did not report (a device-side log); the CPU
+        backends report every episode in ``recv()``, so none here."""
+        return NO_EPISODES
+
+    @property
+    def episodes_dropped(self) -> int:
+        """Episodes lost between two :meth:`episode_stats` reads (a device log's overflow); none here."""
+        return 0
+
+    def state_tensor(self, name: str) -> Any:
+        """Env state array ``name`` as a tensor sharing its memory, or None where the backend keeps none."""
         return None
 
     def reset(self, *, seed: int | None = 0, options: dict | None = None) -> tuple[np.ndarray, dict]:

@@ -46,6 +46,7 @@ class CudaVectorEnv(VectorEnv):
     """All envs in one :class:`~pufferbox.cuda.runtime.KernelEnv`; ``batch_size`` must equal ``num_envs``."""
 
     backend = "cuda"
+    samples_actions = True
 
     def __init__(
         self,

@@ -1,15 +1,16 @@
-"""Remote rollouts on Ray: each actor steps its block of envs K steps per call and acts itself.
+"""Remote rollouts on Ray: each actor steps its block of envs K steps per call, next to what acts on them.
 
 One Ray call per actor carries K steps of simulation (K = the rollout horizon when training;
 :meth:`RayRollouts.auto_steps` picks K from the measured step time so a call carries at least
-``min_call_seconds``, default 10 ms, when stepping without a policy). The actor holds a copy of
-the policy (any ``torch.nn.Module`` with ``act(obs, state, starts) -> (action, logprob, entropy,
-value, state)`` and ``initial_state(rows)``, e.g. pufferbox's ``Agent``), runs inference on its
-CPU, and returns one *segment* per row as contiguous numpy arrays ``(rows, K + 1, ...)``
-(``obs actions logprobs values rewards starts masks``, ``h c`` for an LSTM) plus the
-:class:`~pufferbox.episodes.Episodes` that ended; Ray hands numpy arrays to the driver from its
-object store without pickling them (zero-copy). Without a policy (``set_policy`` never called)
-actions are uniform random (benchmarks).
+``min_call_seconds``, default 10 ms, when stepping without a policy). This layer only steps envs:
+what chooses the actions is the actor's *acting half* (the :class:`Acting` protocol), built on the
+actor by :meth:`RayRollouts.set_acting` from a picklable factory; training sends
+:class:`pufferbox.train.ray_collector.PolicyActing` (a copy of the policy, the host collector's act
+step on the actor's CPU). Without one, :class:`RandomActing` takes uniform random actions
+(benchmarks). An actor returns one *segment* per row as contiguous numpy arrays ``(rows, K + 1, ...)``
+(the acting half's schema: at least :func:`env_schema`'s ``obs actions rewards starts masks``) plus
+the :class:`~pufferbox.episodes.Episodes` that ended; Ray hands numpy arrays to the driver from its
+object store without pickling them (zero-copy).
 
 Slot ``K`` of a segment (last obs, the action chosen there) is slot 0 of the actor's next one, as in
 :class:`pufferbox.train.collector.Rollout`. Weights go out once per update: :meth:`RayRollouts.set_weights`
@@ -33,13 +34,15 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import Episodes
+from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.vector.base import (
+    OBSERVATION_NOT_FINITE,
     EnvFactory,
     NonFiniteActing,
     VectorConfigError,
@@ -51,7 +54,7 @@ from pufferbox.vector.base import (
 from pufferbox.vector.ray import ensure_ray, stop_actors
 from pufferbox.vector.stepper import BlockStepper
 
-__all__ = ["RayRollouts", "RolloutResult", "RolloutWorker"]
+__all__ = ["Acting", "RandomActing", "RayRollouts", "RolloutResult", "RolloutWorker", "WorkerRows", "env_schema"]
 
 MIN_CALL_SECONDS = 0.01  # simulation one call should carry, so Ray's per-call cost (~0.3 ms) is amortized
 MAX_AUTO_STEPS = 4096
@@ -89,45 +92,148 @@ def random_actions(space: Any, rng: np.random.Generator, rows: int) -> np.ndarra
     return rng.uniform(low, high, (rows, *space.shape)).astype(space.dtype)
 
 
-class RolloutWorker:
-    """A Ray actor's state: envs ``first_env..`` on rows of its own, a policy copy, the carried last slot."""
+def env_schema(obs_spec: ObservationSpec, act_spec: ActionSpec) -> dict[str, tuple[tuple, np.dtype]]:
+    """What a segment stores of the envs per row and step (shape per row, dtype); a learner adds its own."""
+    flag = np.dtype(np.bool_)
+    return {
+        "obs": ((obs_spec.flat_size,), np.dtype(obs_spec.flat_dtype)),
+        "actions": (tuple(act_spec.shape), np.dtype(act_spec.dtype)),
+        "rewards": ((), np.dtype(np.float32)),
+        "starts": ((), flag),
+        "masks": ((), flag),
+    }
 
-    def __init__(self, factory: EnvFactory, first_env: int, num_envs: int, seed: int = 0):
-        obs_spec, act_spec, agents = factory.layout()
-        self.rows, self.agents_per_env, self.first_row = num_envs * agents, agents, first_env * agents
-        self.buffers = Buffers.allocate(obs_spec, act_spec, self.rows)
-        self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
-        self.final_observations = factory.writes_final_observations
-        self.obs_spec, self.act_spec = obs_spec, act_spec
-        space: Any = act_spec.flat_space
-        self.bounds = (space.low, space.high) if not act_spec.discrete else None  # Box or hybrid rows: clip
-        self.seed, self.rng = seed, np.random.default_rng(seed)
-        self.policy: Any = None
-        self.state: Any = None
-        self.bootstrap_gamma = 0.0
-        self.version = 0
+
+@dataclass(frozen=True)
+class WorkerRows:
+    """The rows one rollout actor steps, as its acting half is built for them."""
+
+    obs_spec: ObservationSpec
+    act_spec: ActionSpec
+    rows: int
+    first_row: int  # the run-wide number of its first row (what messages name)
+    agents_per_env: int
+    final_observations: bool  # its envs keep truncated episodes' last observations (Buffers.final_observations)
+    seed: int
+
+
+class Segments:
+    """One segment per row: ``(rows, steps + 1, ...)`` numpy arrays of ``schema``, reused between calls
+    (Ray copies a result when the call returns); slot 0 of the next carries the last slot of this one."""
+
+    def __init__(self, schema: Mapping[str, tuple[tuple, np.dtype]], rows: int):
+        self.schema, self.rows = dict(schema), rows
         self.out: dict[str, np.ndarray] = {}
-        self.last = 0  # the slot of self.out the next rollout continues from
-        self.fresh = True  # the next rollout starts from the envs' current obs, every row starting
+        self.last = 0
 
-    def set_policy(self, module: Any, bootstrap_gamma: float = 0.0) -> None:
-        import torch
+    def next(self, steps: int, carry: bool) -> dict[str, np.ndarray]:
+        prev, last = self.out, self.last
+        out = prev
+        if not (prev and prev["rewards"].shape[1] == steps + 1):
+            out = {k: np.zeros((self.rows, steps + 1, *shape), dtype) for k, (shape, dtype) in self.schema.items()}
+        if prev and carry:
+            for k, x in out.items():
+                x[:, 0] = prev[k][:, last]
+        self.out, self.last = out, steps
+        return out
 
-        self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs), as the host collector
-        torch.set_num_threads(1)  # one core per actor: the envs are the work, the model is small
-        torch.manual_seed(self.seed)  # the actions it samples replay from the run's seed
-        self.policy = module.to("cpu")
-        self.restart()
 
-    def set_weights(self, weights: Mapping[str, np.ndarray], version: int) -> None:
-        import torch
+class Acting(Protocol):
+    """A rollout actor's acting half: stores the segment and chooses the actions the envs step."""
 
-        self.policy.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})
-        self.version = version
+    version: int  # the weights version it acts with (0: initial, or no weights)
+
+    def restart(self) -> None:
+        """The next segment starts from the envs' current obs, every row starting an episode."""
+
+    def set_weights(self, weights: Mapping[str, np.ndarray], version: int) -> None: ...
+
+    def begin(self, steps: int, buffers: Buffers) -> np.ndarray:
+        """Start a ``steps``-step segment; returns the actions of its slot 0 (carried, or chosen now)."""
+
+    def after_step(self, t: int, buffers: Buffers) -> np.ndarray:
+        """Store step ``t``'s outcome (the reward one slot back) and obs; returns the actions to send."""
+
+    def finish(self) -> dict[str, np.ndarray]:
+        """The segment's arrays."""
+
+
+class RandomActing:
+    """The acting half without a policy: uniform random actions (benchmarks, the stepping tests)."""
+
+    version = 0
+
+    def __init__(self, rows: WorkerRows):
+        self.layout = rows
+        self.rng = np.random.default_rng(rows.seed)
+        space: Any = rows.act_spec.flat_space
+        self.bounds = (space.low, space.high) if not rows.act_spec.discrete else None  # Box or hybrid rows: clip
+        self.segments = Segments(self.schema(), rows.rows)
+        self.out: dict[str, np.ndarray] = {}
+        self.fresh = True
+
+    def schema(self) -> dict[str, tuple[tuple, np.dtype]]:
+        return env_schema(self.layout.obs_spec, self.layout.act_spec)
 
     def restart(self) -> None:
         self.fresh = True
-        self.state = None if self.policy is None else self.policy.initial_state(self.rows)
+
+    def set_weights(self, weights: Mapping[str, np.ndarray], version: int) -> None:
+        raise VectorConfigError("set_weights: these rollout actors act at random; set_acting() gives them a policy")
+
+    def begin(self, steps: int, buffers: Buffers) -> np.ndarray:
+        self.out = self.segments.next(steps, carry=not self.fresh)
+        if not self.fresh:
+            actions = self.out["actions"][:, 0]
+            return actions if self.bounds is None else np.clip(actions, *self.bounds)  # sampled unclipped, stepped clipped
+        self.fresh = False
+        self.out["rewards"][:, 0] = 0.0
+        return self.observe(0, buffers, np.ones(self.layout.rows, np.bool_))
+
+    def after_step(self, t: int, buffers: Buffers) -> np.ndarray:
+        self.out["rewards"][:, t - 1] = self.reward(buffers)  # the reward belongs to the transition one slot back
+        return self.observe(t, buffers, buffers.terminals | buffers.truncations)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        self.out["rewards"][:, -1] = 0.0
+        return self.out
+
+    def observe(self, t: int, buffers: Buffers, starts: np.ndarray) -> np.ndarray:
+        """Store slot ``t`` (the rows' obs; NaN/inf names the env) and choose its actions."""
+        bad = first_non_finite_row(buffers.observations)
+        if bad is not None:
+            row = self.layout.first_row + bad
+            raise NonFiniteActing(OBSERVATION_NOT_FINITE.format(env=row // self.layout.agents_per_env, row=row))
+        out = self.out
+        out["obs"][:, t], out["starts"][:, t], out["masks"][:, t] = buffers.observations, starts, buffers.masks
+        return self.choose(t, buffers.observations, starts)
+
+    def choose(self, t: int, obs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Store slot ``t``'s actions; returns the actions to send."""
+        action = random_actions(self.layout.act_spec.flat_space, self.rng, self.layout.rows)
+        self.out["actions"][:, t] = action
+        return action
+
+    def reward(self, buffers: Buffers) -> np.ndarray:
+        return buffers.rewards
+
+
+class RolloutWorker:
+    """A Ray actor's state: envs ``first_env..`` on rows of its own and the acting half for them."""
+
+    def __init__(self, factory: EnvFactory, first_env: int, num_envs: int, seed: int = 0):
+        obs_spec, act_spec, agents = factory.layout()
+        rows = num_envs * agents
+        self.buffers = Buffers.allocate(obs_spec, act_spec, rows)
+        self.stepper = BlockStepper(factory, self.buffers, first_env, num_envs)
+        self.rows = WorkerRows(obs_spec, act_spec, rows, first_env * agents, agents, factory.writes_final_observations, seed)
+        self.acting: Acting = RandomActing(self.rows)
+
+    def set_acting(self, make: Callable[[WorkerRows], Acting]) -> None:
+        self.acting = make(self.rows)
+
+    def restart(self) -> None:
+        self.acting.restart()
 
     def reset(self, seed: int | None) -> Episodes:
         episodes = self.run(lambda: self.stepper.reset(seed))
@@ -140,89 +246,13 @@ class RolloutWorker:
         except Exception as exc:
             raise RuntimeError(f"env {self.stepper.failed_env} raised {type(exc).__name__}: {exc}") from exc
 
-    def arrays(self, steps: int) -> dict[str, np.ndarray]:
-        """The segment arrays for ``steps`` (reused between calls: Ray copies a result when the call
-        returns), slot 0 holding the previous rollout's last slot unless the rows start fresh."""
-        prev, last = self.out, self.last
-        out = prev
-        if not (prev and prev["rewards"].shape[1] == steps + 1):
-            shape = (self.rows, steps + 1)
-            out = {
-                "obs": np.zeros((*shape, self.obs_spec.flat_size), self.obs_spec.flat_dtype),
-                "actions": np.zeros((*shape, *self.act_spec.shape), self.act_spec.dtype),
-                **{k: np.zeros(shape, np.float32) for k in ("logprobs", "values", "rewards")},
-                **{k: np.zeros(shape, np.bool_) for k in ("starts", "masks")},
-            }
-            if self.state is not None:
-                out |= {k: np.zeros((*shape, self.state[0].shape[-1]), np.float32) for k in ("h", "c")}
-        if prev and not self.fresh:
-            for k, x in out.items():
-                x[:, 0] = prev[k][:, last]
-        self.out, self.last = out, steps
-        return out
-
-    def observe(self, out: dict[str, np.ndarray], t: int, starts: np.ndarray) -> np.ndarray:
-        """Store slot ``t`` (the rows' obs) and choose its actions; returns the actions to send."""
-        b = self.buffers
-        self.check_finite(b.observations, "env {env} (agent row {row}) returned an observation with NaN/inf")
-        out["obs"][:, t], out["starts"][:, t], out["masks"][:, t] = b.observations, starts, b.masks
-        if self.policy is None:
-            action = random_actions(self.act_spec.flat_space, self.rng, self.rows)
-            out["actions"][:, t] = action
-            return action
-        import torch
-
-        if self.state is not None:
-            out["h"][:, t], out["c"][:, t] = self.state[0].numpy(), self.state[1].numpy()
-        with torch.no_grad():
-            try:
-                action, logprob, _, value, self.state = self.policy.act(
-                    torch.from_numpy(b.observations), self.state, torch.from_numpy(starts)
-                )
-            except RuntimeError as exc:  # torch's sampler on NaN/+inf probabilities
-                if "probability tensor contains" not in str(exc):
-                    raise
-                raise NonFiniteActing("the policy's logits are NaN/inf on this step's observations") from None
-        self.check_finite(logprob.numpy(), "the policy's logits are NaN/inf on the observation of env {env}")
-        action = action.numpy()
-        out["actions"][:, t], out["logprobs"][:, t], out["values"][:, t] = action, logprob.numpy(), value.numpy()
-        return action if self.bounds is None else np.clip(action, *self.bounds)  # sampled unclipped, stepped clipped
-
-    def check_finite(self, rows: np.ndarray, message: str) -> None:
-        """Raise :class:`NonFiniteActing` with ``message`` naming the first row's env (run-wide numbers)."""
-        bad = first_non_finite_row(rows)
-        if bad is not None:
-            row = self.first_row + bad
-            raise NonFiniteActing(message.format(env=row // self.agents_per_env, row=row))
-
-    def bootstrap_truncated(self, rewards: np.ndarray) -> None:
-        """Add ``bootstrap_gamma * V(final obs)`` to ``rewards`` of rows truncated (not terminated) this step
-        (see :mod:`pufferbox.train.collector`: the whole batch through the policy, LSTM state continued)."""
-        b = self.buffers
-        cut = b.truncations & ~b.terminals
-        if not cut.any():
-            return
-        import torch
-
-        batch = b.observations.copy()
-        batch[cut] = b.final_observations[cut]
-        with torch.no_grad():
-            value = self.policy.act(torch.from_numpy(batch), self.state, None)[3].float().numpy()
-        rewards[cut] += self.bootstrap_gamma * value[cut]
-
     def rollout(self, steps: int, weights: Mapping[str, np.ndarray] | None = None, version: int = 0) -> tuple:
-        """Step every env ``steps`` times acting with the policy (``weights`` first, when given);
-        returns ``(arrays, episodes, env_seconds, version)``."""
+        """Step every env ``steps`` times with the acting half's actions (``weights`` loaded first, when
+        given); returns ``(arrays, episodes, env_seconds, version)``."""
         if weights is not None:
-            self.set_weights(weights, version)
-        out = self.arrays(steps)
+            self.acting.set_weights(weights, version)
         b = self.buffers
-        if self.fresh:
-            self.fresh = False
-            out["rewards"][:, 0] = 0.0
-            sent = self.observe(out, 0, np.ones(self.rows, np.bool_))
-        else:
-            sent = out["actions"][:, 0] if self.bounds is None else np.clip(out["actions"][:, 0], *self.bounds)
+        sent = self.acting.begin(steps, b)
         episodes, env_seconds = [], 0.0
         for t in range(1, steps + 1):
             b.actions[:] = sent
@@ -231,12 +261,8 @@ class RolloutWorker:
             env_seconds += time.perf_counter() - t0
             if len(ended):
                 episodes.append(ended)
-            out["rewards"][:, t - 1] = b.rewards  # the reward belongs to the transition one slot back
-            if self.bootstrap_gamma and self.policy is not None and self.final_observations:
-                self.bootstrap_truncated(out["rewards"][:, t - 1])
-            sent = self.observe(out, t, b.terminals | b.truncations)
-        out["rewards"][:, steps] = 0.0
-        return out, Episodes.concat(episodes), env_seconds, self.version
+            sent = self.acting.after_step(t, b)
+        return self.acting.finish(), Episodes.concat(episodes), env_seconds, self.acting.version
 
     def pid(self) -> int:
         return os.getpid()
@@ -256,7 +282,6 @@ class RayRollouts:
     ``num_agents``, ``obs_spec``, ...) so a trainer can size its model from it."""
 
     backend = "ray"
-    remote_rollouts = True
 
     def __init__(
         self,
@@ -294,8 +319,7 @@ class RayRollouts:
         self.actor_nodes: list[str | None] = [None] * num_workers
         self.suspect: dict[str, float] = {}  # node -> when an actor on it died
         self.reset_seed: int | None = None
-        self.policy_ref: Any = None
-        self.bootstrap_gamma = 0.0
+        self.acting_ref: Any = None  # what builds each actor's acting half (None: random actions)
         self.weights_ref: Any = None
         self.version = 0
         self.loaded = [0] * num_workers  # weights version each actor has (or will have with its pending call)
@@ -340,11 +364,11 @@ class RayRollouts:
         )
 
     # -- setup ---------------------------------------------------------------------------------
-    def set_policy(self, module: Any, bootstrap_gamma: float = 0.0) -> None:
-        """Every actor gets a copy of ``module`` (a CPU ``nn.Module``), sent once through the object store;
-        ``bootstrap_gamma`` > 0 bootstraps truncated steps from their final observation."""
-        self.policy_ref, self.bootstrap_gamma = self.ray.put(module), bootstrap_gamma
-        self.setup(lambda a: a.set_policy.remote(self.policy_ref, bootstrap_gamma), "set_policy")
+    def set_acting(self, make: Callable[[WorkerRows], Acting]) -> None:
+        """Every actor builds its acting half with ``make(its WorkerRows)``; ``make`` (picklable, e.g. a
+        ``functools.partial`` holding a policy) goes once through the object store."""
+        self.acting_ref = self.ray.put(make)
+        self.setup(lambda a: a.set_acting.remote(self.acting_ref), "set_acting")
         self.loaded = [0] * self.num_workers
 
     def set_weights(self, state_dict: Mapping[str, Any]) -> int:
@@ -410,7 +434,7 @@ class RayRollouts:
 
     def submit(self, w: int, steps: int) -> None:
         """Start a ``steps``-step rollout on actor ``w`` with the latest weights."""
-        if self.policy_ref is not None and self.loaded[w] != self.version and self.weights_ref is not None:
+        if self.acting_ref is not None and self.loaded[w] != self.version and self.weights_ref is not None:
             ref = self.actors[w].rollout.remote(steps, self.weights_ref, self.version)
             self.loaded[w] = self.version
         else:
@@ -481,10 +505,10 @@ class RayRollouts:
         if node_id is not None:
             self.suspect[node_id] = time.monotonic()
         actor = self.actors[w] = self.spawn(w)
-        actor.reset.remote(self.reset_seed)  # calls from one caller run in order: reset, policy, rollout
+        actor.reset.remote(self.reset_seed)  # calls from one caller run in order: reset, acting, rollout
         self.loaded[w] = 0
-        if self.policy_ref is not None:
-            actor.set_policy.remote(self.policy_ref, self.bootstrap_gamma)
+        if self.acting_ref is not None:
+            actor.set_acting.remote(self.acting_ref)
 
     def timeout(self) -> None:
         late = sorted(w for w, _ in self.pending.values())
