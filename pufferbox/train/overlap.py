@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from pufferbox.train.collector import Collected
+from pufferbox.train.collector import Collected, Collector
 
 __all__ = ["LAG_CORRECTIONS", "OverlapCollector", "vtrace", "vtrace_targets"]
 
@@ -119,7 +119,7 @@ class OverlapCollector:
 
     def __init__(
         self,
-        inner: Any,
+        inner: Collector,
         actor: torch.nn.Module,
         learner_agent: torch.nn.Module,
         version: Callable[[], int] = lambda: 0,
