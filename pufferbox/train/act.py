@@ -37,7 +37,13 @@ from gymnasium import spaces
 from pufferbox.spaces import ActionSpec, ObservationSpec
 from pufferbox.train.config import ConfigError
 from pufferbox.train.transfer import Transfer
-from pufferbox.vector.base import LOGITS_NOT_FINITE, OBSERVATION_NOT_FINITE, NonFiniteActing, first_non_finite_row
+from pufferbox.vector.base import (
+    LOGITS_NOT_FINITE,
+    OBSERVATION_NOT_FINITE,
+    NonFiniteActing,
+    env_schema,
+    first_non_finite_row,
+)
 
 __all__ = ["ActStep", "Acted", "NonFiniteInput", "RowActing", "bootstrapped", "rollout_fields", "rollout_schema"]
 
@@ -57,16 +63,12 @@ def rollout_fields(lstm: bool) -> tuple[str, ...]:
 
 
 def rollout_schema(obs_spec: ObservationSpec, act_spec: ActionSpec, lstm_size: int) -> dict[str, tuple[tuple, np.dtype]]:
-    """Per stored array (:func:`rollout_fields`), its shape per row and step and its dtype."""
-    f32, flag = np.dtype(np.float32), np.dtype(np.bool_)
-    per_step: dict[str, tuple[tuple, np.dtype]] = {
-        "obs": ((obs_spec.flat_size,), np.dtype(obs_spec.flat_dtype)),
-        "actions": (tuple(act_spec.shape), np.dtype(act_spec.dtype)),
+    """Per stored array (:func:`rollout_fields`), its shape per row and step and its dtype: the envs' part
+    (:func:`~pufferbox.vector.base.env_schema`) and the policy's."""
+    f32 = np.dtype(np.float32)
+    per_step = env_schema(obs_spec, act_spec) | {
         "logprobs": ((), f32),
         "values": ((), f32),
-        "rewards": ((), f32),
-        "starts": ((), flag),
-        "masks": ((), flag),
         "h": ((lstm_size,), f32),
         "c": ((lstm_size,), f32),
     }

@@ -55,6 +55,7 @@ __all__ = [
     "LOGITS_NOT_FINITE",
     "OBSERVATION_NOT_FINITE",
     "batch_space",
+    "env_schema",
     "first_non_finite_row",
 ]
 
@@ -95,6 +96,19 @@ def first_non_finite_row(rows: np.ndarray) -> int | None:
     if rows.dtype.kind not in "fc" or np.isfinite(rows).all():
         return None
     return int(np.argmin(np.isfinite(rows.reshape(len(rows), -1)).all(axis=1)))
+
+
+def env_schema(obs_spec: ObservationSpec, act_spec: ActionSpec) -> dict[str, tuple[tuple, np.dtype]]:
+    """What a segment stores of the envs per row and step, ``name -> (shape per row, dtype)`` (Ray actors
+    return segments of it; a learner adds the policy's arrays)."""
+    flag = np.dtype(np.bool_)
+    return {
+        "obs": ((obs_spec.flat_size,), np.dtype(obs_spec.flat_dtype)),
+        "actions": (tuple(act_spec.shape), np.dtype(act_spec.dtype)),
+        "rewards": ((), np.dtype(np.float32)),
+        "starts": ((), flag),
+        "masks": ((), flag),
+    }
 
 
 def check_step_timeout(step_timeout: float | None) -> float:

@@ -8,7 +8,7 @@ actor by :meth:`RayRollouts.set_acting` from a picklable factory; training sends
 :class:`pufferbox.train.ray_collector.PolicyActing` (a copy of the policy, the host collector's act
 step on the actor's CPU). Without one, :class:`RandomActing` takes uniform random actions
 (benchmarks). An actor returns one *segment* per row as contiguous numpy arrays ``(rows, K + 1, ...)``
-(the acting half's schema: at least :func:`env_schema`'s ``obs actions rewards starts masks``) plus
+(the acting half's schema: at least :func:`~pufferbox.vector.base.env_schema`'s ``obs actions rewards starts masks``) plus
 the :class:`~pufferbox.episodes.Episodes` that ended; Ray hands numpy arrays to the driver from its
 object store without pickling them (zero-copy).
 
@@ -49,12 +49,13 @@ from pufferbox.vector.base import (
     WorkerError,
     WorkerTimeoutError,
     check_step_timeout,
+    env_schema,
     first_non_finite_row,
 )
 from pufferbox.vector.ray import ensure_ray, stop_actors
 from pufferbox.vector.stepper import BlockStepper
 
-__all__ = ["Acting", "RandomActing", "RayRollouts", "RolloutResult", "RolloutWorker", "WorkerRows", "env_schema"]
+__all__ = ["Acting", "RandomActing", "RayRollouts", "RolloutResult", "RolloutWorker", "WorkerRows"]
 
 MIN_CALL_SECONDS = 0.01  # simulation one call should carry, so Ray's per-call cost (~0.3 ms) is amortized
 MAX_AUTO_STEPS = 4096
@@ -90,18 +91,6 @@ def random_actions(space: Any, rng: np.random.Generator, rows: int) -> np.ndarra
         return rng.integers(0, space.nvec, (rows, *space.nvec.shape)) + space.start
     low, high = np.maximum(space.low, -1.0), np.minimum(space.high, 1.0)  # unbounded Box: [-1, 1]
     return rng.uniform(low, high, (rows, *space.shape)).astype(space.dtype)
-
-
-def env_schema(obs_spec: ObservationSpec, act_spec: ActionSpec) -> dict[str, tuple[tuple, np.dtype]]:
-    """What a segment stores of the envs per row and step (shape per row, dtype); a learner adds its own."""
-    flag = np.dtype(np.bool_)
-    return {
-        "obs": ((obs_spec.flat_size,), np.dtype(obs_spec.flat_dtype)),
-        "actions": (tuple(act_spec.shape), np.dtype(act_spec.dtype)),
-        "rewards": ((), np.dtype(np.float32)),
-        "starts": ((), flag),
-        "masks": ((), flag),
-    }
 
 
 @dataclass(frozen=True)
