@@ -526,9 +526,11 @@ def test_groups_train_on_ray(local_ray):
 
 
 def test_plot_draws_each_groups_curve(tag_run, tmp_path):
+    from pufferbox.tournament.curves import read_curves as plot_command_reads
     from pufferbox.train.plot import plot_runs, read_curves
 
-    curves = dict(read_curves(tag_run))
+    curves = {label: curve for label, curve, _ in read_curves(tag_run)}
+    assert plot_command_reads(tag_run) == read_curves(tag_run), "`pufferbox plot` draws the groups too"
     assert set(curves) == {tag_run.name, f"{tag_run.name}: runner", f"{tag_run.name}: tagger"}
     steps, _, returns = curves[f"{tag_run.name}: tagger"]
     assert steps and len(steps) == len(returns) and all(np.isfinite(returns))

@@ -66,11 +66,12 @@ def test_tournament_runs_and_fills_the_board(local_ray, tmp_path):
     rows = json.loads(out.output)
     assert [r["rank"] for r in rows] == [1, 2, 3] and rows[0]["score"] == entries[0].score
 
-    from pufferbox.tournament.plot import plot_runs, read_curve
+    from pufferbox.tournament.curves import read_curve, read_curves
+    from pufferbox.train.plot import plot_runs
 
     steps, walls, best = read_curve(tmp_path / "t")
     assert len(steps) == 4 and best == sorted(best) and best[-1] == entries[0].score
-    png = plot_runs([tmp_path / "t"], tmp_path / "t.png")
+    png = plot_runs([tmp_path / "t"], tmp_path / "t.png", read=read_curves)
     assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -331,10 +331,11 @@ def newest_checkpoint(env: str, root: Path) -> Path:
 )
 def plot(run_dirs, output):
     """PNG learning curves (return vs steps and vs wall time) of one or more runs, overlaid."""
-    from pufferbox.tournament.plot import plot_runs
+    from pufferbox.tournament.curves import read_curves
+    from pufferbox.train.plot import plot_runs
 
     output = output or str(Path(run_dirs[0]) / "curves.png")
-    click.echo(plot_runs(list(run_dirs), output))
+    click.echo(plot_runs(list(run_dirs), output, read=read_curves))
 
 
 def use_ray_address(ray_address: str, backend: str | None) -> None:

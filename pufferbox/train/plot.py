@@ -1,7 +1,7 @@
 """Learning curves from run directories: episode return vs steps and vs wall time, runs overlaid.
 
-Tournament directories are read by :mod:`pufferbox.tournament.plot` (training knows nothing of
-tournaments), which draws through :func:`plot_curves`; ``pufferbox plot`` takes both kinds.
+The one plotting module: ``pufferbox plot`` passes :func:`pufferbox.tournament.curves.read_curves` as
+``read`` so tournament directories plot here too (training knows nothing of tournaments).
 
 Example:
     >>> plot_runs(["runs/cartpole-a", "runs/cartpole-b"], "curves.png")  # doctest: +SKIP
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pufferbox.train.config import ConfigError
@@ -20,27 +21,26 @@ from pufferbox.train.config import ConfigError
 __all__ = ["plot_curves", "plot_runs", "read_curve", "read_curves", "read_metrics"]
 
 Curve = tuple[list[float], list[float], list[float]]  # (steps, wall times, values)
+LabelledCurve = tuple[str, Curve, bool]  # (label, curve, drawn as steps)
 
 
 def read_curve(run_dir: str | Path) -> Curve:
     """``(steps, wall_times, values)``: the recent mean return of a ``pufferbox train`` run."""
-    rows = [r for r in read_metrics(run_dir) if r.get("return_recent") is not None]
-    return [r["global_step"] for r in rows], [r["wall_time"] for r in rows], [r["return_recent"] for r in rows]
+    return curve_of(read_metrics(run_dir), "return_recent")
 
 
-def read_curves(run_dir: str | Path) -> list[tuple[str, Curve]]:
+def curve_of(rows: list[dict], key: str) -> Curve:
+    mine = [r for r in rows if r.get(key) is not None]
+    return [r["global_step"] for r in mine], [r["wall_time"] for r in mine], [r[key] for r in mine]
+
+
+def read_curves(run_dir: str | Path) -> list[LabelledCurve]:
     """The run's curve (labelled by its directory name) and, for a run with agent groups, one per group:
     that group's mean episode return of each update (``<group>/episode_return``)."""
     name, rows = Path(run_dir).name, read_metrics(run_dir)
     groups = sorted({k.split("/", 1)[0] for r in rows for k in r if k.endswith("/episode_return")})
-    out = [(name, read_curve(run_dir))]
-    for group in groups:
-        key = f"{group}/episode_return"
-        mine = [r for r in rows if r.get(key) is not None]
-        out.append(
-            (f"{name}: {group}", ([r["global_step"] for r in mine], [r["wall_time"] for r in mine], [r[key] for r in mine]))
-        )
-    return out
+    out: list[LabelledCurve] = [(name, curve_of(rows, "return_recent"), False)]
+    return out + [(f"{name}: {group}", curve_of(rows, f"{group}/episode_return"), False) for group in groups]
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
@@ -67,15 +67,17 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return rows
 
 
-def plot_runs(run_dirs: list[str | Path], output: str | Path) -> str:
+def plot_runs(
+    run_dirs: list[str | Path], output: str | Path, read: Callable[[str | Path], list[LabelledCurve]] = read_curves
+) -> str:
     """One PNG with two panels (return vs steps, return vs wall time), one line per training run and,
-    for runs with agent groups, one per group."""
+    for runs with agent groups, one per group; ``read`` turns a directory into its curves."""
     if not run_dirs:
         raise ConfigError("plot: name at least one run directory")
-    return plot_curves([(label, curve, False) for d in run_dirs for label, curve in read_curves(d)], output)
+    return plot_curves([curve for d in run_dirs for curve in read(d)], output)
 
 
-def plot_curves(curves: list[tuple[str, Curve, bool]], output: str | Path) -> str:
+def plot_curves(curves: list[LabelledCurve], output: str | Path) -> str:
     """Draw ``(label, (steps, walls, values), stepped)`` curves into one two-panel PNG at ``output``."""
     import matplotlib
 
