@@ -111,5 +111,5 @@ def test_ray_address_with_another_backend_is_one_line(tmp_path):
         cli, ["train", "cartpole", "--backend", "serial", "--ray-address", "127.0.0.1:1", "--run-dir", str(tmp_path / "r")]
     )
     assert result.exit_code == 2 and result.output.strip() == (
-        "Error: --ray-address applies to --backend ray, not 'serial'; drop one of them"
+        "Error: --ray-address applies to --backend ray, not 'serial'; drop one of them (or add --learners N)"
     )

@@ -38,7 +38,11 @@ from pufferbox.registry import get_registry
 )
 @click.option("--resume", type=click.Path(file_okay=False, exists=True), help="Continue the run in this directory.")
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
-@click.option("--ray-address", help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray).")
+@click.option(
+    "--ray-address",
+    help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray); "
+    "with --learners N: learners 1..N-1 are actors there (train.learners_on=ray).",
+)
 @click.option(
     "--check-obs",
     is_flag=True,
@@ -83,7 +87,7 @@ def train(
     if env is None and resume is None:
         raise ConfigError("train: name an env (see `pufferbox envs`) or pass --resume RUN_DIR")
     if ray_address:
-        use_ray_address(ray_address, backend)
+        use_ray_address(ray_address, backend, learners)
     if plugin and env:
         env = get_registry().get(env, plugin=plugin).name  # its own name: an alias may be another plugin's
     flags = {
@@ -97,6 +101,7 @@ def train(
         "train.device": device,
         "train.compile": compile_,
         "train.learners": learners,
+        "train.learners_on": "ray" if ray_address and backend != "ray" else None,
         "vec.check_obs": check_obs,
     }
     if resume is None and not run_dir:
@@ -338,15 +343,15 @@ def plot(run_dirs, output):
     click.echo(plot_runs(list(run_dirs), output, read=read_curves))
 
 
-def use_ray_address(ray_address: str, backend: str | None) -> None:
-    """Point the ray backend at ``ray_address`` after checking, in seconds, that it answers."""
+def use_ray_address(ray_address: str, backend: str | None, learners: int | None = None) -> None:
+    """Point the ray backend (or the learners on Ray) at ``ray_address`` after checking, in seconds, that it answers."""
     import os
 
     from pufferbox.train.config import ConfigError
     from pufferbox.vector.ray import check_reachable
 
-    if backend not in (None, "ray"):
-        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them")
+    if backend not in (None, "ray") and (learners or 1) == 1:
+        raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them (or add --learners N)")
     check_reachable(ray_address)  # fail in seconds, before a run directory is made
     os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
 

@@ -122,7 +122,8 @@ def refuse_learners(spec: EnvSpec, run: RunConfig) -> None:
         raise ConfigError(f"train.learners={n}: {spec.name} trains agent groups (one learner per group); use one learner")
     if tc.device.startswith("cuda:"):
         raise ConfigError(f"train.device={tc.device}: with --learners {n}, learner R trains on cuda:R; use --device cuda")
-    if pick_device(tc.device).type == "cuda" and torch.cuda.device_count() < n:
+    local = tc.learners_on == "processes"  # on Ray, the others' GPUs are the cluster's (train/ray_learners.py)
+    if local and pick_device(tc.device).type == "cuda" and torch.cuda.device_count() < n:
         raise ConfigError(
             f"train.learners={n}: each learner trains on a GPU of its own and torch sees "
             f"{torch.cuda.device_count()}; fix: --learners {torch.cuda.device_count()} or --device cpu"

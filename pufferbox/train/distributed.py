@@ -130,7 +130,7 @@ class Team:
             time.sleep(0.05)
         for rank, process in enumerate(self.processes, start=1):
             if process.exitcode is not None:
-                return LearnerLost(f"learner {rank} (pid {process.pid}) {how_it_ended(process.exitcode)}")
+                return LearnerLost(f"learner {rank} {how_process_ended(process)}")
         return LearnerLost(f"a learner stopped answering ({first_line(exc)})")
 
     def close(self, wait: float = 0.0) -> None:
@@ -158,6 +158,13 @@ def first_line(exc: BaseException) -> str:
     return text[0][:200] if text else type(exc).__name__
 
 
+def how_process_ended(process: Any) -> str:
+    """``(pid 12) was killed by SIGKILL``; a process handle of another kind (a Ray actor's) says it itself."""
+    if hasattr(process, "how_it_ended"):
+        return process.how_it_ended()
+    return f"(pid {process.pid}) {how_it_ended(process.exitcode)}"
+
+
 def how_it_ended(exitcode: int) -> str:
     """``exited with code 1`` / ``was killed by SIGKILL``."""
     if exitcode < 0:
@@ -179,7 +186,8 @@ def join_group(rank: int, size: int, address: str, device: str, timeout_s: float
     )
 
 
-def free_address() -> str:
+def free_address(host: str = "127.0.0.1") -> str:
+    """``tcp://HOST:PORT`` with a port free on ``host`` now (rank 0 listens there for the others)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        s.bind((host, 0))
+        return f"tcp://{host}:{s.getsockname()[1]}"

@@ -389,6 +389,10 @@ def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | Non
     if tc.learners == 1:
         return None
     refuse_learners(spec, config)
+    if tc.learners_on == "ray":  # ranks 1..N-1 as actors on a Ray cluster, each running learner_process
+        from pufferbox.train.ray_learners import start_ray_team
+
+        return start_ray_team(spec, config, checkpoint, learner_process, learner_device(tc, 0))
     address, context = free_address(), torch.multiprocessing.get_context("spawn")
     processes = []
     for rank in range(1, tc.learners):
@@ -407,14 +411,20 @@ def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | Non
 
 
 def learner_process(
-    rank: int, address: str, env: str, distribution: str | None, config: RunConfig, checkpoint: str | None
+    rank: int,
+    address: str,
+    env: str,
+    distribution: str | None,
+    config: RunConfig,
+    checkpoint: str | None,
+    device: str | None = None,
 ) -> None:
-    """Learner ``rank`` > 0 (a spawned process): its share of the envs, no run directory; its errors are
-    one line on stderr and exit status 1 (rank 0 then names it)."""
+    """Learner ``rank`` > 0 (a spawned process or a Ray actor, whose ``device`` Ray chose): its share of the
+    envs, no run directory; its errors are one line on stderr and exit status 1 (rank 0 then names it)."""
     tc = config.train
     trainer = None
     try:
-        device = learner_device(tc, rank)  # made torch's current device: train.device "cuda"/"auto" land there
+        device = device or learner_device(tc, rank)  # made torch's current device: "cuda"/"auto" land there
         join_group(rank, tc.learners, address, device, tc.learner_timeout)
         spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
         trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
