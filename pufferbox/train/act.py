@@ -83,11 +83,12 @@ def bootstrapped(rewards: ArrayT, values: ArrayT, cut: ArrayT, gamma: float) -> 
     return np.where(cut, rewards + gamma * values, rewards).astype(np.float32)
 
 
-def check_finite(rows: np.ndarray, row_ids: np.ndarray, agents_per_env: int, message: str) -> None:
-    """Raise :class:`NonFiniteInput` with ``message`` naming the env of the first row holding NaN/inf."""
+def check_finite(rows: np.ndarray, row_ids: np.ndarray, agents_per_env: int, message: str, first_row: int = 0) -> None:
+    """Raise :class:`NonFiniteInput` with ``message`` naming the env of the first row holding NaN/inf
+    (``row_ids``: each row's agent row, numbered from ``first_row``)."""
     bad = first_non_finite_row(rows)
     if bad is not None:
-        row = int(row_ids[bad])
+        row = first_row + int(row_ids[bad])
         raise NonFiniteInput(message.format(env=row // agents_per_env, row=row))
 
 
@@ -198,17 +199,10 @@ class RowActing:
             return None
         return self.state[0][rows].to(self.device), self.state[1][rows].to(self.device)
 
-    def observe(
-        self, obs: np.ndarray, rows: np.ndarray, rewards: np.ndarray | None = None, dones: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Check ``obs`` (NaN/inf names the env), then what the policy sees: normalized when a normalizer
-        is set (statistics updated when ``rewards`` come too, which are scaled)."""
-        check_finite(obs, self.first_row + rows, self.agents_per_env, OBSERVATION_NOT_FINITE)
-        if self.norm is None:
-            return obs, rewards
-        if rewards is None:
-            return self.norm.observe(obs), None
-        return self.norm.observe(obs), self.norm.scale(rewards, rows, dones)
+    def observe(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Check ``obs`` (NaN/inf names the env), then what the policy sees: normalized when a normalizer is set."""
+        check_finite(obs, rows, self.agents_per_env, OBSERVATION_NOT_FINITE, self.first_row)
+        return obs if self.norm is None else self.norm.observe(obs)
 
     @torch.inference_mode()  # every output leaves as numpy: no autograd bookkeeping at all
     def act(self, obs: np.ndarray, starts: np.ndarray, rows: np.ndarray, greedy: bool = False) -> tuple:
@@ -224,7 +218,7 @@ class RowActing:
         if not greedy:
             logprob, value = host[1], host[2]
             # a sampled action's log-probability is NaN/inf only if its row's logits were (masked -inf never is)
-            check_finite(logprob, self.first_row + rows, self.agents_per_env, LOGITS_NOT_FINITE)
+            check_finite(logprob, rows, self.agents_per_env, LOGITS_NOT_FINITE, self.first_row)
         if self.state is not None:
             self.state[0][rows], self.state[1][rows] = torch.from_numpy(host[-2]), torch.from_numpy(host[-1])
         return self.step.sendable(action), action, logprob, value

@@ -378,8 +378,9 @@ class HostCollector:
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
-        obs, scaled = self.acting.observe(obs, rows, rewards, terminals | truncations)
-        rewards = rewards if scaled is None else scaled
+        obs = self.acting.observe(obs, rows)
+        if self.norm is not None:
+            rewards = self.norm.scale(rewards, rows, terminals | truncations)
         if self.bootstrap_gamma:
             cut = truncations & ~terminals
             final = self.venv.final_observations() if cut.any() else None
@@ -423,7 +424,7 @@ class HostCollector:
             first = self.first[rows]
             starts = np.logical_or(terminals, truncations) | first
             self.first[rows] = False
-            obs, _ = self.acting.observe(obs, rows)
+            obs = self.acting.observe(obs, rows)
             self.pending = self.choose(obs, starts, rows, greedy)[0]
             yield PlayedStep(rows, rewards, starts, first, finished)
 
