@@ -176,7 +176,6 @@ def run_locked(
     callbacks: list[Any] | None = None,
 ) -> TrainResult:
     checkpoint, distribution, plan = None, None, None
-    run: RunConfig
     if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
         env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
         recorded = load_toml(Path(resume) / "config.toml").get("run", {})
