@@ -9,8 +9,6 @@ replace a built-in command).
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from pufferbox import __version__
@@ -118,4 +116,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

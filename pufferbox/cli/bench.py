@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import click
 
@@ -44,7 +45,7 @@ def bench_command(
     """Step ENV with random actions and print steps/s (agent steps for multi-agent envs)."""
     from pufferbox.throughput import bench
 
-    extra = {}
+    extra: dict[str, Any] = {}
     if backend == "ray":
         extra["address"] = ray_address or os.environ.get("RAY_ADDRESS")
     elif ray_address:

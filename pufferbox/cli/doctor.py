@@ -79,13 +79,14 @@ def check_driver() -> Check:
         detail += f"; {out.stdout.strip() or out.stderr.strip()}"
     import torch
 
-    too_old = driver_too_old(driver_cuda_version(lib), torch.version.cuda)
+    torch_cuda = torch.version.cuda or ""
+    too_old = driver_too_old(driver_cuda_version(lib), torch_cuda)
     if too_old:
         return Check(
             "driver",
             False,
             f"{detail}; the driver {too_old}",
-            f"upgrade the NVIDIA driver to >= {DRIVER_FLOOR.get(int(torch.version.cuda.split('.')[0]), '?')}, "
+            f"upgrade the NVIDIA driver to >= {DRIVER_FLOOR.get(int(torch_cuda.split('.')[0]), '?')}, "
             "or train on the CPU (--device cpu)",
         )
     return Check("driver", True, detail)

@@ -46,7 +46,7 @@ def env_status(spec: EnvSpec) -> tuple[str, str]:
 def envs(as_json: bool) -> None:
     """List registered environments: name, plugin, version, implementation, status."""
     registry = get_registry()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for spec in registry.all_envs():
         status, reason = env_status(spec)
         rows.append(
@@ -122,7 +122,7 @@ def refused_rows(registry: Any) -> list[dict]:
 def plugins(as_json: bool, show_all: bool) -> None:
     """List installed plugins (one row each, with their env count) and errors of broken ones."""
     registry = get_registry().load()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": p.name,
             "distribution": p.distribution,

@@ -57,9 +57,10 @@ class HostFunctionManager:
     """The FunctionManager interface (``compile``, ``launch``) backed by a g++ build of the kernels."""
 
     def __init__(self, cxx: str | None = None):
-        self.cxx = cxx or find_cxx()
-        if self.cxx is None:
+        found = cxx or find_cxx()
+        if found is None:
             raise FileNotFoundError("no C++ compiler (g++, c++ or clang++) on PATH")
+        self.cxx: str = found
         self.libs: list[ctypes.CDLL] = []
         self.functions: dict[str, Any] = {}
 

@@ -19,7 +19,7 @@ __all__ = ["mix32", "hash32", "uniform", "env_keys", "sin_poly", "cos_poly", "f3
 U32 = np.uint32
 
 
-def mix32(x: np.ndarray) -> np.ndarray:
+def mix32(x: np.ndarray | np.integer) -> np.ndarray:
     """lowbias32, wrapping uint32 arithmetic like the C version."""
     x = np.asarray(x, dtype=U32).copy()
     with np.errstate(over="ignore"):
@@ -48,7 +48,7 @@ def env_keys(seed: int, num_envs: int) -> np.ndarray:
     return mix32(np.arange(num_envs, dtype=U32) ^ mix32(np.full(num_envs, seed & 0xFFFFFFFF, dtype=U32)))
 
 
-def f32(value: float) -> np.float32:
+def f32(value: float | str) -> np.float32:
     return np.float32(value)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 __all__ = ["CudaImplementation", "STANDARD_ARRAYS", "STANDARD_DTYPES", "LAYOUTS"]
 
 STANDARD_ARRAYS = ("observations", "actions", "rewards", "terminals", "truncations", "masks", "done")
-STANDARD_DTYPES = {
+STANDARD_DTYPES: dict[str, np.dtype] = {
     "observations": np.dtype(np.float32),
     "actions": np.dtype(np.int32),
     "rewards": np.dtype(np.float32),

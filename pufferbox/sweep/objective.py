@@ -49,6 +49,13 @@ class Objective:
         return len(self.names) > 1
 
     @property
+    def target(self) -> float:
+        """The solved return a ``steps`` objective aims at (parse_objective refuses ``steps`` without one)."""
+        if self.solved_return is None:
+            raise ValueError("a steps objective needs the env's solved_return")
+        return self.solved_return
+
+    @property
     def directions(self) -> list[str]:
         return ["maximize" if n == "return" else "minimize" for n in self.names]
 
@@ -61,7 +68,7 @@ class Objective:
             elif self.multi:  # a cost: what the trial spent
                 out.append(float(result["global_step" if name == "steps" else "wall_time"]))
             else:
-                out.append(solve_cost(result["solved_at_step"], budget, result["episode_return"], self.solved_return))
+                out.append(solve_cost(result["solved_at_step"], budget, result["episode_return"], self.target))
         return out
 
     def intermediate(self, metrics: dict, budget: int, solved_at: int | None) -> float | None:
@@ -71,7 +78,7 @@ class Objective:
             return None
         if self.names[0] == "return":
             return float(recent)
-        return solve_cost(solved_at, budget, recent, self.solved_return)
+        return solve_cost(solved_at, budget, recent, self.target)
 
 
 def parse_objective(text: str | None, solved_return: float | None, env: str) -> Objective:

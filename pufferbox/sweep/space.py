@@ -50,6 +50,7 @@ class Param:
     def suggest(self, trial: Any) -> Any:
         if self.choices is not None:
             return trial.suggest_categorical(self.name, list(self.choices))
+        assert self.low is not None and self.high is not None, "a Param without choices is a range"
         if self.is_int:
             return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
         return trial.suggest_float(self.name, self.low, self.high, log=self.log)

@@ -381,7 +381,7 @@ def tell(study: Any, trial: Any, outcome: TrialOutcome, log: Callable[[str], Non
     trial.set_user_attr("global_step", outcome.global_step)
     trial.set_user_attr("wall_time", outcome.wall_time)
     trial.set_user_attr("worker", outcome.worker)
-    if outcome.state == "complete":
+    if outcome.state == "complete" and outcome.values is not None:
         study.tell(trial, outcome.values)
         values = ", ".join(fmt_value(v) for v in outcome.values)
         log(f"trial {trial.number}: complete, {'/'.join(study.metric_names or []) or 'value'} {values}")
@@ -416,7 +416,8 @@ class make_executor:
     """``submit(job, trial) -> Future``: in this process, in worker processes, or as Ray tasks."""
 
     def __init__(self, parallel: int, ray_address: str | None):
-        self.parallel, self.ray_address, self.pool = parallel, ray_address, None
+        self.parallel, self.ray_address = parallel, ray_address
+        self.pool: cf.ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Callable[[TrialJob, Any], cf.Future]:
         if self.ray_address is not None:
@@ -427,13 +428,13 @@ class make_executor:
             return lambda job, trial: remote.remote(job).future()
         if self.parallel > 1:
             # spawn: a forked child would inherit torch's threads and the driver's SQLite connections
-            self.pool = cf.ProcessPoolExecutor(
+            pool = self.pool = cf.ProcessPoolExecutor(
                 self.parallel,
                 mp_context=multiprocessing.get_context("spawn"),
                 max_tasks_per_child=1,
                 initializer=die_with_parent,
             )
-            return lambda job, trial: self.pool.submit(run_trial, job)
+            return lambda job, trial: pool.submit(run_trial, job)
         return self.inline
 
     @staticmethod

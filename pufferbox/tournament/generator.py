@@ -114,7 +114,8 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     """
     best = entries[0]
     near = [e for e in entries if not clearly_behind(e.score, standard_error(e), best.score, standard_error(best))]
-    fertile = [e for e in entries if (children or {}).get(e.id, 0) < MAX_CHILDREN]
+    counts = children or {}
+    fertile = [e for e in entries if e.id is None or counts.get(e.id, 0) < MAX_CHILDREN]
     if fertile and not any(e in fertile for e in near):  # the near-best agents' children all fell short
         return fertile[0]
     return max([e for e in near if e in fertile] or near, key=lambda e: (e.generation, e.score))
@@ -134,6 +135,8 @@ def propose(board: Leaderboard, base_hyperparams: dict, pod: int, rng: random.Ra
             perturbed.update({k: [base_hyperparams[k], v] for k, v in hyper.items() if v != base_hyperparams[k]})
         return PodTask(pod=pod, hyperparams=hyper, seed=seed, meta={"perturbed": perturbed})
     parent = pick_parent(top, board.children_counts())
+    if not isinstance(parent.checkpoint, str):  # candidates() are entries with a stored checkpoint file
+        raise ValueError(f"leaderboard entry {parent.id} has no checkpoint file")
     with open(parent.checkpoint, "rb") as f:
         weights = f.read()
     # As in PBT, where agents on top keep training with their own hyperparameters and only the
