@@ -28,7 +28,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium
 import numpy as np
@@ -98,7 +98,7 @@ class TurnByTurn:
         return self.observations(), {a: self.env.infos.get(a, {}) for a in self.env.agents}
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
-        env, rewards = self.env, {}
+        env, rewards = self.env, dict[str, float]()
         env.step(actions[env.agent_selection])
         for agent, r in env.rewards.items():
             rewards[agent] = rewards.get(agent, 0.0) + float(r)
@@ -122,7 +122,7 @@ def make_raw(spec: EnvSpec, cfg: CheckConfig) -> Any:
     return TurnByTurn(env) if is_aec(env) else env
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise ConformanceError(message)
 
 
@@ -177,7 +177,7 @@ def check_api(spec: EnvSpec, cfg: CheckConfig) -> None:
 
 
 # -- raw rollouts -----------------------------------------------------------------------
-def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int], Any]) -> list[tuple]:
+def rollout(env: Any, seed: int, steps: int, actions: Callable[[Any, int, Any], Any]) -> list[tuple]:
     """``(obs, reward, terminated, truncated)`` per step (reset steps have reward None)."""
     out: list[tuple] = []
     multi = is_multiagent(env)
@@ -233,7 +233,8 @@ def legal_sample(space: gymnasium.Space, obs: Any, key: str = ACTION_MASK_KEY) -
         return space.sample(mask=mask)
     spec = ActionSpec(space)
     flat = spec.flat_space
-    nvec = np.asarray(getattr(flat, "discrete", flat).nvec).ravel()
+    choices: Any = getattr(flat, "discrete", flat)  # a hybrid row's discrete part, or the MultiDiscrete itself
+    nvec = np.asarray(choices.nvec).ravel()
     per_slot = tuple(np.split(mask, np.cumsum(nvec)[:-1]))
     if isinstance(space, gymnasium.spaces.MultiDiscrete):
         return space.sample(mask=per_slot)
@@ -254,7 +255,7 @@ def check_spaces(spec: EnvSpec, cfg: CheckConfig) -> None:
                 except SpaceError as exc:
                     fail(f"record {t} of the rollout: {exc}")
             for r in (reward or {}).values() if multi else [reward]:
-                if r is not None and not (np.isscalar(r) and math.isfinite(float(r))):
+                if r is not None and not (np.isscalar(r) and math.isfinite(float(r))):  # type: ignore[arg-type]
                     fail(f"record {t}: reward {r!r} is not a finite number")
     finally:
         env.close()
@@ -421,7 +422,8 @@ class ManualEnvs:
                 act = {a: self.specs[j][1].unflatten(actions[base + j]) for a in env.agents for j in [self.agents.index(a)]}
                 obs, rew, term, trunc, info = env.step(act)
                 metrics = {
-                    name: np.mean([metric(i, name) for i in info.values()]) if info else np.nan for name in self.metric_names
+                    name: float(np.mean([metric(i, name) for i in info.values()])) if info else math.nan
+                    for name in self.metric_names
                 }
                 self.rewards[base : base + k] = 0.0
                 self.terminals[base : base + k] = True
@@ -477,7 +479,7 @@ def compare_batches(t: int, names: tuple[str, str], a: tuple, b: tuple, multi: b
         if name == "masks" and not multi:
             continue
         if not np.array_equal(np.asarray(x), np.asarray(y)):
-            rows = np.flatnonzero(np.asarray(x != y).reshape(len(x), -1).any(axis=1)) if np.ndim(x) else []
+            rows = np.flatnonzero(np.asarray(x != y).reshape(len(x), -1).any(axis=1)) if np.ndim(x) else np.zeros(0, int)
             fail(
                 f"step {t}: {name} differ between {names[0]} and {names[1]} at rows {list(rows)[:8]}: "
                 f"{np.asarray(x)[rows[:2]].tolist()} vs {np.asarray(y)[rows[:2]].tolist()}"
@@ -595,8 +597,9 @@ def time_limit_of(env: Any) -> int | None:
     """The step limit an env declares: Gymnasium's ``spec.max_episode_steps`` or a ``TimeLimit`` wrapper,
     PettingZoo's ``max_cycles`` (MPE, butterfly); None if it declares none."""
     spec = getattr(env, "spec", None)
-    if getattr(spec, "max_episode_steps", None):
-        return int(spec.max_episode_steps)
+    limit = getattr(spec, "max_episode_steps", None)
+    if limit:
+        return int(limit)
     layer = env
     while layer is not None:
         if isinstance(layer, gymnasium.wrappers.TimeLimit):
@@ -665,7 +668,7 @@ def policy_choices(logits: Any, legal: np.ndarray, sizes: tuple[int, ...], greed
     import torch
 
     masked = mask_logits(logits, torch.from_numpy(legal), sizes)
-    parts = torch.split(masked, sizes, dim=-1)
+    parts = torch.split(masked, list(sizes), dim=-1)
     if greedy:
         chosen = [p.argmax(-1) for p in parts]
     else:
