@@ -21,7 +21,7 @@ train: setup
 test: setup lint
 	$(PY) -m pytest -q --durations=25
 
-# Lint and formatting (ruff), types of the core packages (mypy, files in pyproject) and the import layers (import-linter).
+# Lint and formatting (ruff), types of the whole package (mypy) and the import layers (import-linter).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
