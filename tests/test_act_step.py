@@ -26,25 +26,26 @@ def policy(obs_spec, act_spec):
     return build_agent(obs_spec, act_spec, PolicyConfig(hidden_size=16, lstm=True, lstm_size=8))
 
 
-def collect_host(backend: str) -> tuple[dict, object, object]:
+def collect_host(backend: str, env_kwargs: dict, gamma: float) -> tuple[dict, object, object]:
     from pufferbox.train.collector import HostCollector
 
-    with vector.make("cartpole", backend=backend, num_envs=ENVS, native=False) as venv:
+    with vector.make("cartpole", backend=backend, num_envs=ENVS, native=False, env_kwargs=env_kwargs) as venv:
         agent = policy(venv.obs_spec, venv.act_spec)
-        collector = HostCollector(venv, agent, horizon=HORIZON)
+        collector = HostCollector(venv, agent, horizon=HORIZON, bootstrap_gamma=gamma)
         collector.reset(ENV_SEED)
         torch.manual_seed(TORCH_SEED)
         return collector.collect().batch, agent, venv
 
 
-def collect_ray() -> tuple[dict, object, object]:
+def collect_ray(env_kwargs: dict, gamma: float) -> tuple[dict, object, object]:
     from pufferbox.train.ray_collector import RayCollector
     from pufferbox.vector.base import EnvFactory
     from pufferbox.vector.ray_rollout import RayRollouts
 
-    with RayRollouts(EnvFactory(get_registry().get("cartpole"), use_native=False), ENVS, 1, seed=TORCH_SEED) as r:
+    factory = EnvFactory(get_registry().get("cartpole"), env_kwargs, use_native=False)
+    with RayRollouts(factory, ENVS, 1, seed=TORCH_SEED) as r:
         agent = policy(r.obs_spec, r.act_spec)
-        collector = RayCollector(r, agent, horizon=HORIZON)  # the actor seeds torch with its own seed
+        collector = RayCollector(r, agent, horizon=HORIZON, bootstrap_gamma=gamma)  # the actor seeds torch itself
         collector.reset(ENV_SEED)
         return collector.collect().batch, agent, r
 
@@ -62,13 +63,14 @@ def collect_device() -> tuple[dict, object, object]:
         return {k: v.clone() for k, v in batch.items()}, agent, venv
 
 
-def collect(backend: str) -> tuple[dict, object, object]:
-    """``(batch, policy, envs)`` of one rollout on ``backend`` (the envs closed, their specs kept)."""
+def collect(backend: str, env_kwargs: dict | None = None, gamma: float = 0.0) -> tuple[dict, object, object]:
+    """``(batch, policy, envs)`` of one rollout on ``backend`` (the envs closed, their specs kept);
+    ``gamma`` > 0 bootstraps truncated steps (CartPole's backends)."""
     if backend == "ray":
-        return collect_ray()
+        return collect_ray(env_kwargs or {}, gamma)
     if backend == "cuda-host":
         return collect_device()
-    return collect_host(backend)
+    return collect_host(backend, env_kwargs or {}, gamma)
 
 
 @torch.no_grad()
@@ -115,12 +117,15 @@ def test_the_stored_rollout_is_the_act_step_replayed(backend: str, request: pyte
 
 @pytest.mark.parametrize("backend", ["multiprocessing", pytest.param("ray", marks=pytest.mark.slow)])
 def test_cpu_backends_store_the_serial_rollout(backend: str, request: pytest.FixtureRequest) -> None:
-    """Same envs, env seeds, policy and torch seed: the same rollout, whichever backend steps and acts."""
+    """Same envs, env seeds, policy and torch seed: the same rollout, whichever backend steps and acts,
+    truncated steps' bootstrapped rewards included (a time limit of 9 steps cuts episodes short)."""
     if backend == "ray":
         request.getfixturevalue("local_ray")
-    expected, _, _ = collect("serial")
-    got, _, _ = collect(backend)
+    limit = {"max_episode_steps": 9}
+    expected, _, _ = collect("serial", limit, gamma=0.9)
+    got, _, _ = collect(backend, limit, gamma=0.9)
     assert got["starts"][:, 1:].any(), "an episode ends inside the rollout (resets and LSTM state resets covered)"
+    assert (got["rewards"][:, :HORIZON] != 1).any(), "some truncated step's reward is bootstrapped: r + 0.9 V"
     for name, value in expected.items():
         torch.testing.assert_close(
             got[name], value, rtol=0 if name == "actions" else None, atol=0 if name == "actions" else None, msg=name
