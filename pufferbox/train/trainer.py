@@ -466,8 +466,7 @@ class Trainer:
         try:
             if (self.abandoned or self.stop_requested) and self.venv.backend == "multiprocessing":
                 self.venv.close()
-            if hasattr(self.collector, "close"):
-                self.collector.close()
+            self.collector.close()  # every Collector has close(): the overlap thread ends with its rollout
         finally:
             self.venv.close()
             if self.team is not None:  # after a run that ended, the other learners end with it: wait for them
