@@ -42,9 +42,18 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
         {},
         "tic-tac-toe, 9 moves (masked)",
         {
-            "train": {"total_steps": 1_000_000, "num_steps": 64, "ent_coef": 0.01, "num_minibatches": 4},
+            "train": {
+                "total_steps": 1_000_000,
+                "num_steps": 64,
+                "ent_coef": 0.1,
+                "learning_rate": 1e-3,
+                "num_minibatches": 4,
+            },
             "vec": {"num_envs": 32},
             "policy": {"hidden_size": 128},
+            # in 80% of the games one seat is careless: half of those uniformly random, half the one-ply
+            # tactician, which punishes the blind spots the two seats' policies share in self-play
+            "league": {"random_opponent": 0.8, "scripted_opponent": "pufferbox_pzclassic.tactics:tictactoe"},
         },
     ),
     "connect_four": (

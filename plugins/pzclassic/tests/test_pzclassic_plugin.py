@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -45,3 +48,15 @@ def test_chess_and_poker_are_unavailable_without_their_packages():
     rows, error = assert_unavailable_without(["pzclassic/chess"], hide=["chess"])
     assert "pip install -c tank/constraints.txt 'chess==1.11.2'" in rows["pzclassic/chess"]["reason"]
     assert error.startswith("Error: env 'pzclassic/chess' is unavailable: missing chess")
+
+
+def test_tictactoe_self_play_meets_the_tactician_by_default(tmp_path):
+    from pufferbox_pzclassic import tactics
+
+    league = spec("pzclassic/tictactoe").training.config["league"]
+    assert api.resolve(league["scripted_opponent"]) is tactics.tictactoe and 0 < league["random_opponent"] < 1
+    run = tmp_path / "run"
+    args = ["train", "pzclassic/tictactoe", "--total-steps", "4096", "--run-dir", str(run), "--no-tensorboard"]
+    done = subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 'scripted_opponent = "pufferbox_pzclassic.tactics:tictactoe"' in (run / "config.toml").read_text()
