@@ -48,12 +48,13 @@ class LearnerActor:
 
         return os.getpid(), ray.util.get_node_ip_address()
 
-    def train(self, target: Callable[..., None], rank: int, address: str, *args: Any, saved: bytes | None) -> str | None:
+    def train(
+        self, target: Callable[..., None], rank: int, address: str, *args: Any, device: str, saved: bytes | None
+    ) -> str | None:
         """Train as learner ``rank`` with ``target`` (``runner.learner_process``; ``args``: its env, distribution
-        and config) until the run ends; None, or the learner's one-line error. ``saved``: the checkpoint to
-        resume, as bytes."""
+        and config) on ``device`` until the run ends; None, or the learner's one-line error. ``saved``: the
+        checkpoint to resume, as bytes."""
         errors = io.StringIO()
-        device = "cuda:0" if pick_device(RunConfig.of(args[-1]).train.device).type == "cuda" else "cpu"  # Ray's GPU
         with tempfile.TemporaryDirectory(prefix="pufferbox-learner-") as folder:
             checkpoint = None
             if saved is not None:
@@ -79,8 +80,8 @@ class ActorLearner:
         self.code: int | None = None
         self.outcome = "is running"
 
-    def start(self, target: Callable[..., None], address: str, *args: Any, saved: bytes | None) -> None:
-        self.done = self.actor.train.remote(target, self.rank, address, *args, saved=saved)
+    def start(self, target: Callable[..., None], address: str, *args: Any, device: str, saved: bytes | None) -> None:
+        self.done = self.actor.train.remote(target, self.rank, address, *args, device=device, saved=saved)
 
     @property
     def exitcode(self) -> int | None:
@@ -194,7 +195,10 @@ def start_ray_team(
     address = free_address(ray.util.get_node_ip_address())
     saved = None if checkpoint is None else Path(checkpoint).read_bytes()
     for learner in learners:
-        learner.start(target, address, spec.name, spec.meta.distribution, config, saved=saved)
+        # the actor's GPU is the one Ray gave it (CUDA_VISIBLE_DEVICES): cuda:0 there
+        learner.start(
+            target, address, spec.name, spec.meta.distribution, config, device="cuda:0" if cuda else "cpu", saved=saved
+        )
     team = RayTeam(tc.learners, torch.device(device), learners, ray, group)
     try:
         join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
