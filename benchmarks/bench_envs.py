@@ -22,8 +22,8 @@ import gymnasium
 import numpy as np
 from results import timed, write_section
 
-from pufferbox.throughput import bench
 from pufferbox.registry import get_registry
+from pufferbox.throughput import bench
 
 SECTION = "## Environment plugins"
 NOTE = (

@@ -30,8 +30,8 @@ from typing import Any
 from bench_vectorization import pufferlib_peer
 from results import machine_summary, write_section
 
-from pufferbox.throughput import bench
 from pufferbox.registry import get_registry
+from pufferbox.throughput import bench
 from pufferbox.vector.base import EnvFactory
 from pufferbox.vector.testenvs import env_spec_for
 

@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from pufferbox.throughput import autotune, candidate_configs, command_line
 from pufferbox.cli import cli, load_commands
+from pufferbox.throughput import autotune, candidate_configs, command_line
 
 load_commands()
 

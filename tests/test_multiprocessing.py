@@ -169,8 +169,8 @@ def test_spawn_start_method_matches_serial() -> None:
 def test_bench_cli_and_autotune_take_main_envs() -> None:
     from click.testing import CliRunner
 
-    from pufferbox.throughput import autotune, candidate_configs, command_line
     from pufferbox.cli import cli, load_commands
+    from pufferbox.throughput import autotune, candidate_configs, command_line
 
     load_commands()
     args = [
