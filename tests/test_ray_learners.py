@@ -3,7 +3,8 @@ cluster of this host (``ray.cluster_utils.Cluster``: a head without CPUs, so the
 node of its own).
 
 (a) a 2-learner run whose rank 1 is a Ray actor trains exactly what the same run with a local learner
-process does (which tests/test_learners.py checks against one learner on the whole batch); (b) losing the
+process does (which tests/test_learners.py checks against one learner on the whole batch); SIGTERM stops
+both after the same update, exit 143, and ends the actor; (b) losing the
 actor's node mid-run ends the run in one line, exit 2, with a checkpoint that resumes on Ray (the actor
 gets the checkpoint's bytes); (c) settings the cluster cannot run are one line, exit 2, and leave no run dir.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -83,6 +85,24 @@ def wait_for_actor_and_updates(cluster, proc: subprocess.Popen, run_dir, count: 
         time.sleep(0.1)
     [node] = [node for node in cluster.worker_nodes if actor_pids(node)]
     return node
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_learner_actors_after_the_same_update_and_exits_143(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["cartpole", "--learners", "2", "--total-steps", "100000000", "--ray-address", cluster.address]
+    proc = train(run_dir, *args, wait=False)
+    node = wait_for_actor_and_updates(cluster, proc, run_dir, 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, out + err
+    assert "Traceback" not in out + err and "Error" not in err, err
+    state, lines = final_state(run_dir)
+    assert state["global_step"] == lines[-1]["global_step"] > 0  # both learners stopped after the same update
+    deadline = time.monotonic() + 10
+    while actor_pids(node) and time.monotonic() < deadline:  # the actor is ended with the run, its bundle freed
+        time.sleep(0.1)
+    assert not actor_pids(node)
 
 
 @pytest.mark.slow
