@@ -157,3 +157,19 @@ def test_ray_client_addresses_are_refused_in_one_line(cluster, tmp_path):
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip().startswith("Error: train.learners_on=ray: the learners connect back to rank 0")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "vec, device, bundle",
+    [
+        ({"backend": "serial", "num_envs": 8}, "cpu", {"CPU": 1.0}),
+        ({"backend": "multiprocessing", "num_envs": 8, "num_workers": 4}, "cpu", {"CPU": 3.0}),  # 2 workers each
+        ({"backend": "multiprocessing", "num_envs": 8, "num_workers": 0}, "cuda", {"CPU": 1.0, "GPU": 1.0}),
+    ],
+)
+def test_a_learners_bundle_holds_its_core_its_share_of_the_workers_and_its_gpu(vec, device, bundle):
+    from pufferbox.train.config import RunConfig
+    from pufferbox.train.ray_learners import learner_bundle
+
+    run = RunConfig.from_dict({"train": {"learners": 2}, "vec": vec})
+    assert learner_bundle(run.train, run.vec, cuda=device == "cuda") == bundle
