@@ -10,7 +10,10 @@ classic game puts beside its observation.
 
 Self-play: one policy per seat (groups ``first`` and ``second``), so ``pufferbox eval GAME
 --opponent random --side first|second`` plays a seat against uniformly random legal moves; the winner
-is the seat with the higher return (a draw when equal).
+is the seat with the higher return (a draw when equal). Tic-tac-toe's defaults also train each seat
+against a careless one (``league.random_opponent``), half of the time the one-ply tactician of
+:mod:`pufferbox_pzclassic.tactics` (``league.scripted_opponent``): self-play alone leaves the two seats
+with blind spots neither punishes.
 
 ``pzclassic/tictactoe-vs-random``: the single-agent game against a uniformly random opponent
 (a seeded coin picks the seat each episode), with the mask under ``action_mask`` (``mask=True``) or under
