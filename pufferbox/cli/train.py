@@ -116,6 +116,7 @@ def train(
             resume=resume,
             tensorboard=not no_tensorboard,
             callbacks=tracker_factory(tracking)(str(resume or run_dir)),
+            ray_address=ray_address,
         )
     except WorkerError as exc:
         raise UserError(worker_error_line(exc, Path(resume or run_dir))) from None
@@ -344,16 +345,13 @@ def plot(run_dirs, output):
 
 
 def use_ray_address(ray_address: str, backend: str | None, learners: int | None = None) -> None:
-    """Point the ray backend (or the learners on Ray) at ``ray_address`` after checking, in seconds, that it answers."""
-    import os
-
+    """Check, in seconds, that ``ray_address`` answers and that the run uses Ray (the ray backend, or learners)."""
     from pufferbox.train.config import ConfigError
     from pufferbox.vector.ray import check_reachable
 
     if backend not in (None, "ray") and (learners or 1) == 1:
         raise ConfigError(f"--ray-address applies to --backend ray, not {backend!r}; drop one of them (or add --learners N)")
     check_reachable(ray_address)  # fail in seconds, before a run directory is made
-    os.environ["RAY_ADDRESS"] = ray_address  # where the ray backend's ensure_ray looks
 
 
 def summary_line(result: Any) -> str:

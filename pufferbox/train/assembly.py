@@ -43,6 +43,7 @@ from pufferbox.train.overlap import OverlapCollector
 from pufferbox.train.policies import Agent, build_agent
 from pufferbox.train.ray_collector import RayCollector
 from pufferbox.train.scripted_seats import careless_seats
+from pufferbox.vector.ray_rollout import RayRollouts
 
 __all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
 
@@ -191,11 +192,13 @@ def assemble(
     version: Callable[[], int] = lambda: 0,
     plan: Callable[[int], int | None] = lambda pending: None,
     team: Any = None,
+    ray_address: str | None = None,
 ) -> TrainingParts:
     """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (a
     :class:`~pufferbox.train.config.RunConfig`, or its dict of sections);
     ``version``/``plan``: see :func:`build_collector`; ``team``: this process's place among
-    ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`)."""
+    ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`);
+    ``ray_address``: the Ray cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray)."""
     run = RunConfig.of(config)
     tc, vc, pc = run.train, run.vec, run.policy
     if tc.learners > 1:
@@ -210,9 +213,9 @@ def assemble(
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
         from pufferbox.train.ray_collector import make_ray_rollouts
 
-        venv = make_ray_rollouts(spec, vc, run.env, tc.seed)
+        venv = make_ray_rollouts(spec, vc, run.env, tc.seed, address=ray_address)
     else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
-        venv = make_vec_env(spec, vc, run.env, tc.seed, tc.num_steps)
+        venv = make_vec_env(spec, vc, run.env, tc.seed, tc.num_steps, ray_address=ray_address)
     device = training_device(tc, venv, device)
     league: League | None = None
     agent: Agent | GroupedAgent
@@ -275,7 +278,7 @@ def make_collector(
     """The collector for ``venv``: on the kernels' device for a backend whose ``recv()`` returns tensors;
     ``bootstrap_gamma``: the discount of truncated steps' bootstrap (0: truncation ends the return);
     ``compile``/``compile_mode``: torch.compile the host collector's act step, in that mode."""
-    if getattr(venv, "remote_rollouts", False):  # --backend ray in training: the actors act themselves
+    if isinstance(venv, RayRollouts):  # --backend ray in training: the actors act themselves
         return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
     if venv.backend == "cuda":
         events = getattr(spec.build.cuda, "events", None) or {}

@@ -121,9 +121,16 @@ class Collector(Protocol):
         """Stop what runs beside the trainer (a rollout in flight); the envs are the trainer's to close."""
 
 
-def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, horizon: int = 128) -> VectorEnv:
+def make_vec_env(
+    spec: Any,
+    vec: VecConfig,
+    env_kwargs: Mapping[str, Any],
+    seed: int = 1,
+    horizon: int = 128,
+    ray_address: str | None = None,
+) -> VectorEnv:
     """The vector env ``vec`` describes; ``--backend cuda`` seeds its kernels from ``seed`` and keeps room
-    for the episodes ``horizon`` steps can end."""
+    for the episodes ``horizon`` steps can end; ``--backend ray`` joins the cluster at ``ray_address``."""
     import pufferbox.vector
 
     kwargs: dict[str, Any] = {}
@@ -135,6 +142,8 @@ def make_vec_env(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed:
         kwargs["main_envs"] = vec.main_envs
     if vec.backend in ("multiprocessing", "ray"):  # the backends with workers to wait for
         kwargs["step_timeout"] = vec.step_timeout
+    if vec.backend == "ray" and ray_address:
+        kwargs["address"] = ray_address
     if vec.backend == "cuda":
         from pufferbox.vector.cuda import DEFAULT_SLOTS  # episodes an env may end between two reads
 

@@ -90,8 +90,11 @@ class PolicyActing(RandomActing):
         return self.acting.bootstrap(buffers.rewards, buffers.observations, final, cut, self.all_rows, self.bootstrap_gamma)
 
 
-def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1) -> RayRollouts:
-    """The rollout actors ``vec`` describes (``--backend ray`` in training); ``RAY_ADDRESS`` picks the cluster."""
+def make_ray_rollouts(
+    spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], seed: int = 1, address: str | None = None
+) -> RayRollouts:
+    """The rollout actors ``vec`` describes (``--backend ray`` in training) on the Ray cluster at ``address``
+    (None: ``$RAY_ADDRESS``, else a local Ray)."""
     from pufferbox.vector.base import EnvFactory
 
     if vec.main_envs:
@@ -104,6 +107,7 @@ def make_ray_rollouts(spec: Any, vec: VecConfig, env_kwargs: Mapping[str, Any], 
         batch_size=vec.batch_size or None,
         step_timeout=vec.step_timeout,
         seed=seed,
+        address=address,
     )
 
 

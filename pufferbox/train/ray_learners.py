@@ -137,9 +137,10 @@ def learner_bundle(tc: TrainConfig, vc: VecConfig, cuda: bool) -> dict[str, floa
     return {"CPU": float(1 + workers)} | ({"GPU": 1.0} if cuda else {})
 
 
-def refuse_ray_client() -> None:
-    """One line when ``$RAY_ADDRESS`` is a Ray Client address (the learners could not reach rank 0 back)."""
-    address = os.environ.get("RAY_ADDRESS", "")
+def refuse_ray_client(ray_address: str | None) -> None:
+    """One line when the cluster's address (``ray_address``, else ``$RAY_ADDRESS``) is a Ray Client address
+    (the learners could not reach rank 0 back)."""
+    address = ray_address or os.environ.get("RAY_ADDRESS", "")
     if address.startswith("ray://"):
         raise ConfigError(
             f"train.learners_on=ray: the learners connect back to rank 0, which Ray Client ({address}) cannot "
@@ -181,16 +182,22 @@ def place_learners(ray: Any, tc: TrainConfig, bundle: dict[str, float]) -> tuple
 
 
 def start_ray_team(
-    spec: Any, config: Any, checkpoint: str | os.PathLike | None, target: Callable[..., None], device: str
+    spec: Any,
+    config: Any,
+    checkpoint: str | os.PathLike | None,
+    target: Callable[..., None],
+    device: str,
+    ray_address: str | None = None,
 ) -> RayTeam:
     """Rank 0 (on ``device``) of ``train.learners`` learners whose ranks 1..N-1 are actors on the Ray
-    cluster at ``$RAY_ADDRESS`` (a local Ray without it), each running ``target`` (``runner.learner_process``)
-    with ``config`` (already checked by ``refuse_learners``) as it is, and resuming ``checkpoint`` when given."""
-    refuse_ray_client()
+    cluster at ``ray_address`` (None: ``$RAY_ADDRESS``, else a local Ray), each running ``target``
+    (``runner.learner_process``) with ``config`` (already checked by ``refuse_learners``) as it is, and
+    resuming ``checkpoint`` when given."""
+    refuse_ray_client(ray_address)
     typed_config = RunConfig.of(config)
     tc = typed_config.train
     cuda = pick_device(tc.device).type == "cuda"
-    ray = ensure_ray()
+    ray = ensure_ray(ray_address)
     group, learners = place_learners(ray, tc, learner_bundle(tc, typed_config.vec, cuda))
     address = free_address(ray.util.get_node_ip_address())
     saved = None if checkpoint is None else Path(checkpoint).read_bytes()

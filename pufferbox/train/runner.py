@@ -112,6 +112,7 @@ def run(
     dashboard: bool = True,
     tensorboard: bool = True,
     callbacks: list[Any] | None = None,
+    ray_address: str | None = None,
 ) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (a :class:`RunConfig`, or its
     dict of sections) or the layers (``config_file``, ``overrides``, ``flags``: see ``resolve_run_config``).
@@ -144,6 +145,7 @@ def run(
             dashboard=dashboard,
             tensorboard=tensorboard,
             callbacks=callbacks,
+            ray_address=ray_address,
         )
     except BaseException as exc:
         if lock is not None and lock.fresh and run_dir is not None:
@@ -174,6 +176,7 @@ def run_locked(
     dashboard: bool,
     tensorboard: bool,
     callbacks: list[Any] | None = None,
+    ray_address: str | None = None,
 ) -> TrainResult:
     checkpoint, distribution, plan = None, None, None
     if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
@@ -186,11 +189,10 @@ def run_locked(
         run, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
     else:
         run = RunConfig.of(config)
-    registry = get_registry()  # a resume trains the env of the plugin it trained before
-    spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
+    spec = get_registry().get(env, plugin=distribution)  # a resume trains the env of the plugin it trained before
     check_env_kwargs(spec, dict(run.env), native=run.vec.native, backend=run.vec.backend)
     writers = Writers()
-    trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after)
+    trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after, ray_address)
     guard = None
     try:
         if checkpoint is not None:
@@ -244,15 +246,21 @@ def run_locked(
 
 
 def start_trainer(
-    spec: Any, config: RunConfig, run_dir: Any, writers: Writers, checkpoint: Path | None, stop_after: int | None
+    spec: Any,
+    config: RunConfig,
+    run_dir: Any,
+    writers: Writers,
+    checkpoint: Path | None,
+    stop_after: int | None,
+    ray_address: str | None = None,
 ) -> Trainer:
     """The Trainer, rank 0 of ``train.learners`` data-parallel learners when there are several (the
     others are started here and load ``checkpoint`` themselves)."""
     if config.train.learners > 1 and stop_after is not None:
         raise ConfigError("train.learners: a run of several learners trains to its budget; stop_after needs one learner")
-    team = start_team(spec, config, None if checkpoint is None else str(checkpoint))
+    team = start_team(spec, config, None if checkpoint is None else str(checkpoint), ray_address)
     try:
-        return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team)
+        return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team, ray_address=ray_address)
     except BaseException:
         if team is not None:
             team.close()
@@ -381,9 +389,12 @@ def learner_device(tc: Any, rank: int) -> str:
     return f"cuda:{rank}" if device.type == "cuda" else "cpu"
 
 
-def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None) -> Team | None:
+def start_team(
+    spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None, ray_address: str | None = None
+) -> Team | None:
     """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
-    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group."""
+    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group;
+    ``ray_address``: the cluster of ``train.learners_on=ray`` and of ``--backend ray``'s actors."""
     tc = config.train
     if tc.learners == 1:
         return None
@@ -391,11 +402,11 @@ def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | Non
     if tc.learners_on == "ray":  # ranks 1..N-1 as actors on a Ray cluster, each running learner_process
         from pufferbox.train.ray_learners import start_ray_team
 
-        return start_ray_team(spec, config, checkpoint, learner_process, learner_device(tc, 0))
+        return start_ray_team(spec, config, checkpoint, learner_process, learner_device(tc, 0), ray_address)
     address, context = free_address(), torch.multiprocessing.get_context("spawn")
     processes = []
     for rank in range(1, tc.learners):
-        args = (rank, address, spec.name, spec.meta.distribution, config, checkpoint)
+        args = (rank, address, spec.name, spec.meta.distribution, config, checkpoint, None, ray_address)
         processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
         processes[-1].start()
     team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
@@ -417,6 +428,7 @@ def learner_process(
     config: RunConfig,
     checkpoint: str | None,
     device: str | None = None,
+    ray_address: str | None = None,
 ) -> None:
     """Learner ``rank`` > 0 (a spawned process or a Ray actor, whose ``device`` Ray chose): its share of the
     envs, no run directory; its errors are one line on stderr and exit status 1 (rank 0 then names it)."""
@@ -426,7 +438,7 @@ def learner_process(
         device = device or learner_device(tc, rank)  # made torch's current device: "cuda"/"auto" land there
         join_group(rank, tc.learners, address, device, tc.learner_timeout)
         spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
-        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
+        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)), ray_address=ray_address)
         if checkpoint is not None:
             trainer.load_checkpoint(checkpoint)
         with stop_on_signals(trainer):

@@ -177,7 +177,8 @@ class Trainer:
     """PPO on one env. ``train()``/``train_steps(n)`` train; ``save_checkpoint``/``load_checkpoint`` persist.
 
     ``config`` is a :class:`~pufferbox.train.config.RunConfig` (or its dict of sections); ``callbacks``
-    receive each update's metrics dict (the dashboard and metric writers).
+    receive each update's metrics dict (the dashboard and metric writers); ``ray_address``: the Ray
+    cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray).
     """
 
     def __init__(
@@ -187,6 +188,7 @@ class Trainer:
         run_dir: str | os.PathLike | None = None,
         callbacks: list[Callable[[dict], None]] | None = None,
         team: Any = None,
+        ray_address: str | None = None,
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = RunConfig.of(config)  # what checkpoints record; set_hyperparameters replaces its train
@@ -195,7 +197,7 @@ class Trainer:
         self.callbacks = list(callbacks or [])
         self.team = team  # data-parallel learners (train/distributed.py): this process's rank among them
         self.update = 0
-        parts = assemble(self.spec, self.config, self.run_dir, self.policy_version, self.prefetch_horizon, team=team)
+        parts = assemble(self.spec, self.config, self.run_dir, self.policy_version, self.prefetch_horizon, team, ray_address)
         self.parts = parts
         self.venv, self.device, self.layout = parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
