@@ -45,7 +45,17 @@ from pufferbox.vector.base import (
     first_non_finite_row,
 )
 
-__all__ = ["ActStep", "Acted", "NonFiniteInput", "RowActing", "bootstrapped", "rollout_fields", "rollout_schema"]
+__all__ = [
+    "ActStep",
+    "Acted",
+    "NonFiniteInput",
+    "RowActing",
+    "bootstrapped",
+    "check_finite",
+    "discrete_sampler",
+    "rollout_fields",
+    "rollout_schema",
+]
 
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 ArrayT = TypeVar("ArrayT", np.ndarray, torch.Tensor)
