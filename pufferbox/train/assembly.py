@@ -43,6 +43,7 @@ from pufferbox.train.overlap import OverlapCollector
 from pufferbox.train.policies import Agent, build_agent
 from pufferbox.train.ray_collector import RayCollector
 from pufferbox.train.scripted_seats import careless_seats
+from pufferbox.vector.base import VectorEnv
 from pufferbox.vector.ray_rollout import RayRollouts
 
 __all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
@@ -210,6 +211,7 @@ def assemble(
     refuse_oversized(spec, tc, vc, pc, run.env)
     grouped_layout = layout if layout is not None and not layout.single else None
     grouped = grouped_layout is not None
+    venv: VectorEnv | RayRollouts
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
         from pufferbox.train.ray_collector import make_ray_rollouts
 
