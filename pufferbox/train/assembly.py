@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from pufferbox.buffers import Buffers
+from pufferbox.group_layout import GroupLayout
 from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, make_vec_env
 from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, RunConfig, TrainConfig, VecConfig, updated
@@ -44,6 +45,7 @@ from pufferbox.train.policies import Agent, build_agent
 from pufferbox.train.ray_collector import RayCollector
 from pufferbox.train.scripted_seats import careless_seats
 from pufferbox.vector.base import VectorEnv
+from pufferbox.vector.cuda import CudaVectorEnv
 from pufferbox.vector.ray_rollout import RayRollouts
 
 __all__ = ["TrainingParts", "assemble", "fresh_policy", "memory_needed", "setup_torch", "training_device"]
@@ -55,14 +57,14 @@ class TrainingParts:
 
     tc: TrainConfig
     pc: PolicyConfig
-    venv: Any
+    venv: VectorEnv | RayRollouts
     device: torch.device
-    layout: Any  # GroupLayout | None: the env's agent groups, None for one shared policy
+    layout: GroupLayout | None  # the env's agent groups, None for one shared policy
     agent: Agent | GroupedAgent
     learner: Learner | GroupLearner
     league: League | None
     hardware: Hardware
-    collector: Any
+    collector: Collector
     normalizer: Normalizer | None
 
 
@@ -242,8 +244,8 @@ def assemble(
     collector = build_collector(spec, tc, venv, agent, device, version, plan)
     normalizer = make_normalizer(venv.obs_spec, venv.num_agents, tc)
     if normalizer is not None:
-        host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
-        if not isinstance(host, HostCollector):
+        host = host_collector(collector)
+        if host is None:
             raise ConfigError(
                 "train.norm_obs/norm_reward: only with the host collector (serial, multiprocessing "
                 "backends); drop them for --backend cuda or ray"
@@ -253,13 +255,19 @@ def assemble(
     return TrainingParts(tc, pc, venv, device, layout, agent, learner, league, hardware, collector, normalizer)
 
 
+def host_collector(collector: Collector) -> HostCollector | None:
+    """The host collector acting in ``collector`` (itself, or inside an :class:`OverlapCollector`), if any."""
+    inner = collector.inner if isinstance(collector, OverlapCollector) else collector
+    return inner if isinstance(inner, HostCollector) else None
+
+
 def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, league: LeagueConfig) -> None:
     """``league.random_opponent``: the host collector's :class:`RandomSeats`, or a one-line refusal."""
     share = league.random_opponent
     if not share:
         return
-    host = getattr(collector, "inner", collector)  # an OverlapCollector wraps the host one
-    if share >= 1 or layout is None or not isinstance(host, HostCollector):
+    host = host_collector(collector)
+    if share >= 1 or layout is None or host is None:
         raise ConfigError(
             f"league.random_opponent={share}: a share below 1 of the episodes, for agent groups (self-play) "
             "on the serial or multiprocessing backend; set it to 0 otherwise"
@@ -268,9 +276,9 @@ def add_random_seats(collector: Any, layout: Any, venv: Any, tc: TrainConfig, le
 
 
 def make_collector(
-    spec: Any,
-    venv: Any,
-    agent: Any,
+    spec: EnvSpec,
+    venv: VectorEnv | RayRollouts,
+    agent: Agent | GroupedAgent,
     horizon: int,
     device: torch.device | str,
     compile: bool = False,
@@ -282,8 +290,8 @@ def make_collector(
     ``compile``/``compile_mode``: torch.compile the host collector's act step, in that mode."""
     if isinstance(venv, RayRollouts):  # --backend ray in training: the actors act themselves
         return RayCollector(venv, agent, horizon, device, bootstrap_gamma=bootstrap_gamma)
-    if venv.backend == "cuda":
-        events = getattr(spec.build.cuda, "events", None) or {}
+    if isinstance(venv, CudaVectorEnv):
+        events = spec.build.cuda.events if spec.build.cuda is not None else {}
         return DeviceCollector(venv, agent, horizon, events, bootstrap_gamma=bootstrap_gamma)
     return HostCollector(
         venv, agent, horizon, device, compile=compile, bootstrap_gamma=bootstrap_gamma, compile_mode=compile_mode
@@ -293,12 +301,12 @@ def make_collector(
 def build_collector(
     spec: EnvSpec,
     tc: TrainConfig,
-    venv: Any,
-    agent: Any,
+    venv: VectorEnv | RayRollouts,
+    agent: Agent | GroupedAgent,
     device: torch.device,
     version: Callable[[], int],
     plan: Callable[[int], int | None] = lambda pending: None,
-) -> Any:
+) -> Collector:
     """The act loop; with ``train.overlap`` double-buffered, acting with its own copy of the policy
     (``version`` numbers the learner's updates, ``plan`` sizes the rollout collected during one)."""
     gamma = tc.gamma if tc.bootstrap_truncation else 0.0

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -28,6 +28,9 @@ import torch
 from pufferbox.group_layout import winner
 from pufferbox.train.config import ConfigError, RunConfig
 from pufferbox.train.ratings import MatchResult, Ratings, wilson
+
+if TYPE_CHECKING:
+    from pufferbox.train.collector import HostCollector
 
 __all__ = ["RANDOM", "MatchResult", "Ratings", "play_match", "round_robin", "wilson"]  # the last three: ratings.py
 
@@ -128,30 +131,27 @@ def score(returns: dict[str, float], side: str, rule: Any = None, env_kwargs: An
     return 1.0 if returns[side] > best_other else 0.5 if returns[side] == best_other else 0.0
 
 
-@torch.no_grad()
-def play_episodes(collector: Any, layout: Any, episodes: int, seed: int, greedy: bool) -> tuple[list[dict[str, float]], int]:
+def play_episodes(
+    collector: HostCollector, layout: Any, episodes: int, seed: int, greedy: bool
+) -> tuple[list[dict[str, float]], int]:
     """Per finished episode, each group's return (mean over its agents), and the env steps played. An env's
     episode ends where all its rows start together (finished agents are terminal at every step until then)."""
-    apr, venv = len(layout.slot_group), collector.venv
-    acc = np.zeros(venv.num_agents, dtype=np.float64)
+    apr = len(layout.slot_group)
+    acc = np.zeros(collector.num_rows, dtype=np.float64)
     out: list[dict[str, float]] = []
     steps = 0
     collector.reset(seed)
-    while len(out) < episodes:
-        if collector.pending is not None:
-            venv.send(collector.pending)
-        obs, rewards, terminals, truncations, _, env_ids, _ = venv.recv()
-        rows = collector.rows_of(env_ids)
+    for played in collector.play_steps(greedy):
+        rows = played.rows
         steps += len(rows) // apr
-        fresh = collector.first[rows].reshape(-1, apr).all(1)
-        starts = np.logical_or(terminals, truncations) | collector.first[rows]
-        collector.first[rows] = False
-        acc[rows] += rewards
-        for e in np.nonzero(starts.reshape(-1, apr).all(1) & ~fresh)[0]:
+        fresh = played.first.reshape(-1, apr).all(1)
+        acc[rows] += played.rewards
+        for e in np.nonzero(played.starts.reshape(-1, apr).all(1) & ~fresh)[0]:
             env_rows = rows.reshape(-1, apr)[e]
             out.append({name: float(acc[env_rows][layout.slot_group == g].mean()) for g, name in enumerate(layout.names)})
             acc[env_rows] = 0.0
-        collector.pending = collector.choose(obs, starts, rows, greedy)[0]
+        if len(out) >= episodes:
+            break
     return out[:episodes], steps
 
 
