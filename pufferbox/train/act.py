@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
@@ -44,6 +44,10 @@ from pufferbox.vector.base import (
     env_schema,
     first_non_finite_row,
 )
+
+if TYPE_CHECKING:
+    from pufferbox.train.groups import GroupedAgent
+    from pufferbox.train.policies import Agent
 
 __all__ = [
     "ActStep",
@@ -255,8 +259,10 @@ class RowActing:
         return bootstrapped(np.asarray(rewards, dtype=np.float32), value, cut, gamma)
 
 
-def discrete_sampler(venv: Any, act_spec: ActionSpec, policy: Any) -> Callable[[torch.Tensor], torch.Tensor] | None:
+def discrete_sampler(
+    venv: Any, act_spec: ActionSpec, policy: Agent | GroupedAgent
+) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """A backend's sampler kernel where it can draw the actions (one Discrete, no action mask), else None."""
-    if venv.samples_actions and isinstance(act_spec.flat_space, spaces.Discrete) and getattr(policy, "mask", None) is None:
+    if venv.samples_actions and isinstance(act_spec.flat_space, spaces.Discrete) and not policy.masked:
         return venv.sample
     return None

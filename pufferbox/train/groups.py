@@ -89,6 +89,11 @@ class GroupedAgent(nn.Module):
         """The groups' policies by name (``groups`` typed as what they are)."""
         return {name: cast("Agent", agent) for name, agent in self.groups.items()}
 
+    @property
+    def masked(self) -> bool:
+        """Whether any group's env declares an action mask."""
+        return any(agent.masked for agent in self.agents.values())
+
     def rows(self, n: int, device: torch.device) -> list[torch.Tensor]:
         """Per group, the positions of its rows in a batch of ``n`` rows (whole envs)."""
         key = (n, str(device))

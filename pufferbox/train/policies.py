@@ -181,6 +181,11 @@ class Agent(nn.Module):
         """``(action logits, value)`` from :meth:`hidden`'s features (for samplers outside torch, e.g. a kernel)."""
         return self.actor.linear(hidden), self.critic(hidden).squeeze(-1)
 
+    @property
+    def masked(self) -> bool:
+        """Whether the env declares an action mask (then only legal actions are ever chosen)."""
+        return self.mask is not None
+
     def legal(self, obs: torch.Tensor) -> torch.Tensor | None:
         """The legal choices of ``(B, flat)`` observations; None without a mask."""
         return None if self.mask is None else self.mask.legal_torch(obs)
