@@ -10,7 +10,7 @@ classic game puts beside its observation.
 
 Self-play: one policy per seat (groups ``first`` and ``second``), so ``pufferbox eval GAME
 --opponent random --side first|second`` plays a seat against uniformly random legal moves; the winner
-is the seat with the higher return (a draw when equal). Tic-tac-toe's defaults also train each seat
+is the seat with the higher return (a draw when equal). Tic-tac-toe's and connect four's defaults also train each seat
 against a careless one (``league.random_opponent``), half of the time the one-ply tactician of
 :mod:`pufferbox_pzclassic.tactics` (``league.scripted_opponent``): self-play alone leaves the two seats
 with blind spots neither punishes.
@@ -65,8 +65,15 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
         {},
         "connect four on 6x7, 7 moves (masked)",
         {
-            "train": {"total_steps": 4_000_000, "num_steps": 64, "ent_coef": 0.01, "num_minibatches": 4},
+            "train": {
+                "total_steps": 3_000_000,
+                "num_steps": 64,
+                "ent_coef": 0.01,
+                "learning_rate": 1e-3,
+                "num_minibatches": 4,
+            },
             "vec": {"num_envs": 64},
+            "league": {"random_opponent": 0.5, "scripted_opponent": "pufferbox_pzclassic.tactics:connect_four"},
         },
     ),
     "chess": (

@@ -55,6 +55,8 @@ def test_tictactoe_self_play_meets_the_tactician_by_default(tmp_path):
 
     league = spec("pzclassic/tictactoe").training.config["league"]
     assert api.resolve(league["scripted_opponent"]) is tactics.tictactoe and 0 < league["random_opponent"] < 1
+    four = spec("pzclassic/connect_four").training.config["league"]
+    assert api.resolve(four["scripted_opponent"]) is tactics.connect_four and 0 < four["random_opponent"] < 1
     run = tmp_path / "run"
     args = ["train", "pzclassic/tictactoe", "--total-steps", "4096", "--run-dir", str(run), "--no-tensorboard"]
     done = subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, timeout=300)
