@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -27,26 +29,49 @@ from pufferbox.train.checkpoint import latest_checkpoint, load_checkpoint
 pytest.importorskip("ray", reason="the Ray learners need ray (pip install -e '.[ray]')")
 from ray.cluster_utils import Cluster
 
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+def run_env() -> dict[str, str]:
+    """The environment a run starts with: this process's (the cluster fixture's Ray root included)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
 RUN = ["--no-tensorboard", "--set", "train.torch_threads=1", "--set", "train.learner_timeout=30"]
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head that runs no actors (0 CPUs) and one node of 1 CPU: room for one learner actor."""
-    cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    """A head that runs no actors (0 CPUs) and one node of 1 CPU: room for one learner actor. Its files
+    live in a private root (``$RAY_TMPDIR``, as conftest's ``ray_cluster``): a Ray that an earlier test
+    module started and removed must leave nothing this cluster or the runs that join it pick up."""
+    root = tempfile.mkdtemp(prefix="pbcl-", dir="/tmp")  # short: Unix socket paths are limited to 107 bytes
+    os.mkdir(os.path.join(root, "ray"))
+    saved = {key: os.environ.get(key) for key in ("RAY_TMPDIR", "RAY_AUTH_MODE")}
+    os.environ.update(RAY_TMPDIR=root, RAY_AUTH_MODE="disabled")  # the runs' subprocesses inherit both
+    cluster = None
     try:
+        cluster = Cluster(
+            initialize_head=True,
+            connect=False,
+            head_node_args={"num_cpus": 0, "include_dashboard": False, "temp_dir": os.path.join(root, "s")},
+        )
         cluster.add_node(num_cpus=1)
         yield cluster
     finally:
-        cluster.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def train(run_dir, *args: str, wait: bool = True) -> subprocess.CompletedProcess | subprocess.Popen:
     cmd = [sys.executable, "-m", "pufferbox", "train", "--run-dir", str(run_dir), *RUN, *args]  # args override RUN
     if not wait:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=240)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env())
+    return subprocess.run(cmd, capture_output=True, text=True, env=run_env(), timeout=240)
 
 
 def final_state(run_dir) -> tuple[dict, list[dict]]:
@@ -129,7 +154,7 @@ def test_a_lost_node_ends_the_run_in_one_line_and_its_checkpoint_resumes_on_ray(
         + ["--total-steps", str(target), "--no-tensorboard"],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=run_env(),
         timeout=240,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
