@@ -16,7 +16,7 @@ import pytest
 
 import pufferbox.train.assembly as assembly
 from pufferbox.registry import get_registry
-from pufferbox.train.config import ConfigError, resolve_config
+from pufferbox.train.config import ConfigError, resolve_run_config
 from pufferbox.train.trainer import Trainer
 
 LIMIT = 6 * 2**30  # bytes of address space a subprocess may take (torch alone maps about 2 GiB)
@@ -57,17 +57,11 @@ def test_an_absurd_size_is_refused_in_one_line_before_anything_is_allocated(tmp_
 
 def test_sizes_over_the_memory_available_are_refused_before_the_envs_start(monkeypatch):
     """The estimate is checked against what the machine has now (MemAvailable, a cgroup's limit)."""
-    config = resolve_config(
+    config = resolve_run_config(
         get_registry().get("cartpole").training.config,
         overrides=["vec.num_envs=64", "train.num_steps=128", "vec.backend=multiprocessing", "vec.num_workers=2"],
     )
-    needs = assembly.memory_needed(
-        get_registry().get("cartpole"),
-        assembly.typed(assembly.TrainConfig, config["train"]),
-        assembly.typed(assembly.VecConfig, config["vec"]),
-        assembly.typed(assembly.PolicyConfig, config["policy"]),
-        {},
-    )
+    needs = assembly.memory_needed(get_registry().get("cartpole"), config.train, config.vec, config.policy, {})
     # 64 envs x 129 steps x (4 floats of obs + an int64 action + 14 bytes), twice; 64 rows of buffers
     assert needs["rollout"] == 2 * 64 * 129 * (16 + 8 + 14)
     assert needs["env buffers"] == 64 * (16 + 4 + 3 + 8 + 16)
