@@ -189,11 +189,11 @@ def run_locked(
         run, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
     else:
         run = RunConfig.of(config)
-    spec = get_registry().get(env, plugin=distribution)  # a resume trains the env of the plugin it trained before
+    registry = get_registry()  # a resume trains the env of the plugin it trained before
+    spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
     check_env_kwargs(spec, dict(run.env), native=run.vec.native, backend=run.vec.backend)
-    writers = Writers()
+    writers, guard = Writers(), None
     trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after, ray_address)
-    guard = None
     try:
         if checkpoint is not None:
             load_resumed(trainer, checkpoint)
