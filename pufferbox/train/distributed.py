@@ -35,7 +35,7 @@ import signal
 import socket
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -43,7 +43,7 @@ import torch.distributed as dist
 from pufferbox.episodes import Episodes
 from pufferbox.train.config import ConfigError
 
-__all__ = ["LearnerLost", "Team", "free_address", "join_group"]
+__all__ = ["LearnerLost", "Team", "free_address", "join_as_rank_zero", "join_group"]
 
 JOIN_S = 30.0  # rank 0 waits this long for the others to exit after a run that ended (then ends them)
 
@@ -191,3 +191,19 @@ def free_address(host: str = "127.0.0.1") -> str:
     with socket.socket() as s:
         s.bind((host, 0))
         return f"tcp://{host}:{s.getsockname()[1]}"
+
+
+TeamT = TypeVar("TeamT", bound=Team)
+
+
+def join_as_rank_zero(team: TeamT, address: str, timeout_s: float) -> TeamT:
+    """Rank 0 joins the process group of ``team``'s started learners; if they do not meet, ``team`` is
+    closed (its learners ended) and the run stops with one line."""
+    try:
+        join_group(0, team.size, address, str(team.device), timeout_s)
+    except BaseException as exc:
+        team.close()
+        if isinstance(exc, RuntimeError | ValueError):
+            raise LearnerLost(f"the {team.size} learners did not meet: {first_line(exc)}") from None
+        raise
+    return team

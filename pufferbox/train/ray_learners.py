@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from pufferbox.train.config import ConfigError, RunConfig, TrainConfig, VecConfig
-from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_group
+from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_as_rank_zero
 from pufferbox.train.hardware import pick_device
 from pufferbox.vector.ray import ensure_ray
 
@@ -207,11 +207,4 @@ def start_ray_team(
             target, address, spec.name, spec.meta.distribution, config, device="cuda:0" if cuda else "cpu", saved=saved
         )
     team = RayTeam(tc.learners, torch.device(device), learners, ray, group)
-    try:
-        join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
-    except BaseException as exc:
-        team.close()
-        if isinstance(exc, RuntimeError | ValueError):
-            raise LearnerLost(f"the {tc.learners} learners did not meet: {first_line(exc)}") from None
-        raise
-    return team
+    return join_as_rank_zero(team, address, tc.learner_timeout)

@@ -35,7 +35,7 @@ from pufferbox.train.checkpoint import (
 )
 from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml, resolve_run_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
-from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_group
+from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_as_rank_zero, join_group
 from pufferbox.train.hardware import pick_device
 from pufferbox.train.plan import Plan, plan_record, planned_config
 from pufferbox.train.rundir import (
@@ -410,14 +410,7 @@ def start_team(
         processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
         processes[-1].start()
     team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
-    try:
-        join_group(0, tc.learners, address, str(team.device), tc.learner_timeout)
-    except BaseException as exc:
-        team.close()
-        if isinstance(exc, RuntimeError | ValueError):
-            raise LearnerLost(f"the {tc.learners} learners did not meet: {first_line(exc)}") from None
-        raise
-    return team
+    return join_as_rank_zero(team, address, tc.learner_timeout)
 
 
 def learner_process(
