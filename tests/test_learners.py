@@ -3,7 +3,8 @@
 (a) two learners, each on half of a fixed batch, end the PPO update with the parameters of one learner
 on the whole batch; (b) a 2-learner CartPole run solves and its checkpoint resumes with one learner;
 (c) a learner killed mid-run ends the run in one line, exit 2, with a resumable checkpoint;
-(d) settings that cannot run are one line, exit 2, before any learner starts.
+(d) settings that cannot run are one line, exit 2, before any learner starts; (e) the learners pool their
+observation/reward statistics (a checkpoint counts both learners' samples) and run overlapped.
 """
 
 from __future__ import annotations
@@ -118,6 +119,25 @@ def test_a_two_learner_cartpole_run_solves_and_resumes_with_one_learner(tmp_path
     assert again.global_step == steps[-1] + 8192  # and back to two learners
 
 
+def test_learners_pool_their_normalizer_statistics_and_a_resume_keeps_them(tmp_path):
+    from pufferbox.train.runner import run
+
+    run_dir = tmp_path / "run"
+    norm = ["train.norm_obs=true", "train.norm_reward=true", "train.torch_threads=1"]
+    first = run("cartpole", overrides=norm, flags={"train.learners": 2, "train.total_steps": 4 * 2048}, run_dir=run_dir)
+    stats = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))["normalizer"]
+    one = run("cartpole", overrides=norm, flags={"train.total_steps": 4 * 2048}, run_dir=tmp_path / "one")
+    alone = load_checkpoint(latest_checkpoint(tmp_path / "one" / "checkpoints"))["normalizer"]
+    assert one.global_step == first.global_step
+    for key in ("obs.0.count", "reward.count"):  # every observation and reward of both learners' 32 envs
+        assert float(stats[key]) == pytest.approx(float(alone[key]), abs=1e-3), key  # not rank 0's half
+    resumed = run(resume=run_dir, flags={"train.learners": 1, "train.total_steps": first.global_step + 2048})
+    again = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"))["normalizer"]
+    assert resumed.global_step == first.global_step + 2048
+    start = float(alone["reward.count"]) - one.global_step  # what a run's first step adds (the envs' resets)
+    assert float(again["reward.count"]) == pytest.approx(float(stats["reward.count"]) + 2048 + start, abs=1e-3)
+
+
 def learner_pids(parent: subprocess.Popen, timeout: float = 60) -> list[int]:
     """The pids of the trainer's learner processes (its children running ``learner_process``)."""
     deadline = time.monotonic() + timeout
@@ -165,6 +185,10 @@ def test_a_killed_learner_ends_the_run_in_one_line_with_a_resumable_checkpoint(t
         (["--learners", "0"], "Error: train.learners: must be >= 1"),
         (["--learners", "2", "--num-envs", "3"], "Error: vec.num_envs=3 does not split over train.learners=2"),
         (["--learners", "2", "--backend", "ray"], "Error: train.learners=2: not with --backend ray"),
+        (
+            ["--learners", "2", "--set", "train.overlap=true", "--set", "train.norm_obs=true"],
+            "Error: train.learners=2: not with train.overlap and norm_obs/norm_reward together",
+        ),
         (["--learners", "2", "--device", "cuda"], "Error: train.learners=2: each learner trains on a GPU of its own"),
         (["--learners", "2", "--device", "cuda:1"], "Error: train.device=cuda:1: with --learners 2, learner R trains on"),
     ],
@@ -196,9 +220,10 @@ def wait_for_updates(proc: subprocess.Popen, run_dir, count: int) -> None:
         time.sleep(0.1)
 
 
-def test_sigterm_stops_every_learner_after_the_same_update_and_exits_143(tmp_path):
+@pytest.mark.parametrize("overlap", [False, True])  # overlapped: each learner's next rollout is in flight
+def test_sigterm_stops_every_learner_after_the_same_update_and_exits_143(tmp_path, overlap):
     run_dir = tmp_path / "run"
-    proc = start_learner_run(run_dir)
+    proc = start_learner_run(run_dir, "--set", f"train.overlap={str(overlap).lower()}")
     [child] = learner_pids(proc)
     wait_for_updates(proc, run_dir, 2)
     proc.send_signal(signal.SIGTERM)

@@ -25,6 +25,36 @@ def test_running_stats_match_numpy_over_batches():
     np.testing.assert_allclose(stats.var, data.var(axis=0), rtol=1e-10)
 
 
+def test_pooled_learners_hold_the_statistics_of_one_normalizer_fed_every_row():
+    spec, rng = ObservationSpec(spaces.Box(-50, 50, (3,))), np.random.default_rng(1)
+    make = lambda rows: Normalizer(spec, rows, obs=True, reward=True, gamma=0.9)
+    whole, learners = make(8), [make(4), make(4)]  # learner r's rows are the whole's rows 4r..4r+3
+    warm = rng.normal(10.0, 3.0, (8, 3)).astype(np.float32)  # the statistics all three start from
+    for norm in (whole, *learners):
+        norm.observe(warm)
+    before = whole.state_dict()
+    for _ in range(3):
+        for rank, (norm, loc) in enumerate(zip(learners, (-20.0, 40.0))):  # different data on each learner
+            obs, rewards = rng.normal(loc, 3.0, (4, 3)).astype(np.float32), rng.normal(1.0, 2.0, 4).astype(np.float32)
+            for target, rows in ((norm, np.arange(4)), (whole, np.arange(4) + 4 * rank)):
+                target.observe(obs)
+                target.scale(rewards, rows, np.zeros(4, bool))
+    added = []  # what each learner contributes to the all-reduce
+    for norm in learners:
+        probe = make(4)
+        probe.load_state_dict(norm.state_dict())
+        probe.pool(before, lambda moments: added.append(moments) or moments)
+    for norm in learners:
+        norm.pool(before, lambda _: added[0] + added[1])
+    assert set(whole.state_dict()) == {f"obs.0.{k}" for k in ("mean", "var", "count")} | {
+        f"reward.{k}" for k in ("mean", "var", "count")
+    }
+    for norm in learners:
+        for key, value in whole.state_dict().items():
+            np.testing.assert_allclose(norm.state_dict()[key].numpy(), value.numpy(), rtol=1e-9, err_msg=key)
+    assert not np.allclose(whole.state_dict()["obs.0.mean"].numpy(), before["obs.0.mean"].numpy())
+
+
 def test_reward_scale_is_std_of_discounted_return_reset_at_episode_start():
     scaler = RewardScaler(num_rows=2, gamma=0.5, clip=100.0)
     scaler.stats.count = 0.0

@@ -116,10 +116,10 @@ def refuse_learners(spec: EnvSpec, run: RunConfig) -> None:
         raise ConfigError(
             f"train.learners={n}: not with --backend {vc.backend} ({why}); use --backend serial or multiprocessing"
         )
-    if tc.overlap or tc.norm_obs or tc.norm_reward:
+    if tc.overlap and (tc.norm_obs or tc.norm_reward):
         raise ConfigError(
-            f"train.learners={n}: not with train.overlap, norm_obs or norm_reward yet (each learner would keep "
-            "its own lagged policy or statistics); drop them or use one learner"
+            f"train.learners={n}: not with train.overlap and norm_obs/norm_reward together (the learners pool "
+            "their statistics between rollouts, and overlap leaves none); drop one of them or use one learner"
         )
     layout = resolve_layout(spec, run.env, run.groups)
     if layout is not None and not layout.single:

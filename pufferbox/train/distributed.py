@@ -34,14 +34,17 @@ import datetime
 import signal
 import socket
 import time
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
 from pufferbox.episodes import Episodes
 from pufferbox.train.config import ConfigError
+
+if TYPE_CHECKING:
+    from pufferbox.train.normalize import Normalizer
 
 __all__ = ["LearnerLost", "Team", "free_address", "join_as_rank_zero", "join_group"]
 
@@ -88,6 +91,11 @@ class Team:
             p.grad = g
             start += g.numel()
         return flat[-1]
+
+    def pool_statistics(self, normalizer: Normalizer, before: Mapping[str, torch.Tensor]) -> None:
+        """Every learner's observation/reward statistics merged into each (:meth:`Normalizer.pool`)."""
+        total = lambda moments: self.all_reduce(torch.from_numpy(moments).to(self.device)).cpu().numpy()
+        normalizer.pool(before, total)
 
     def all_true(self, flag: bool) -> bool:
         """Whether ``flag`` holds on every learner."""

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,18 @@ class RunningMeanStd:
         delta, total = batch_mean - self.mean, self.count + n
         m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
         self.mean, self.var, self.count = self.mean + delta * n / total, m2 / total, total
+
+    def moments(self) -> np.ndarray:
+        """``[count, count * mean..., count * (var + mean**2)...]``: sums that add across sample sets."""
+        square = self.var + self.mean**2
+        return np.concatenate([[self.count], (self.count * self.mean).ravel(), (self.count * square).ravel()])
+
+    def set_moments(self, moments: np.ndarray) -> None:
+        """The statistics whose :meth:`moments` are ``moments``."""
+        count, size = float(moments[0]), self.mean.size
+        self.mean = (moments[1 : 1 + size] / count).reshape(self.mean.shape)
+        square = (moments[1 + size :] / count).reshape(self.mean.shape)
+        self.var, self.count = np.maximum(square - self.mean**2, 0.0), count  # never below 0 by rounding
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {
@@ -155,6 +167,32 @@ class Normalizer:
         if self.reward is not None:
             out |= {f"reward.{k}": v for k, v in self.reward.state_dict().items()}
         return out
+
+    def running_stats(self) -> dict[str, RunningMeanStd]:
+        """Every running statistic, by its key prefix in :meth:`state_dict`."""
+        out = {} if self.obs is None else {f"obs.{i}.": self.obs.stats[i] for i in self.obs.floats}
+        return out | ({} if self.reward is None else {"reward.": self.reward.stats})
+
+    def pool(self, before: Mapping[str, torch.Tensor], total: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Data-parallel learners: make this learner's statistics those of every learner's samples.
+
+        ``before``: the :meth:`state_dict` all learners shared when the rollout started; ``total``: an
+        array summed over the learners (an all-reduce). Each learner adds what its own rows saw since
+        ``before``, so afterwards all hold the same statistics, as one normalizer fed every row would.
+        """
+        stats = self.running_stats()
+        if not stats:
+            return
+        prior = {}
+        for prefix, running in stats.items():
+            prior[prefix] = RunningMeanStd(running.mean.shape)
+            prior[prefix].load_state_dict({k: before[prefix + k] for k in ("mean", "var", "count")})
+        added = total(np.concatenate([stats[p].moments() - prior[p].moments() for p in stats]))
+        start = 0
+        for prefix, running in stats.items():
+            size = prior[prefix].moments().size
+            running.set_moments(prior[prefix].moments() + added[start : start + size])
+            start += size
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore statistics saved by :meth:`state_dict`; a part this normalizer does not use is ignored."""

@@ -283,6 +283,8 @@ class Trainer:
                 rollout.steps, rollout.episodes, self.stop_requested, self.venv.num_envs
             )
             rollout = dataclasses.replace(rollout, steps=steps, episodes=episodes)
+            if self.normalizer is not None:  # all learners' samples: the same statistics everywhere
+                self.team.pool_statistics(self.normalizer, self.boundary["normalizer"])
         t0 = time.perf_counter()
         batch, progress, tc = rollout.batch, self.update / self.total_updates, self.tc
         lagged = tc.overlap and tc.lag_correction == "vtrace"  # the batch was acted by an older policy
