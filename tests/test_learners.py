@@ -119,6 +119,36 @@ def test_a_two_learner_cartpole_run_solves_and_resumes_with_one_learner(tmp_path
     assert again.global_step == steps[-1] + 8192  # and back to two learners
 
 
+def test_gradient_buckets_start_their_all_reduces_while_backward_still_runs(tmp_path):
+    import torch.distributed as dist
+
+    from pufferbox.train.distributed import GradientBuckets
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}", rank=0, world_size=1)
+    try:
+        net = torch.nn.Sequential(
+            torch.nn.Linear(64, 512), torch.nn.Tanh(), torch.nn.Linear(512, 512), torch.nn.Linear(512, 4)
+        )
+        params = list(net.parameters())
+        started = []  # buckets on their way when the first layer's weight gradient came in (before it counts)
+        params[0].register_post_accumulate_grad_hook(lambda _: started.append(len(buckets.flats)))
+        buckets = GradientBuckets(Team(0, 1, torch.device("cpu")), params, bucket_bytes=512 * 512 * 4)
+        assert buckets.buckets == [[5, 4, 3, 2], [1, 0]]  # backward's order: last layer first
+        loss = net(torch.randn(8, 64)).square().mean()
+        buckets.start(loss)
+        loss.backward()
+        expected = [p.grad.clone() for p in params]
+        mean_loss = buckets.finish()
+        assert started == [1]  # the two later layers' bucket was sent before backward reached the first layer
+        assert float(mean_loss) == pytest.approx(float(loss.detach()))
+        for param, grad in zip(params, expected):  # one learner: the mean is its own gradient
+            torch.testing.assert_close(param.grad, grad)
+        net(torch.randn(8, 64)).sum().backward()  # a backward outside a data-parallel step leaves them alone
+        assert len(buckets.flats) == 2
+    finally:
+        dist.destroy_process_group()
+
+
 def test_learners_pool_their_normalizer_statistics_and_a_resume_keeps_them(tmp_path):
     from pufferbox.train.runner import run
 

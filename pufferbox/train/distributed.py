@@ -65,6 +65,7 @@ class Team:
     def __init__(self, rank: int, size: int, device: torch.device, processes: Sequence[Any] = ()):
         self.rank, self.size, self.device = rank, size, device
         self.processes = list(processes)  # rank 0: ranks 1..size-1
+        self.buckets: GradientBuckets | None = None
 
     # -- the collectives --------------------------------------------------------------------------
     def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -79,18 +80,21 @@ class Team:
         """The mean of ``value`` (a tensor without gradient) over the learners."""
         return self.all_reduce(value.detach().clone()) / self.size
 
-    def average_gradients(self, params: Sequence[torch.Tensor], loss: torch.Tensor) -> torch.Tensor:
-        """Replace every gradient by its mean over the learners (one all-reduce of one flat buffer);
-        returns the learners' mean loss, so a non-finite loss anywhere skips the step everywhere."""
-        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads] + [loss.detach().reshape(1).to(grads[0].dtype)])
-        self.all_reduce(flat).div_(self.size)
-        start = 0
-        for p, g in zip(params, grads):
-            g.copy_(flat[start : start + g.numel()].view_as(g))
-            p.grad = g
-            start += g.numel()
-        return flat[-1]
+    def start_averaging(self, params: Sequence[torch.Tensor], loss: torch.Tensor) -> None:
+        """Before ``backward``: the gradients of ``params`` will be summed over the learners while backward
+        still runs (:class:`GradientBuckets`); :meth:`finish_averaging` after it returns their mean."""
+        if self.buckets is None or not self.buckets.holds(params):
+            if self.buckets is not None:
+                self.buckets.remove()
+            self.buckets = GradientBuckets(self, params)
+        self.buckets.start(loss)
+
+    def finish_averaging(self) -> torch.Tensor:
+        """After ``backward`` (or instead of it, when none of the minibatch is here): every gradient is its
+        mean over the learners; returns the learners' mean loss, so a non-finite loss anywhere skips the
+        step everywhere."""
+        assert self.buckets is not None, "start_averaging first"
+        return self.buckets.finish()
 
     def pool_statistics(self, normalizer: Normalizer, before: Mapping[str, torch.Tensor]) -> None:
         """Every learner's observation/reward statistics merged into each (:meth:`Normalizer.pool`)."""
@@ -159,6 +163,86 @@ class Team:
             if process.exitcode is None:
                 process.kill()
                 process.join()
+
+
+class GradientBuckets:
+    """Gradients summed over the learners while ``backward`` runs, as DDP's reducer does.
+
+    The parameters are cut into buckets of about ``bucket_bytes`` in the order backward produces their
+    gradients (the last layers first). A hook on each parameter counts its gradient in; the bucket's
+    all-reduce starts (asynchronously) as soon as all of its gradients are in and every earlier bucket has
+    started, so every learner issues the same collectives in the same order, whatever its backward does.
+    :meth:`finish` starts what backward did not reach (zeros for a parameter without a gradient), waits,
+    and sets each gradient to its mean. The loss goes first, so its mean is known with the gradients'.
+    """
+
+    def __init__(self, team: Team, params: Sequence[torch.Tensor], bucket_bytes: int = 4 << 20):
+        self.team, self.params = team, list(params)
+        self.buckets: list[list[int]] = [[]]
+        for index in reversed(range(len(self.params))):
+            size = sum(self.params[i].numel() * self.params[i].element_size() for i in self.buckets[-1])
+            if self.buckets[-1] and size >= bucket_bytes:
+                self.buckets.append([])
+            self.buckets[-1].append(index)
+        self.bucket_of = {id(p): b for b, bucket in enumerate(self.buckets) for p in (self.params[i] for i in bucket)}
+        self.hooks = [p.register_post_accumulate_grad_hook(self.gradient_in) for p in self.params]
+        self.armed = False
+
+    def holds(self, params: Sequence[torch.Tensor]) -> bool:
+        return len(params) == len(self.params) and all(a is b for a, b in zip(params, self.params))
+
+    def remove(self) -> None:
+        for hook in self.hooks:
+            hook.remove()
+
+    def start(self, loss: torch.Tensor) -> None:
+        self.missing = [len(bucket) for bucket in self.buckets]
+        self.flats: list[torch.Tensor] = []
+        self.works: list[Any] = []
+        self.failure: RuntimeError | None = None
+        self.loss = loss.detach().reshape(1).float().clone()
+        self.launch(self.loss)
+        self.armed = True
+
+    def gradient_in(self, param: torch.Tensor) -> None:
+        if not self.armed:  # a backward outside a data-parallel minibatch step
+            return
+        self.missing[self.bucket_of[id(param)]] -= 1
+        while len(self.flats) < len(self.buckets) and self.missing[len(self.flats)] == 0:
+            self.launch_bucket()
+
+    def launch_bucket(self) -> None:
+        params = [self.params[i] for i in self.buckets[len(self.flats)]]
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in params]
+        self.flats.append(torch.cat([g.reshape(-1) for g in grads]))
+        self.launch(self.flats[-1])
+
+    def launch(self, tensor: torch.Tensor) -> None:
+        if self.failure is None:  # after a failure nothing more is sent: finish raises it
+            try:
+                self.works.append(dist.all_reduce(tensor, async_op=True))
+            except RuntimeError as exc:
+                self.failure = exc
+
+    def finish(self) -> torch.Tensor:
+        self.armed = False
+        while len(self.flats) < len(self.buckets):
+            self.launch_bucket()
+        try:
+            for work in self.works:
+                work.wait()
+        except RuntimeError as exc:
+            self.failure = exc
+        if self.failure is not None:
+            raise self.team.lost(self.failure) from None
+        for bucket, flat in zip(self.buckets, self.flats):
+            flat.div_(self.team.size)
+            start = 0
+            for i in bucket:
+                param = self.params[i]
+                param.grad = flat[start : start + param.numel()].view_as(param)
+                start += param.numel()
+        return self.loss[0] / self.team.size
 
 
 def first_line(exc: BaseException) -> str:

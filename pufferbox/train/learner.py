@@ -15,8 +15,9 @@ steps. It knows nothing about backends or envs.
   LSTM state with resets at episode starts (truncated BPTT).
 * Data-parallel learners (``team``, :mod:`~pufferbox.train.distributed`): each holds a part of the batch;
   all draw the same shuffle of the whole batch and keep their own samples of each minibatch, the losses
-  are means over the whole minibatch, and :meth:`Team.average_gradients` runs between ``backward`` and
-  the optimizer step: every learner takes the step one learner would take on the whole batch.
+  are means over the whole minibatch, and the gradients are summed over the learners while ``backward``
+  runs (:meth:`Team.start_averaging`, ``finish_averaging``), before the optimizer step: every learner
+  takes the step one learner would take on the whole batch.
 
 Example:
     >>> learner = Learner(agent, resolve_run_config().train, seed=1)  # doctest: +SKIP
@@ -277,10 +278,12 @@ class Learner:
         entropy_loss = wmean(entropy)
         loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
+        if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
+            self.team.start_averaging(self.optimizer.params, loss)  # summed while backward runs
         if loss.requires_grad:  # not when none of a data-parallel minibatch is here (its gradients: zero)
             loss.backward()
-        if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
-            loss = self.team.average_gradients(self.optimizer.params, loss)
+        if self.team is not None:
+            loss = self.team.finish_averaging()
         grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
         finite = torch.isfinite(loss.detach() + grad_norm)
         if self.sync_free:
