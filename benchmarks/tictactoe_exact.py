@@ -6,11 +6,20 @@ probabilities of a win, draw and loss and the first losing lines. "Never loses i
 loss probability of about 0 (at 0.5% a 200-game evaluation still loses once 63% of the time).
 
     .venv/bin/python benchmarks/tictactoe_exact.py runs/pzclassic-tictactoe-.../checkpoints/ckpt-00000245.pt second
+
+A run directory instead of a checkpoint evaluates each of its checkpoints from update ``--from-update`` on,
+both seats, one line each: a loss probability that is zero at one checkpoint and not at the next is noise
+around zero, not a solved seat (RESULTS.md, "15 settings x 3 seeds").
+
+    .venv/bin/python benchmarks/tictactoe_exact.py runs/pzclassic-tictactoe-... --from-update 150
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -73,16 +82,47 @@ def outcomes(move, seat: int) -> tuple[dict[str, float], list[list[int]]]:
     return totals, lost
 
 
+def report(checkpoint: str, side: str) -> tuple[str, list[list[int]]]:
+    """``side: P(win)=.. P(draw)=.. P(loss)=..; N losing lines`` for one seat of one checkpoint, and those lines."""
+    seat = 0 if side == "first" else 1
+    totals, lost = outcomes(seat_policy(checkpoint, seat), seat)
+    return f"{side}: " + " ".join(f"P({k})={v:.4f}" for k, v in totals.items()) + f"; {len(lost)} losing lines", lost
+
+
+def fail(message: str) -> None:
+    """Bad input: one ``Error:`` line on stderr, exit status 2."""
+    print(f"Error: {message}.", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_series(run: Path, from_update: int) -> None:
+    """One line per checkpoint of ``run`` from ``from_update`` on: both seats' exact results."""
+    checkpoints = sorted(run.glob("checkpoints/ckpt-*.pt"))
+    if not checkpoints:
+        fail(f"{run} holds no checkpoints/ckpt-*.pt: pass a run directory or a checkpoint file")
+    for checkpoint in checkpoints:
+        update = int(re.search(r"ckpt-(\d+)", checkpoint.name).group(1))
+        if update >= from_update:
+            print(f"update {update}: " + " | ".join(report(str(checkpoint), side)[0] for side in ("first", "second")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint")
-    parser.add_argument("side", choices=["first", "second"])
+    parser.add_argument("checkpoint", help="a checkpoint file, or a run directory (its checkpoints, both seats)")
+    parser.add_argument("side", nargs="?", choices=["first", "second"], help="the seat (a checkpoint file only)")
+    parser.add_argument("--from-update", type=int, default=0, help="a run directory: skip earlier checkpoints")
     args = parser.parse_args()
-    seat = 0 if args.side == "first" else 1
-    totals, lost = outcomes(seat_policy(args.checkpoint, seat), seat)
-    print(f"{args.side}: " + " ".join(f"P({k})={v:.4f}" for k, v in totals.items()) + f"; {len(lost)} losing lines")
-    for line in sorted(lost)[:10]:
-        print("  lost:", line)
+    if not Path(args.checkpoint).exists():
+        fail(f"{args.checkpoint} does not exist: pass a checkpoint file or a run directory")
+    if Path(args.checkpoint).is_dir():
+        run_series(Path(args.checkpoint), args.from_update)
+        return
+    if args.side is None:
+        parser.error("a checkpoint file needs its seat: first or second")
+    line, lost = report(args.checkpoint, args.side)
+    print(line)
+    for moves in sorted(lost)[:10]:
+        print("  lost:", moves)
 
 
 if __name__ == "__main__":
