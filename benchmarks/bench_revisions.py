@@ -32,6 +32,8 @@ BEFORE_GROUPS = "88f873c^"  # the commit before agent groups were introduced
 JOBS = {
     "cartpole": ["train", "cartpole", "--total-steps", "300000", "--set", "train.stop_on_solve=false"],
     "nethack": ["train", "nethack", "--total-steps", "16384"],
+    # data-parallel learners (issue 41): 2 learners of 8 envs each, one torch thread each
+    "nethack-learners2": ["train", "nethack", "--total-steps", "16384", "--learners", "2", "--set", "train.torch_threads=1"],
     "cartpole-solve": ["train", "cartpole"],
 }
 SEEDED = {"cartpole-solve"}  # jobs that run seed repeat + 1; the others keep their default seed
