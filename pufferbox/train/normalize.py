@@ -185,14 +185,14 @@ class Normalizer:
             return
         prior = {}
         for prefix, running in stats.items():
-            prior[prefix] = RunningMeanStd(running.mean.shape)
-            prior[prefix].load_state_dict({k: before[prefix + k] for k in ("mean", "var", "count")})
-        added = total(np.concatenate([stats[p].moments() - prior[p].moments() for p in stats]))
+            shared = RunningMeanStd(running.mean.shape)
+            shared.load_state_dict({k: before[prefix + k] for k in ("mean", "var", "count")})
+            prior[prefix] = shared.moments()
+        added = total(np.concatenate([stats[p].moments() - prior[p] for p in stats]))
         start = 0
         for prefix, running in stats.items():
-            size = prior[prefix].moments().size
-            running.set_moments(prior[prefix].moments() + added[start : start + size])
-            start += size
+            running.set_moments(prior[prefix] + added[start : start + prior[prefix].size])
+            start += prior[prefix].size
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore statistics saved by :meth:`state_dict`; a part this normalizer does not use is ignored."""
