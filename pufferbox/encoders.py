@@ -5,6 +5,14 @@ The encoder contract, which plugins implement for their own default policy::
     Encoder(obs_spec: ObservationSpec, act_spec: ActionSpec, hidden_size: int = 256, **kwargs)
     encoder.hidden_size                      # width of the features
     encoder(flat_obs[B, flat_size]) -> Tensor[B, hidden_size]
+    encoder.output_layers(outputs) -> (action_layer, value_layer)   # optional
+
+Without ``output_layers`` the agent reads the features with its own linear action layer (``outputs``
+wide: logits, then a continuous action's means) and value layer. An encoder that defines it supplies
+both, ``nn.Linear``-like modules from ``(B, hidden_size)`` features to ``(B, outputs)`` and ``(B, 1)``:
+a policy that must score moves in a structured way (pzclassic's board symmetries average each image's
+move scores back onto the real board) owns that step; the ``weight``/``bias`` of its action layer are what
+zeroing makes a uniform player.
 
 Encoders call ``obs_spec.torch_layout()`` in ``__init__`` and ``obs_spec.unflatten_torch``
 first in ``forward`` (views only, no graph breaks under torch.compile). A plugin reaches these

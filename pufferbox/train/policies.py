@@ -23,7 +23,7 @@ from torch.distributions import Categorical, Normal
 
 from pufferbox.encoders import CNNEncoder, MLPEncoder, is_image_space, layer_init
 from pufferbox.spaces import ActionMask, ActionSpec, ObservationSpec, mask_logits
-from pufferbox.train.config import PolicyConfig, typed
+from pufferbox.train.config import ConfigError, PolicyConfig, typed
 
 __all__ = ["MLPEncoder", "CNNEncoder", "ActionDistribution", "Agent", "is_image_space", "build_agent", "layer_init"]
 
@@ -156,7 +156,15 @@ class Agent(nn.Module):
         self.lstm_size = lstm_size
         self.uniform = False  # zeroed logits standing for a random player (matches): greedy still samples
         self.actor = ActionHead(act_spec, width)
-        self.critic = layer_init(nn.Linear(width, 1), std=1.0)
+        self.critic: nn.Module = layer_init(nn.Linear(width, 1), std=1.0)
+        output_layers = getattr(encoder, "output_layers", None)  # its own action and value layers (pufferbox.encoders)
+        if callable(output_layers):
+            if self.lstm is not None:
+                raise ConfigError(
+                    f"policy.lstm: the encoder {type(encoder).__name__} brings its own output layers, which read its "
+                    "features directly; train it without policy.lstm"
+                )
+            self.actor.linear, self.critic = output_layers(cast(nn.Linear, self.actor.linear).out_features)
 
     def initial_state(self, rows: int, device: torch.device | str = "cpu") -> LSTMState | None:
         if self.lstm is None:
