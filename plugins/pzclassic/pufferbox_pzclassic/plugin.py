@@ -11,9 +11,11 @@ classic game puts beside its observation.
 Self-play: one policy per seat (groups ``first`` and ``second``), so ``pufferbox eval GAME
 --opponent random --side first|second`` plays a seat against uniformly random legal moves; the winner
 is the seat with the higher return (a draw when equal). Tic-tac-toe's and connect four's defaults also train each seat
-against a careless one (``league.random_opponent``), half of the time the one-ply tactician of
-:mod:`pufferbox_pzclassic.tactics` (``league.scripted_opponent``): self-play alone leaves the two seats
-with blind spots neither punishes.
+against a careless one (``league.random_opponent``), half of the time a scripted player of
+:mod:`pufferbox_pzclassic.tactics` (``league.scripted_opponent``: tic-tac-toe's perfect player, connect
+four's one-ply tactician): self-play alone leaves the two seats with blind spots neither punishes.
+Tic-tac-toe's policy sees each position through the board's eight symmetries
+(:mod:`pufferbox_pzclassic.symmetry`; ``--set policy.encoder="mlp"`` for a plain MLP).
 
 ``pzclassic/tictactoe-vs-random``: the single-agent game against a uniformly random opponent
 (a seeded coin picks the seat each episode), with the mask under ``action_mask`` (``mask=True``) or under
@@ -54,9 +56,9 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
             },
             "vec": {"num_envs": 32},
             "policy": {"hidden_size": 128},
-            # in 80% of the games one seat is careless: half of those uniformly random, half the one-ply
-            # tactician, which punishes the blind spots the two seats' policies share in self-play
-            "league": {"random_opponent": 0.8, "scripted_opponent": "pufferbox_pzclassic.tactics:tictactoe"},
+            # in 80% of the games one seat is careless: half of those uniformly random, half a perfect player,
+            # which punishes every losing reply (self-play's seats share blind spots neither punishes)
+            "league": {"random_opponent": 0.8, "scripted_opponent": "pufferbox_pzclassic.tactics:tictactoe_perfect"},
         },
     ),
     "connect_four": (
@@ -98,6 +100,10 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
         {"train": {"total_steps": 2_000_000, "ent_coef": 0.01}, "vec": {"num_envs": 32}},
     ),
 }
+
+
+# the boards' symmetric policies (pufferbox_pzclassic.symmetry): every image of a position played alike
+POLICIES = {"tictactoe": "pufferbox_pzclassic.symmetry:TicTacToePolicy"}
 
 
 def make_game(module: str, **kwargs: Any) -> Any:
@@ -177,7 +183,7 @@ def register_envs(register: Any) -> None:
             EnvSpec(
                 f"pzclassic/{name}",
                 EnvBuild(make_game, kwargs={"module": module, **kwargs}),
-                TrainDefaults(config=config, groups=seat_groups),
+                TrainDefaults(config=config, groups=seat_groups, policy=POLICIES.get(name)),
                 EnvMeta(description=description, requires={**PETTINGZOO, **requires}),
             )
         )

@@ -50,15 +50,22 @@ def test_chess_and_poker_are_unavailable_without_their_packages():
     assert error.startswith("Error: env 'pzclassic/chess' is unavailable: missing chess")
 
 
-def test_tictactoe_self_play_meets_the_tactician_by_default(tmp_path):
-    from pufferbox_pzclassic import tactics
+def test_tictactoe_self_play_meets_the_perfect_player_with_the_symmetric_policy_by_default(tmp_path):
+    from pufferbox_pzclassic import symmetry, tactics
 
+    assert spec("pzclassic/tictactoe").load_policy() is symmetry.TicTacToePolicy
     league = spec("pzclassic/tictactoe").training.config["league"]
-    assert api.resolve(league["scripted_opponent"]) is tactics.tictactoe and 0 < league["random_opponent"] < 1
+    assert api.resolve(league["scripted_opponent"]) is tactics.tictactoe_perfect and 0 < league["random_opponent"] < 1
     four = spec("pzclassic/connect_four").training.config["league"]
     assert api.resolve(four["scripted_opponent"]) is tactics.connect_four and 0 < four["random_opponent"] < 1
     run = tmp_path / "run"
     args = ["train", "pzclassic/tictactoe", "--total-steps", "4096", "--run-dir", str(run), "--no-tensorboard"]
     done = subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert 'scripted_opponent = "pufferbox_pzclassic.tactics:tictactoe"' in (run / "config.toml").read_text()
+    assert 'scripted_opponent = "pufferbox_pzclassic.tactics:tictactoe_perfect"' in (run / "config.toml").read_text()
+    # the symmetric policy through eval (registered by the plugin, so trusted), against random moves
+    args = ["eval", "pzclassic/tictactoe", "--checkpoint", str(run), "--opponent", "random", "--side", "second"]
+    args += ["--episodes", "6", "--deterministic"]
+    done = subprocess.run([sys.executable, "-m", "pufferbox", *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "second" in done.stdout

@@ -1,5 +1,6 @@
-"""The one-ply training opponent (``league.scripted_opponent``) against PettingZoo's own rules: in random
-positions it takes a win whenever the game engine says one exists, else blocks the opponent's immediate win."""
+"""The training opponents (``league.scripted_opponent``) against PettingZoo's own rules: in random
+positions the one-ply player takes a win whenever the game engine says one exists, else blocks the
+opponent's immediate win; the perfect tic-tac-toe player never loses."""
 
 from __future__ import annotations
 
@@ -79,3 +80,31 @@ def test_random_among_quiet_moves_and_any_move_for_a_waiting_seat():
     assert set(picks.tolist()) == set(range(9))  # no tactic on an empty board: uniform over the legal moves
     waiting = tactics.connect_four({"observation": np.zeros((3, 6, 7, 2), np.int8)}, np.zeros((3, 7), bool), rng)
     assert ((waiting >= 0) & (waiting < 7)).all()  # an all-zero mask (not this seat's turn): ignored, any column
+
+
+def test_perfect_tictactoe_never_loses_and_draws_against_itself():
+    """The solved player, in PettingZoo's engine: tic-tac-toe is a draw, the replies to an edge opening that
+    draw are the adjacent corners, the centre and the opposite edge, and no opponent beats it."""
+    assert tactics.solved(0, 0) == (0.0, 0b111111111)  # every opening draws
+    value, best = tactics.solved(0, 1 << 1)  # X on the top edge (cell 1), O to move
+    assert value == 0.0 and {c for c in range(9) if best >> c & 1} == {0, 2, 4, 7}
+    rng = np.random.default_rng(5)
+    for game in range(120):
+        perfect_seat, env = game % 3, replay(tictactoe_v3.env, [])  # 0/1: perfect vs random; 2: both perfect
+        while not any(env.terminations.values()):
+            mover = env.agent_selection
+            obs = env.observe(mover)
+            if perfect_seat == 2 or mover == env.possible_agents[perfect_seat]:
+                move = int(
+                    tactics.tictactoe_perfect({"observation": obs["observation"][None]}, obs["action_mask"][None] != 0, rng)[
+                        0
+                    ]
+                )
+            else:
+                move = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+            env.step(move)
+        rewards = [env.rewards[a] for a in env.possible_agents]
+        if perfect_seat == 2:
+            assert rewards == [0, 0]
+        else:
+            assert rewards[perfect_seat] >= 0
