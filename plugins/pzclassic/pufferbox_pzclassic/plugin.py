@@ -14,8 +14,8 @@ is the seat with the higher return (a draw when equal). Tic-tac-toe's and connec
 against a careless one (``league.random_opponent``), half of the time a scripted player of
 :mod:`pufferbox_pzclassic.tactics` (``league.scripted_opponent``: tic-tac-toe's perfect player, connect
 four's one-ply tactician): self-play alone leaves the two seats with blind spots neither punishes.
-Tic-tac-toe's policy sees each position through the board's eight symmetries
-(:mod:`pufferbox_pzclassic.symmetry`; ``--set policy.encoder="mlp"`` for a plain MLP).
+Tic-tac-toe's policy sees each position through the board's eight symmetries, connect four's through
+its mirror (:mod:`pufferbox_pzclassic.symmetry`; ``--set policy.encoder="mlp"`` for a plain MLP).
 
 ``pzclassic/tictactoe-vs-random``: the single-agent game against a uniformly random opponent
 (a seeded coin picks the seat each episode), with the mask under ``action_mask`` (``mask=True``) or under
@@ -75,7 +75,8 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
                 "num_minibatches": 4,
             },
             "vec": {"num_envs": 64},
-            "league": {"random_opponent": 0.5, "scripted_opponent": "pufferbox_pzclassic.tactics:connect_four"},
+            "policy": {"hidden_size": 128},
+            "league": {"random_opponent": 0.8, "scripted_opponent": "pufferbox_pzclassic.tactics:connect_four"},
         },
     ),
     "chess": (
@@ -103,7 +104,10 @@ GAMES: dict[str, tuple[str, dict, dict, str, dict]] = {
 
 
 # the boards' symmetric policies (pufferbox_pzclassic.symmetry): every image of a position played alike
-POLICIES = {"tictactoe": "pufferbox_pzclassic.symmetry:TicTacToePolicy"}
+POLICIES = {
+    "tictactoe": "pufferbox_pzclassic.symmetry:TicTacToePolicy",
+    "connect_four": "pufferbox_pzclassic.symmetry:ConnectFourPolicy",
+}
 
 
 def make_game(module: str, **kwargs: Any) -> Any:

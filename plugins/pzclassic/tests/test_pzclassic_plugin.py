@@ -54,6 +54,7 @@ def test_tictactoe_self_play_meets_the_perfect_player_with_the_symmetric_policy_
     from pufferbox_pzclassic import symmetry, tactics
 
     assert spec("pzclassic/tictactoe").load_policy() is symmetry.TicTacToePolicy
+    assert spec("pzclassic/connect_four").load_policy() is symmetry.ConnectFourPolicy
     league = spec("pzclassic/tictactoe").training.config["league"]
     assert api.resolve(league["scripted_opponent"]) is tactics.tictactoe_perfect and 0 < league["random_opponent"] < 1
     four = spec("pzclassic/connect_four").training.config["league"]
