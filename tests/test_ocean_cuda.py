@@ -21,8 +21,8 @@ CUDA_GAMES = sorted(game.name for game in games() if game.cuda_type)
 KWARGS = {game.name: game.check_kwargs for game in games()}
 
 
-def test_pong_breakout_and_snake_have_kernels():
-    assert {"pong", "breakout", "snake"} <= set(CUDA_GAMES)
+def test_the_games_with_kernels():
+    assert {"pong", "breakout", "snake", "enduro", "arena", "go", "connect4"} <= set(CUDA_GAMES)
 
 
 @pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler for the host simulator")

@@ -36,7 +36,7 @@ typedef struct {
     uint8_t height[C4_COLS]; /* discs in each column */
 } Connect4;
 
-static int connect4_configure(Connect4 *env, const int64_t *params)
+OCEAN_FN int connect4_configure(Connect4 *env, const int64_t *params)
 {
     if (params[0] < 1 || params[0] > C4_CELLS) return -1;
     env->max_moves = params[0];
@@ -44,7 +44,7 @@ static int connect4_configure(Connect4 *env, const int64_t *params)
 }
 
 /* The first agent's row; the second's holds the same two planes swapped. */
-static void connect4_observe(const Connect4 *env, float *obs)
+OCEAN_FN void connect4_observe(const Connect4 *env, float *obs)
 {
     float *p = obs + C4_OBS;
     for (int i = 0; i < C4_CELLS; i++) {
@@ -55,7 +55,7 @@ static void connect4_observe(const Connect4 *env, float *obs)
     p[2 * C4_CELLS] = 1.0f - obs[2 * C4_CELLS];
 }
 
-static void connect4_reset(Connect4 *env, float *obs)
+OCEAN_FN void connect4_reset(Connect4 *env, float *obs)
 {
     memset(env->cells, 0, sizeof(env->cells));
     memset(env->height, 0, sizeof(env->height));
@@ -64,7 +64,7 @@ static void connect4_reset(Connect4 *env, float *obs)
 }
 
 /* Discs of `who` in a line from (row, col) stepping (dr, dc), not counting (row, col) itself. */
-static inline int connect4_run(const Connect4 *env, int row, int col, int dr, int dc, uint8_t who)
+OCEAN_FN int connect4_run(const Connect4 *env, int row, int col, int dr, int dc, uint8_t who)
 {
     int n = 0;
     for (int r = row + dr, c = col + dc; r >= 0 && r < C4_ROWS && c >= 0 && c < C4_COLS; r += dr, c += dc) {
@@ -74,7 +74,7 @@ static inline int connect4_run(const Connect4 *env, int row, int col, int dr, in
     return n;
 }
 
-static int connect4_wins(const Connect4 *env, int row, int col, uint8_t who)
+OCEAN_FN int connect4_wins(const Connect4 *env, int row, int col, uint8_t who)
 {
     static const int DIRS[4][2] = {{0, 1}, {1, 0}, {1, 1}, {1, -1}};
     for (int d = 0; d < 4; d++) {
@@ -84,8 +84,8 @@ static int connect4_wins(const Connect4 *env, int row, int col, uint8_t who)
     return 0;
 }
 
-static int connect4_step(Connect4 *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
-                         uint8_t *truncations, double *metrics)
+OCEAN_FN int connect4_step(Connect4 *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                           uint8_t *truncations, double *metrics)
 {
     const int mover = (int)(env->moves & 1);
     int col = (int)actions[mover];

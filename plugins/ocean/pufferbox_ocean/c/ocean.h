@@ -22,7 +22,9 @@
 #include <string.h>
 
 /* Every function of a game is OCEAN_FN: plain static inline C here, host-and-device under nvcc, so the
- * same header builds the CPU block and the game's CUDA kernel (pufferbox_ocean/cuda.py). */
+ * same header builds the CPU block and the game's CUDA kernel (pufferbox_ocean/cuda.py). A table the
+ * functions read is a static const array inside one of them (a file-scope array is host memory that
+ * device code cannot read); only the table row's action sizes (NAME_ACT_N) stay at file scope. */
 #ifdef __CUDACC__
 #define OCEAN_FN static __host__ __device__ inline
 #else

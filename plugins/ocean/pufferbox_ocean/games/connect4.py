@@ -154,4 +154,5 @@ GAME = Game(
     },
     groups={"first": ["first"], "second": ["second"]},
     check_kwargs={"max_moves": 14},
+    cuda_type="Connect4",
 )
