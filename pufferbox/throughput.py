@@ -23,12 +23,15 @@ from pufferbox.vector.base import VectorConfigError
 __all__ = ["autotune", "bench", "candidate_configs", "command_line"]
 
 ACTION_BATCHES = 16
+ACTION_BYTES = 256 * 2**20  # the pre-drawn batches take at most this much (or one batch), whatever num_envs
 
 
 def random_actions(venv: vector.VectorEnv, seed: int = 0) -> list[np.ndarray]:
     space = venv.action_space
     space.seed(seed)
-    return [np.asarray(space.sample()) for _ in range(ACTION_BATCHES)]
+    first = np.asarray(space.sample())
+    batches = max(1, min(ACTION_BATCHES, ACTION_BYTES // max(1, first.nbytes)))
+    return [first, *(np.asarray(space.sample()) for _ in range(batches - 1))]
 
 
 def bench(
@@ -62,7 +65,7 @@ def bench(
         venv.recv()
         steps, start, timing = 0, time.perf_counter(), False
         while True:
-            venv.send(actions[steps % ACTION_BATCHES])
+            venv.send(actions[steps % len(actions)])
             venv.recv()
             steps += 1
             now = time.perf_counter()

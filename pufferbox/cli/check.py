@@ -37,6 +37,7 @@ def check(
     `pufferbox check tag --cuda --host` checks a kernel against its CPU reference without a GPU.
     """
     from pufferbox.conformance import CHECKS, check_env_spec
+    from pufferbox.vector.base import EnvFactory, refuse_oversized
 
     unknown = [c for c in only if c not in CHECKS]
     if unknown:
@@ -46,6 +47,7 @@ def check(
     spec.ensure_available()
     if cuda and (spec.build.implementation != "cuda" or spec.build.cuda is None):
         raise UserError(f"--cuda: env {spec.name!r} has no CUDA kernel; `pufferbox envs` lists the cuda ones")
+    refuse_oversized(EnvFactory(spec, use_native=False), num_envs)  # the vector checks' emulated envs
     results = check_env_spec(spec, steps=steps, seed=seed, num_envs=num_envs, checks=list(only) or None)
     for result in results:
         click.echo(f"{spec.name}: {result}")

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from pufferbox.train.config import ConfigError
+from pufferbox.vector.memory import available_memory
 
 __all__ = [
     "MAX_AUTO_THREADS",
@@ -109,36 +110,6 @@ def policy_macs(agent: Any, obs_spec: Any) -> float:
         for hook in hooks:
             hook.remove()
     return total / rows
-
-
-def read_int(path: str) -> int | None:
-    """The integer in a one-number file (cgroup and proc files), None if absent or not a number ("max")."""
-    try:
-        with open(path) as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate: ``MemAvailable`` of ``/proc/meminfo``, less where a cgroup
-    (a container's ``--memory``) caps it lower; None where neither is known (not Linux)."""
-    known = []
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    known.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError):
-        pass
-    for limit_file, usage_file in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),  # v1
-    ):
-        limit, usage = read_int(limit_file), read_int(usage_file)
-        if limit is not None and usage is not None and limit < 2**60:
-            known.append(max(0, limit - usage))
-    return min(known) if known else None
 
 
 def pick_device(name: str) -> torch.device:

@@ -33,6 +33,7 @@ within ``step_timeout`` seconds (a hung env, a stopped process) and close themse
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -51,6 +52,7 @@ __all__ = [
     "VectorEnv",
     "VectorConfigError",
     "WorkerError",
+    "refuse_oversized",
     "WorkerTimeoutError",
     "LOGITS_NOT_FINITE",
     "OBSERVATION_NOT_FINITE",
@@ -182,6 +184,25 @@ class EnvFactory:
         return [a.flat_space for _, a in specs]
 
 
+def refuse_oversized(factory: EnvFactory, num_envs: int, batch_envs: int | None = None) -> None:
+    """One line (:class:`VectorConfigError`) when ``num_envs`` of the factory's envs cannot fit in the memory
+    available, before anything of theirs is allocated (see :mod:`pufferbox.vector.memory`)."""
+    from pufferbox.vector.memory import env_memory_needed, refuse_oversized_envs
+
+    obs_spec, act_spec, agents_per_env = factory.layout()
+    act_elems = math.prod(act_spec.shape)
+    needs = env_memory_needed(
+        flat_size=obs_spec.flat_size,
+        obs_itemsize=obs_spec.flat_dtype.itemsize,
+        act_bytes=act_elems * act_spec.dtype.itemsize,
+        act_elems=act_elems,
+        rows=num_envs * agents_per_env,
+        batch_rows=(batch_envs or num_envs) * agents_per_env,
+        emulated=0 if factory.native else num_envs,
+    )
+    refuse_oversized_envs(factory.spec.name, num_envs, needs, VectorConfigError)
+
+
 def batch_rows(slot_spaces: list[gymnasium.Space], envs: int) -> gymnasium.Space:
     """The batch action space of ``envs`` envs whose agent slots act in their own spaces (row order):
     each row's own range, so ``action_space.sample()`` is legal for every agent.
@@ -230,6 +251,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         if self.batch_envs <= 0 or num_envs % self.batch_envs:
             raise VectorConfigError(f"num_envs ({num_envs}) must be a multiple of batch_size ({self.batch_envs})")
         self.batch_size = self.batch_envs * self.agents_per_env
+        refuse_oversized(factory, num_envs, self.batch_envs)  # before the batch spaces, buffers or envs exist
         self.single_observation_space = self.obs_spec.flat_space
         self.single_action_space = self.act_spec.flat_space
         self.observation_space = batch_space(self.single_observation_space, self.batch_size)

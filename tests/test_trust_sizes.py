@@ -1,0 +1,63 @@
+"""Every command that builds envs refuses a size that cannot fit, up front, as ``train`` does (issue 54,
+defect 1): one ``Error:`` line naming the env, the envs' count, the GiB they need and the memory available,
+exit 2. The subprocesses run under an address-space limit (``ulimit -v``, which the check honours), so
+code that allocates first fails these tests with a MemoryError or a kill instead of refusing."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+import pufferbox.vector as vector
+import pufferbox.vector.memory as memory
+from pufferbox.vector.base import VectorConfigError
+
+LIMIT = 6 * 2**30  # bytes of address space a subprocess may take (torch alone maps about 2 GiB)
+
+
+def limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "cartpole", "--num-envs", "100000000"],
+        ["bench", "cartpole", "--no-native", "--num-envs", "10000000"],
+        ["bench", "cartpole", "--backend", "multiprocessing", "--num-envs", "100000000"],
+        ["check", "cartpole", "--num-envs", "100000000"],
+    ],
+    ids=["bench", "bench-emulated", "bench-multiprocessing", "check"],
+)
+def test_every_command_that_builds_envs_refuses_a_size_that_cannot_fit(args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pufferbox", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        timeout=120,
+        preexec_fn=limited,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cartpole: "), proc.stderr
+    for needle in ["envs need at least", "GiB", "env buffers", "memory available", "fix: lower --num-envs"]:
+        assert needle in lines[0], lines[0]
+
+
+def test_a_vector_env_is_refused_before_its_batch_spaces_or_envs_exist(monkeypatch):
+    """The check runs on every backend's construction, against the memory available now."""
+    built: list = []
+    with monkeypatch.context() as patch:
+        patch.setattr(memory, "available_memory", lambda: 10_000)
+        patch.setattr(vector.EnvFactory, "blocks", lambda self, *a: built.append(a))
+        with pytest.raises(VectorConfigError, match=r"cartpole: 1,000 envs need at least .* emulated envs"):
+            vector.make("cartpole", num_envs=1000, native=False)
+    assert built == []
+    monkeypatch.setattr(memory, "available_memory", lambda: None)  # unknown: nothing refused
+    with vector.make("cartpole", num_envs=2) as venv:
+        assert venv.num_envs == 2
