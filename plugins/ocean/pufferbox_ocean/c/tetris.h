@@ -28,28 +28,8 @@
 #define TETRIS_PIECE_REWARD 0.01
 
 static const int64_t TETRIS_ACT_N[1] = {6};
-static const double TETRIS_LINE_REWARD[5] = {0.0, 1.0, 3.0, 5.0, 8.0};
 #define TETRIS_GAME                                                                                            \
     OCEAN_GAME(tetris, Tetris, 1, TETRIS_OBS * sizeof(float), 1, TETRIS_ACT_N, TETRIS_N_PARAMS, TETRIS_N_METRICS)
-
-/* Box size and, per rotation, the four (row, col) cells inside the box: I O T S Z J L. */
-static const int TETRIS_BOX[7] = {4, 2, 3, 3, 3, 3, 3};
-static const int8_t TETRIS_SHAPES[7][4][4][2] = {
-    {{{1, 0}, {1, 1}, {1, 2}, {1, 3}}, {{0, 2}, {1, 2}, {2, 2}, {3, 2}},
-     {{2, 0}, {2, 1}, {2, 2}, {2, 3}}, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}},
-    {{{0, 0}, {0, 1}, {1, 0}, {1, 1}}, {{0, 0}, {0, 1}, {1, 0}, {1, 1}},
-     {{0, 0}, {0, 1}, {1, 0}, {1, 1}}, {{0, 0}, {0, 1}, {1, 0}, {1, 1}}},
-    {{{0, 1}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {1, 1}, {1, 2}, {2, 1}},
-     {{1, 0}, {1, 1}, {1, 2}, {2, 1}}, {{0, 1}, {1, 0}, {1, 1}, {2, 1}}},
-    {{{0, 1}, {0, 2}, {1, 0}, {1, 1}}, {{0, 1}, {1, 1}, {1, 2}, {2, 2}},
-     {{1, 1}, {1, 2}, {2, 0}, {2, 1}}, {{0, 0}, {1, 0}, {1, 1}, {2, 1}}},
-    {{{0, 0}, {0, 1}, {1, 1}, {1, 2}}, {{0, 2}, {1, 1}, {1, 2}, {2, 1}},
-     {{1, 0}, {1, 1}, {2, 1}, {2, 2}}, {{0, 1}, {1, 0}, {1, 1}, {2, 0}}},
-    {{{0, 0}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {0, 2}, {1, 1}, {2, 1}},
-     {{1, 0}, {1, 1}, {1, 2}, {2, 2}}, {{0, 1}, {1, 1}, {2, 0}, {2, 1}}},
-    {{{0, 2}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {1, 1}, {2, 1}, {2, 2}},
-     {{1, 0}, {1, 1}, {1, 2}, {2, 0}}, {{0, 0}, {0, 1}, {1, 1}, {2, 1}}},
-};
 
 typedef struct {
     OceanRng rng;
@@ -62,7 +42,31 @@ typedef struct {
     int over;
 } Tetris;
 
-static int tetris_configure(Tetris *env, const int64_t *params)
+/* The four (row, col) cells of `piece` (I O T S Z J L) at rotation `rot` (clockwise turns) inside its
+ * box. Tables are static const inside an OCEAN_FN function, so both builds have them (ocean.h). */
+typedef const int8_t TetrisCell[2];
+OCEAN_FN TetrisCell *tetris_cells(int64_t piece, int64_t rot)
+{
+    static const int8_t SHAPES[7][4][4][2] = {
+        {{{1, 0}, {1, 1}, {1, 2}, {1, 3}}, {{0, 2}, {1, 2}, {2, 2}, {3, 2}},
+         {{2, 0}, {2, 1}, {2, 2}, {2, 3}}, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}},
+        {{{0, 0}, {0, 1}, {1, 0}, {1, 1}}, {{0, 0}, {0, 1}, {1, 0}, {1, 1}},
+         {{0, 0}, {0, 1}, {1, 0}, {1, 1}}, {{0, 0}, {0, 1}, {1, 0}, {1, 1}}},
+        {{{0, 1}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {1, 1}, {1, 2}, {2, 1}},
+         {{1, 0}, {1, 1}, {1, 2}, {2, 1}}, {{0, 1}, {1, 0}, {1, 1}, {2, 1}}},
+        {{{0, 1}, {0, 2}, {1, 0}, {1, 1}}, {{0, 1}, {1, 1}, {1, 2}, {2, 2}},
+         {{1, 1}, {1, 2}, {2, 0}, {2, 1}}, {{0, 0}, {1, 0}, {1, 1}, {2, 1}}},
+        {{{0, 0}, {0, 1}, {1, 1}, {1, 2}}, {{0, 2}, {1, 1}, {1, 2}, {2, 1}},
+         {{1, 0}, {1, 1}, {2, 1}, {2, 2}}, {{0, 1}, {1, 0}, {1, 1}, {2, 0}}},
+        {{{0, 0}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {0, 2}, {1, 1}, {2, 1}},
+         {{1, 0}, {1, 1}, {1, 2}, {2, 2}}, {{0, 1}, {1, 1}, {2, 0}, {2, 1}}},
+        {{{0, 2}, {1, 0}, {1, 1}, {1, 2}}, {{0, 1}, {1, 1}, {2, 1}, {2, 2}},
+         {{1, 0}, {1, 1}, {1, 2}, {2, 0}}, {{0, 0}, {0, 1}, {1, 1}, {2, 1}}},
+    };
+    return SHAPES[piece][rot];
+}
+
+OCEAN_FN int tetris_configure(Tetris *env, const int64_t *params)
 {
     if (params[0] < 1) return -1;
     if (params[1] < 1) return -2;
@@ -71,7 +75,7 @@ static int tetris_configure(Tetris *env, const int64_t *params)
     return 0;
 }
 
-static int tetris_deal(Tetris *env)
+OCEAN_FN int tetris_deal(Tetris *env)
 {
     if (env->bag_next >= 7) {
         for (int i = 0; i < 7; i++) env->bag[i] = i;
@@ -87,9 +91,9 @@ static int tetris_deal(Tetris *env)
 }
 
 /* Whether the current piece fits at rotation rot with its box at (x, y). */
-static inline int tetris_fits(const Tetris *env, int64_t rot, int64_t x, int64_t y)
+OCEAN_FN int tetris_fits(const Tetris *env, int64_t rot, int64_t x, int64_t y)
 {
-    const int8_t(*cells)[2] = TETRIS_SHAPES[env->piece][rot];
+    const int8_t(*cells)[2] = tetris_cells(env->piece, rot);
     for (int k = 0; k < 4; k++) {
         int64_t r = y + cells[k][0], c = x + cells[k][1];
         if (r < 0 || r >= TETRIS_H || c < 0 || c >= TETRIS_W) return 0;
@@ -99,24 +103,25 @@ static inline int tetris_fits(const Tetris *env, int64_t rot, int64_t x, int64_t
 }
 
 /* The next piece enters at the top; sets `over` when it does not fit. */
-static void tetris_spawn(Tetris *env)
+OCEAN_FN void tetris_spawn(Tetris *env)
 {
+    static const int BOX[7] = {4, 2, 3, 3, 3, 3, 3}; /* the box's side: I O T S Z J L */
     env->piece = env->next;
     env->next = tetris_deal(env);
     env->rot = 0;
-    env->x = (TETRIS_W - TETRIS_BOX[env->piece]) / 2;
-    env->y = -TETRIS_SHAPES[env->piece][0][0][0];
+    env->x = (TETRIS_W - BOX[env->piece]) / 2;
+    env->y = -tetris_cells(env->piece, 0)[0][0];
     env->fall = 0;
     if (!tetris_fits(env, env->rot, env->x, env->y)) env->over = 1;
 }
 
-static void tetris_observe(const Tetris *env, float *obs)
+OCEAN_FN void tetris_observe(const Tetris *env, float *obs)
 {
     const uint8_t *b = &env->board[0][0];
     for (int i = 0; i < TETRIS_CELLS; i++) obs[i] = (float)b[i];
     float *plane = obs + TETRIS_CELLS;
     memset(plane, 0, TETRIS_CELLS * sizeof(float));
-    const int8_t(*cells)[2] = TETRIS_SHAPES[env->piece][env->rot];
+    const int8_t(*cells)[2] = tetris_cells(env->piece, env->rot);
     for (int k = 0; k < 4; k++) {
         int64_t r = env->y + cells[k][0], c = env->x + cells[k][1];
         if (r >= 0 && r < TETRIS_H && c >= 0 && c < TETRIS_W) plane[r * TETRIS_W + c] = 1.0f;
@@ -130,7 +135,7 @@ static void tetris_observe(const Tetris *env, float *obs)
     tail[13 + env->next] = 1.0f;
 }
 
-static void tetris_reset(Tetris *env, float *obs)
+OCEAN_FN void tetris_reset(Tetris *env, float *obs)
 {
     memset(env->board, 0, sizeof(env->board));
     env->bag_next = 7;
@@ -142,9 +147,10 @@ static void tetris_reset(Tetris *env, float *obs)
 }
 
 /* Writes the piece into the board, clears the full rows, spawns the next piece: the reward. */
-static double tetris_lock(Tetris *env)
+OCEAN_FN double tetris_lock(Tetris *env)
 {
-    const int8_t(*cells)[2] = TETRIS_SHAPES[env->piece][env->rot];
+    static const double LINE_REWARD[5] = {0.0, 1.0, 3.0, 5.0, 8.0}; /* by rows cleared */
+    const int8_t(*cells)[2] = tetris_cells(env->piece, env->rot);
     for (int k = 0; k < 4; k++) env->board[env->y + cells[k][0]][env->x + cells[k][1]] = 1;
     int cleared = 0;
     for (int r = TETRIS_H - 1; r >= 0; r--) {
@@ -160,14 +166,14 @@ static double tetris_lock(Tetris *env)
     env->lines += cleared;
     env->pieces += 1;
     double reward = 0.0;
-    reward = reward + TETRIS_LINE_REWARD[cleared];
+    reward = reward + LINE_REWARD[cleared];
     reward = reward + TETRIS_PIECE_REWARD;
     tetris_spawn(env);
     return reward;
 }
 
-static int tetris_step(Tetris *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
-                       uint8_t *truncations, double *metrics)
+OCEAN_FN int tetris_step(Tetris *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                         uint8_t *truncations, double *metrics)
 {
     const int64_t a = actions[0];
     double reward = 0.0;

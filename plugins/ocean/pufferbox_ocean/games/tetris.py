@@ -188,4 +188,5 @@ GAME = Game(
     ),
     config={"train": {"total_steps": 10_000_000, "stop_on_solve": True}, "vec": {"num_envs": 256}},
     check_kwargs={"max_steps": 20},
+    cuda_type="Tetris",
 )
