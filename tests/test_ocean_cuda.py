@@ -22,7 +22,7 @@ KWARGS = {game.name: game.check_kwargs for game in games()}
 
 
 def test_the_games_with_kernels():
-    assert {"pong", "breakout", "snake", "enduro", "arena", "go", "connect4", "tetris"} <= set(CUDA_GAMES)
+    assert {"pong", "breakout", "snake", "enduro", "arena", "go", "connect4", "tetris", "trash"} <= set(CUDA_GAMES)
 
 
 @pytest.mark.skipif(find_cxx() is None, reason="no C++ compiler for the host simulator")

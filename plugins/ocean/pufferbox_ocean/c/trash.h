@@ -46,7 +46,7 @@ typedef struct {
     uint8_t bin_at[TRASH_CELLS];
 } Trash;
 
-static int trash_configure(Trash *env, const int64_t *params)
+OCEAN_FN int trash_configure(Trash *env, const int64_t *params)
 {
     if (params[0] < TRASH_MIN_SIDE || params[0] > TRASH_MAX_SIDE) return -1;
     if (params[1] < TRASH_MIN_SIDE || params[1] > TRASH_MAX_SIDE) return -2;
@@ -61,18 +61,18 @@ static int trash_configure(Trash *env, const int64_t *params)
     return 0;
 }
 
-static inline int32_t trash_abs(int32_t v)
+OCEAN_FN int32_t trash_abs(int32_t v)
 {
     return v < 0 ? -v : v;
 }
 
-static inline int trash_cell(const Trash *env, int64_t x, int64_t y)
+OCEAN_FN int trash_cell(const Trash *env, int64_t x, int64_t y)
 {
     return (int)(y * env->width + x);
 }
 
 /* A uniformly drawn cell with no bin, agent or item on it (the grid always has one: 49 > 32 + 4 + 3). */
-static int trash_free_cell(Trash *env)
+OCEAN_FN int trash_free_cell(Trash *env)
 {
     for (;;) {
         int cell = (int)rng_below(&env->rng, env->width * env->height);
@@ -80,7 +80,7 @@ static int trash_free_cell(Trash *env)
     }
 }
 
-static void trash_observe(const Trash *env, float *obs)
+OCEAN_FN void trash_observe(const Trash *env, float *obs)
 {
     const double sx = (double)(env->width - 1), sy = (double)(env->height - 1);
     for (int i = 0; i < TRASH_AGENTS; i++) {
@@ -127,7 +127,7 @@ static void trash_observe(const Trash *env, float *obs)
     }
 }
 
-static void trash_reset(Trash *env, float *obs)
+OCEAN_FN void trash_reset(Trash *env, float *obs)
 {
     memset(env->agent_at, -1, sizeof(env->agent_at));
     memset(env->item_at, -1, sizeof(env->item_at));
@@ -156,14 +156,13 @@ static void trash_reset(Trash *env, float *obs)
     trash_observe(env, obs);
 }
 
-static const int32_t TRASH_DX[5] = {0, 0, 0, -1, 1}, TRASH_DY[5] = {0, -1, 1, 0, 0};
-
-static int trash_step(Trash *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
-                      uint8_t *truncations, double *metrics)
+OCEAN_FN int trash_step(Trash *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                        uint8_t *truncations, double *metrics)
 {
+    static const int32_t DX[5] = {0, 0, 0, -1, 1}, DY[5] = {0, -1, 1, 0, 0}; /* by action */
     for (int i = 0; i < TRASH_AGENTS; i++) {
         rewards[i] = 0.0f;
-        int32_t x = env->agent_x[i] + TRASH_DX[actions[i]], y = env->agent_y[i] + TRASH_DY[actions[i]];
+        int32_t x = env->agent_x[i] + DX[actions[i]], y = env->agent_y[i] + DY[actions[i]];
         if (x >= 0 && x < env->width && y >= 0 && y < env->height && env->agent_at[trash_cell(env, x, y)] < 0) {
             env->agent_at[trash_cell(env, env->agent_x[i], env->agent_y[i])] = -1;
             env->agent_x[i] = x;

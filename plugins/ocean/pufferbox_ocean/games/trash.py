@@ -172,4 +172,5 @@ GAME = Game(
         "policy": {"hidden_size": 128},
     },
     check_kwargs={"width": 7, "height": 7, "num_trash": 1, "num_bins": 4, "max_steps": 25},
+    cuda_type="Trash",
 )
