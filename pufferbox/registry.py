@@ -75,6 +75,7 @@ __all__ = [
     "TrainDefaults",
     "PluginInfo",
     "Registry",
+    "EnvBuildError",
     "RegistryError",
     "UnknownEnvError",
     "get_registry",
@@ -88,6 +89,22 @@ def returning(value: Any) -> Callable[[], Any]:
 
 class RegistryError(RuntimeError):
     """A registration breaks a registry rule (duplicate name, bad field)."""
+
+
+class EnvBuildError(RegistryError):
+    """An env's constructor raised (a missing ROM, a licence, a bad keyword): one line naming the env, its
+    plugin and the exception's message; the exception itself is the cause (``raise ... from``)."""
+
+    @classmethod
+    def of(cls, spec: EnvSpec, exc: BaseException) -> EnvBuildError:
+        lines = str(exc).strip().splitlines()
+        message = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+        meta = spec.meta
+        plugin = f" of plugin {meta.distribution or meta.plugin}" if meta.distribution or meta.plugin else ""
+        return cls(
+            f"env {spec.name!r}{plugin} could not be built: {message}; fix what it names (its [env] settings, "
+            f"a file or package it needs), then `pufferbox check {spec.name}`"
+        )
 
 
 class UnknownEnvError(KeyError):
@@ -283,7 +300,12 @@ class EnvSpec:
     def make_raw(self, **kwargs: Any) -> Any:
         """The raw Gymnasium/PettingZoo env, built by the plugin's binding."""
         self.ensure_available()
-        return self.build.binding(**{**self.build.kwargs, **kwargs})
+        try:
+            return self.build.binding(**{**self.build.kwargs, **kwargs})
+        except (RegistryError, UnknownEnvError):
+            raise
+        except Exception as exc:
+            raise EnvBuildError.of(self, exc) from exc
 
     def make_emulated(self, check_obs: bool = False, **kwargs: Any) -> Any:
         """The raw env wrapped in its flattening emulator (``check_obs``: see :func:`pufferbox.emulation.emulate`)."""

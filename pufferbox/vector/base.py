@@ -43,8 +43,8 @@ from gymnasium.vector import AutoresetMode
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import NO_EPISODES, Episodes
-from pufferbox.registry import EnvSpec
-from pufferbox.spaces import ActionSpec, ObservationSpec
+from pufferbox.registry import EnvBuildError, EnvSpec, RegistryError
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 
 __all__ = [
     "EnvFactory",
@@ -146,8 +146,7 @@ class EnvFactory:
         one native block, or ``num_envs`` emulators."""
         native = self.spec.build.native if self.native else None
         if native is not None:
-            self.spec.ensure_available()
-            blocks = [native(num_envs=num_envs, **{**self.spec.build.kwargs, **self.kwargs})]
+            blocks = [self.native_block(native, num_envs)]
         else:
             blocks = [self.spec.make_emulated(check_obs=self.check_obs, **self.kwargs) for _ in range(num_envs)]
         row = 0
@@ -160,12 +159,21 @@ class EnvFactory:
             raise VectorConfigError(f"env blocks fill {row} rows, the backend allocated {len(buffers)}")
         return blocks
 
+    def native_block(self, native: Any, num_envs: int) -> Any:
+        """The plugin's native block of ``num_envs`` envs; its constructor raising is an :class:`EnvBuildError`."""
+        self.spec.ensure_available()
+        try:
+            return native(num_envs=num_envs, **{**self.spec.build.kwargs, **self.kwargs})
+        except (RegistryError, VectorConfigError, SpaceError):
+            raise
+        except Exception as exc:
+            raise EnvBuildError.of(self.spec, exc) from exc
+
     def layout(self) -> tuple[ObservationSpec, ActionSpec, int]:
         """``(obs_spec, act_spec, agents_per_env)`` without keeping an env around."""
         native = self.spec.build.native if self.native else None
         if native is not None:
-            self.spec.ensure_available()
-            block = native(num_envs=1, **{**self.spec.build.kwargs, **self.kwargs})
+            block = self.native_block(native, 1)
             out = (block.obs_spec, block.act_spec, block.num_agents)
             self.__dict__["_final_obs"] = bool(getattr(block, "writes_final_observations", False))
             block.close()

@@ -82,9 +82,12 @@ class FaultyEnv(gymnasium.Env):
     (``"kill"``), exits its process with ``os._exit(3)`` (``"exit"``), sleeps forever (``"hang"``),
     returns NaN rewards (``"nan_reward"``) or returns a bad observation (``"short_obs"``: shape
     (1,) instead of (2,); ``"none_obs"``: ``None``; ``"nan_obs"``: NaN; ``"big_obs"``: out of bounds).
-    Rewards are a noisy function of the action, so a policy trained on it has gradients."""
+    Rewards are a noisy function of the action, so a policy trained on it has gradients. ``"init"``: the
+    constructor raises (a missing ROM, a licence, a bad keyword)."""
 
     def __init__(self, fail_at: int = 3, mode: str = "raise", fail_env_seed: int | None = None):
+        if mode == "init":
+            raise FileNotFoundError("deliberate failure: no ROM at /nowhere/rom.bin")
         self.observation_space = gymnasium.spaces.Box(-1, 1, (2,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(2)
         self.fail_at, self.mode, self.fail_env_seed = fail_at, mode, fail_env_seed
