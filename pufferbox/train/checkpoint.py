@@ -40,6 +40,7 @@ __all__ = [
     "weights_finite",
     "CheckpointError",
     "check_encoder_is_trusted",
+    "check_scripted_opponent_is_trusted",
     "HUB_FORMAT",
     "HUB_WEIGHTS",
     "load_hub_folder",
@@ -290,4 +291,37 @@ def check_encoder_is_trusted(choice: str, source: str, explicit: str | None = No
         f"{source} names policy.encoder {choice!r}, which no installed plugin registers; "
         f"a checkpoint cannot make pufferbox import code: if you trust it, pass it yourself "
         f"(eval: --encoder {choice}; train --resume: --set policy.encoder={choice})"
+    )
+
+
+def registered_scripted_opponents() -> set[str]:
+    """``module:function`` names of the scripted opponents that installed plugins' defaults name."""
+    from pufferbox.registry import get_registry
+
+    names = set()
+    for spec in get_registry().all_envs():
+        for config in (spec.training.config, getattr(spec.training, "gpu_config", None) or {}):
+            league = config.get("league", {}) if isinstance(config, dict) else {}
+            if isinstance(league, dict) and isinstance(league.get("scripted_opponent"), str):
+                names.add(league["scripted_opponent"])
+    return names
+
+
+def check_scripted_opponent_is_trusted(choice: str, source: str, explicit: str | None = None) -> None:
+    """Refuse a ``league.scripted_opponent`` (``choice``) that only ``source`` (a run dir's config.toml, a
+    checkpoint) names: like :func:`check_encoder_is_trusted`, resolving it would import and call code.
+    Allowed: none (""), one an installed plugin's defaults name, and ``explicit`` (the user's own ``--set``).
+
+    Example:
+        >>> check_scripted_opponent_is_trusted("", "config.toml")
+        >>> check_scripted_opponent_is_trusted("os:system", "config.toml")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        pufferbox.train.checkpoint.CheckpointError: config.toml names league.scripted_opponent 'os:system', ...
+    """
+    if not choice or choice == explicit or choice in registered_scripted_opponents():
+        return
+    raise CheckpointError(
+        f"{source} names league.scripted_opponent {choice!r}, which no installed plugin registers; a run dir "
+        f"cannot make pufferbox import code: if you trust it, pass it yourself "
+        f"(--set league.scripted_opponent={choice})"
     )

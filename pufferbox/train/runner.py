@@ -28,6 +28,7 @@ from pufferbox.train.assembly import refuse_learners
 from pufferbox.train.checkpoint import (
     CheckpointError,
     check_encoder_is_trusted,
+    check_scripted_opponent_is_trusted,
     latest_checkpoint,
     latest_finite_checkpoint,
     no_usable_checkpoint,
@@ -72,12 +73,16 @@ def resolve_resume(
     if env is not None and env_name is not None and env != env_name:
         raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
     config = resolve_run_config(base)
-    explicit = None
+    explicit, explicit_opponent = None, None
     for text in overrides or []:
         config = resolve_run_config(config, overrides=[text])
         if text.replace(" ", "").startswith("policy.encoder="):
             explicit = config.policy.encoder
-    check_encoder_is_trusted(config.policy.encoder, str(run_dir / "config.toml"), explicit=explicit)
+        if text.replace(" ", "").startswith("league.scripted_opponent="):
+            explicit_opponent = config.league.scripted_opponent
+    source = str(run_dir / "config.toml")
+    check_encoder_is_trusted(config.policy.encoder, source, explicit=explicit)
+    check_scripted_opponent_is_trusted(config.league.scripted_opponent, source, explicit=explicit_opponent)
     return env or env_name, config.with_flags(flags), checkpoint
 
 
