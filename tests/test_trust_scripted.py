@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tomli_w
 from click.testing import CliRunner
@@ -59,3 +60,52 @@ def test_resume_never_imports_a_scripted_opponent_named_only_by_the_run_dir(self
     proc = resume("--set", f"league.scripted_opponent={MODULE}:move")  # the user's own choice is trusted
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert marker.exists()
+
+
+def too_few(observations, legal, rng):
+    """Another game's tactic: one move for the first row only."""
+    return np.zeros(1, np.int64)
+
+
+def off_the_board(observations, legal, rng):
+    """Always a masked-out move: the first illegal one of each row (or a move past the last choice)."""
+    return np.where((~legal).any(1), (~legal).argmax(1), legal.shape[1])
+
+
+@pytest.mark.parametrize(
+    "function, needle",
+    [
+        ("os:system", "league.scripted_opponent='os:system' raised TypeError"),
+        (f"{__name__}:too_few", f"league.scripted_opponent='{__name__}:too_few' returned shape (1,), dtype int64"),
+    ],
+    ids=["raises", "wrong-shape"],
+)
+def test_a_scripted_opponent_that_raises_or_returns_the_wrong_shape_is_one_line(tmp_path, function, needle):
+    load_commands()
+    run_dir = tmp_path / "c4"
+    args = ["train", "ocean/connect4", "--run-dir", str(run_dir), "--total-steps", "512", *QUICK]
+    args += ["--set", "league.random_opponent=0.5", "--set", "league.scripted_share=1"]
+    result = CliRunner().invoke(cli, [*args, "--set", f'league.scripted_opponent="{function}"'])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and needle in errors[0] and "Traceback" not in result.output, result.output
+
+
+def test_a_scripted_opponents_illegal_moves_are_replaced_by_legal_ones_and_said_once(capsys):
+    from gymnasium import spaces
+
+    from pufferbox.spaces import ActionSpec, ObservationSpec
+    from pufferbox.train.scripted_seats import ScriptedSeats
+
+    obs_spec = ObservationSpec(
+        spaces.Dict({"board": spaces.Box(0, 9, (2,), np.float32), "action_mask": spaces.Box(0, 1, (4,), np.int8)})
+    )
+    one = obs_spec.flatten({"board": np.zeros(2, np.float32), "action_mask": np.array([1, 0, 1, 0], np.int8)})
+    obs = np.repeat(one[None], 40, axis=0)
+    seats = ScriptedSeats(off_the_board, 1.0, 1.0, np.array([0, 1]), 20, obs_spec, ActionSpec(spaces.Discrete(4)), 0)
+    for step in range(3):
+        actions = np.full(40, 3)
+        masks = seats.apply(np.arange(40), obs, np.full(40, step == 0), actions, np.ones(40, bool))
+        assert set(actions[~masks].tolist()) <= {0, 2} and (~masks).sum() == 20  # legal moves only
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "illegal (masked-out) moves" in err and "off_the_board" in err

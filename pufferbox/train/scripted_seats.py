@@ -11,6 +11,7 @@ the loss" player does), which uniformly random play rarely does.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,10 @@ import numpy as np
 from pufferbox.registry import resolve
 from pufferbox.train.collector import RandomSeats
 from pufferbox.train.config import ConfigError
+
+
+class ScriptedOpponentError(ConfigError):
+    """The scripted opponent raised, or returned what is not one whole move per row (one line)."""
 
 
 class ScriptedSeats(RandomSeats):
@@ -46,9 +51,12 @@ class ScriptedSeats(RandomSeats):
         obs_spec: Any,
         act_spec: Any,
         seed: int,
+        name: str = "",
     ):
         super().__init__(share, slot_group, num_envs, obs_spec, act_spec, seed)
         self.move, self.scripted_share, self.obs_spec = move, scripted_share, obs_spec
+        self.name = name or f"{getattr(move, '__module__', '?')}:{getattr(move, '__qualname__', '?')}"
+        self.warned = False  # illegal moves are said once
         self.scripted = np.zeros(num_envs, dtype=bool)  # per env: this episode's careless group is scripted
 
     def apply(
@@ -63,9 +71,54 @@ class ScriptedSeats(RandomSeats):
         actions = super().pick(rows, obs, legal)
         scripted = self.scripted[rows // self.apr]
         if scripted.any():
-            moves = self.move(self.obs_spec.unflatten(obs[scripted]), legal[scripted], self.rng)
-            actions[scripted] = np.asarray(moves).reshape(actions[scripted].shape)
+            actions[scripted] = self.scripted_moves(obs[scripted], legal[scripted], actions[scripted])
         return actions
+
+    def scripted_moves(self, obs: np.ndarray, legal: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+        """The function's moves for these rows: one line (:class:`ScriptedOpponentError`) when it raises or
+        returns what is not one whole move per row; its illegal moves are replaced by ``uniform`` (legal) ones,
+        said once on stderr."""
+        try:
+            moves = self.move(self.obs_spec.unflatten(obs), legal, self.rng)
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            raise ScriptedOpponentError(
+                f"league.scripted_opponent={self.name!r} raised {type(exc).__name__}"
+                + (f": {text[0][:200]}" if text else "")
+                + '; fix the function (move(observations, legal, rng) -> one move per row) or set it to ""'
+            ) from exc
+        try:
+            found = np.asarray(moves)
+        except Exception:  # ragged lists and the like
+            found = np.asarray(None)
+        if found.size != uniform.size or not np.issubdtype(found.dtype, np.integer):
+            what = type(moves).__name__ if found.dtype == object else f"shape {found.shape}, dtype {found.dtype}"
+            raise ScriptedOpponentError(
+                f"league.scripted_opponent={self.name!r} returned {what} for {len(legal)} rows; expected "
+                f'{uniform.size} whole moves (shape {uniform.shape}); fix the function or set it to ""'
+            )
+        found = found.reshape(uniform.shape)
+        bad = ~self.legal_moves(found.reshape(len(legal), -1), legal)
+        if bad.any():
+            if not self.warned:
+                self.warned = True
+                print(
+                    f"warning: league.scripted_opponent={self.name!r} played {int(bad.sum())} illegal (masked-out) "
+                    "moves in one step; those and any later ones are replaced by uniform legal moves",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            found = found.copy()
+            found[bad] = uniform[bad]
+        return found
+
+    def legal_moves(self, moves: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Per row: every part of its move in range and allowed by ``legal`` (the parts' masks side by side)."""
+        sizes = np.asarray(self.sizes)
+        ok = ((moves >= 0) & (moves < sizes)).all(1)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        index = np.where(ok[:, None], moves, 0) + offsets
+        return ok & np.take_along_axis(legal, index, axis=1).all(1)
 
 
 def careless_seats(league: Any, slot_group: np.ndarray, venv: Any, seed: int) -> RandomSeats:
@@ -85,4 +138,4 @@ def careless_seats(league: Any, slot_group: np.ndarray, venv: Any, seed: int) ->
         ) from None
     if not callable(move):
         raise ConfigError(f"league.scripted_opponent={league.scripted_opponent!r} is not a function; name 'module:function'")
-    return ScriptedSeats(move, league.scripted_share, *args)
+    return ScriptedSeats(move, league.scripted_share, *args, name=league.scripted_opponent)
