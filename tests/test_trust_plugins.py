@@ -45,3 +45,25 @@ def test_an_env_whose_constructor_raises_is_one_line_naming_env_plugin_and_messa
     for needle in ["Error: env 'faulty'", "pufferbox-broken", "FileNotFoundError: deliberate failure: no ROM"]:
         assert needle in line, line
     assert not run_dir.exists()
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_can_be_started_again_in_its_run_dir(tmp_path, faulty):
+    """Before: the dir held config.toml and metrics.jsonl, so `--run-dir` refused it (it holds a run) and
+    `--resume` refused it too (no checkpoint): a dead end the user had to delete by hand."""
+    run_dir = tmp_path / "run"
+    args = ["train", "faulty", "--run-dir", str(run_dir), "--num-envs", "4", "--set", "train.num_steps=16"]
+    args += ["--set", "train.checkpoint_interval=1000", "--total-steps", "4096", "--no-tensorboard"]
+    faulty.update(mode="raise", fail_at=40)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and "no checkpoint was saved" in result.output, result.output
+    assert (run_dir / "config.toml").is_file() and (run_dir / "worker-error.txt").is_file()
+
+    resumed = CliRunner().invoke(cli, ["train", "--resume", str(run_dir)])
+    assert resumed.exit_code == 2, resumed.output
+    line = resumed.output.strip()
+    assert "failed before its first checkpoint" in line and f"pufferbox train faulty --run-dir {run_dir}" in line, line
+
+    faulty.update(fail_at=10**9)  # the env is fixed: the same command starts the run again
+    again = CliRunner().invoke(cli, [*args[:-5], "--set", "train.checkpoint_interval=10", "--total-steps", "512"])
+    assert again.exit_code == 0, again.output
+    assert not (run_dir / "worker-error.txt").exists() and list((run_dir / "checkpoints").glob("ckpt-*.pt"))

@@ -176,20 +176,62 @@ def claim_run_dir(run_dir: str | Path, *, resume: bool) -> RunDirLock:
     fresh = not any(p.name != LOCK_NAME for p in run_dir.iterdir())
     if not resume:
         refuse_foreign(run_dir)
+    elif failed_start(run_dir):  # nothing to resume: say how to retry it
+        raise RunDirError(
+            f"{run_dir}: its run failed before its first checkpoint, so there is nothing to resume; start it again "
+            f"with `pufferbox train {recorded_env(run_dir)} --run-dir {run_dir}` (that replaces the failed start)"
+        )
     elif not holds_run(run_dir):  # before the lock file: a resume of someone's folder writes nothing into it
         raise RunDirError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
     lock = RunDirLock(run_dir).acquire()
     lock.fresh = fresh
+    if not resume and failed_start(run_dir):  # locked: no live trainer is still starting in it
+        clear_failed_start(run_dir)
+        lock.fresh = True
     if not resume and holds_run(run_dir):
         lock.release()
         raise RunDirError(f"{run_dir}: already holds a run; continue it with `--resume {run_dir}` or pick another --run-dir")
     return lock
 
 
+# What a run writes before its first checkpoint (and worker-error.txt, the traceback of the env that broke it).
+FAILED_START_FILES = ("config.toml", "metrics.jsonl", "worker-error.txt")
+FAILED_START_DIRS = ("tb", "checkpoints")
+
+
+def failed_start(run_dir: Path) -> bool:
+    """True if ``run_dir`` holds only what a run writes before its first checkpoint (a start that failed or
+    was killed): ``--run-dir`` may take it again, ``--resume`` has nothing to continue."""
+    names = {p.name for p in run_dir.iterdir() if p.name != LOCK_NAME and not p.name.startswith(".tmp")}
+    if not names or not names <= {*FAILED_START_FILES, *FAILED_START_DIRS}:
+        return False
+    ckpts = run_dir / "checkpoints"
+    return not (ckpts.is_dir() and any(p.name.startswith("ckpt-") for p in ckpts.iterdir()))
+
+
+def clear_failed_start(run_dir: Path) -> None:
+    """Remove a failed start's files, so ``--run-dir`` starts the run again in an empty directory."""
+    for name in FAILED_START_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    for name in FAILED_START_DIRS:
+        shutil.rmtree(run_dir / name, ignore_errors=True)
+
+
+def recorded_env(run_dir: Path) -> str:
+    """The env ``run_dir``'s config.toml names (``[run] env``), or ``ENV`` where it names none."""
+    import tomllib
+
+    try:
+        env = tomllib.loads((run_dir / "config.toml").read_text()).get("run", {}).get("env")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        env = None
+    return env if isinstance(env, str) and env else "ENV"
+
+
 def refuse_foreign(run_dir: Path) -> None:
     """A non-empty directory holding no run is refused before anything (the lock file) is written into it."""
     others = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_NAME)
-    if others and not holds_run(run_dir):
+    if others and not holds_run(run_dir) and not failed_start(run_dir):
         raise RunDirError(
             f"{run_dir}: not empty (it holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}) and is no "
             "pufferbox run; --run-dir takes a new or empty directory"
