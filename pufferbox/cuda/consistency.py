@@ -162,7 +162,7 @@ def check_env(
     episodes, expected = ReferenceEpisodes(num_envs, ref.num_agents), []  # Episodes of each step since the last read
     actions_tensor = kernel.tensor("actions")
     for step in range(steps):
-        actions = rng.integers(0, ref.num_actions, (num_envs, ref.num_agents), dtype=np.int32)
+        actions = ref.random_actions(rng)
         actions_tensor.copy_(torch.from_numpy(actions))
         kernel.step()
         ref.step(actions)

@@ -44,6 +44,20 @@ class BatchedReference:
     num_agents: int
     obs_dim: int
     num_actions: int
+    # Each agent's discrete actions per step and their numbers of choices (a MultiDiscrete space); empty:
+    # one action of ``num_actions`` choices. ``actions`` holds ``num_agents * action_slots`` words per env.
+    action_sizes: tuple[int, ...] = ()
+
+    @property
+    def action_slots(self) -> int:
+        return max(1, len(self.action_sizes))
+
+    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """Uniformly random actions, ``(num_envs, num_agents * action_slots)`` int32 (the checks' input)."""
+        if not self.action_sizes:
+            return rng.integers(0, self.num_actions, (self.num_envs, self.num_agents), dtype=np.int32)
+        shape = (self.num_envs, self.num_agents, len(self.action_sizes))
+        return rng.integers(0, np.array(self.action_sizes), shape, dtype=np.int32).reshape(self.num_envs, -1)
 
     def state_layout(self) -> dict[str, tuple[int, np.dtype]]:
         """``{name: (words per env, dtype)}`` for every state array, in kernel argument order."""
@@ -56,6 +70,7 @@ class BatchedReference:
             "NUM_AGENTS": self.num_agents,
             "OBS_DIM": self.obs_dim,
             "NUM_ACTIONS": self.num_actions,
+            "ACTION_SLOTS": self.action_slots,
         }
 
     def init_state(self, seed: int) -> None:
@@ -67,7 +82,7 @@ class BatchedReference:
 
     # -- shared machinery ---------------------------------------------------------------
     def allocate(self) -> None:
-        sizes = {"observations": self.num_agents * self.obs_dim, "done": 1}
+        sizes = {"observations": self.num_agents * self.obs_dim, "actions": self.num_agents * self.action_slots, "done": 1}
         self.arrays: dict[str, np.ndarray] = {}
         for name in STANDARD_ARRAYS:
             self.arrays[name] = np.zeros((self.num_envs, sizes.get(name, self.num_agents)), STANDARD_DTYPES[name])
@@ -95,7 +110,7 @@ class BatchedReference:
 
     def step(self, actions: np.ndarray, autoreset: bool = True) -> None:
         """One step of every env; done envs restart from their saved initial state when ``autoreset``."""
-        self.arrays["actions"][:] = np.asarray(actions, dtype=np.int32).reshape(self.num_envs, self.num_agents)
+        self.arrays["actions"][:] = np.asarray(actions, dtype=np.int32).reshape(self.num_envs, -1)
         for kernel in self.step_kernels:
             if autoreset or kernel not in self.autoreset_kernels:
                 getattr(self, kernel)()

@@ -149,6 +149,8 @@ class KernelEnv:
 
     def sample_actions(self, probs_pointer: np.uintp) -> None:
         """Categorical draw per agent from ``probs`` (rows = envs * agents, float32) into ``actions``."""
+        if self.reference.action_slots != 1:
+            raise ValueError("the sampler kernel draws one Discrete action per agent, not a MultiDiscrete one")
         rows = self.num_envs * self.num_agents
         grid, block = env_geometry(rows)
         self.functions.launch(

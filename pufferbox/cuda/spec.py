@@ -2,8 +2,10 @@
 
 Every kernel of an env takes the same pointer arguments, in this order: the standard arrays
 (:data:`STANDARD_ARRAYS`), then the env's state arrays (``reference.state_arrays``). Shapes are
-per env: ``observations`` ``(num_agents * obs_dim)``, ``actions``/``rewards``/``terminals``/
-``truncations``/``masks`` ``(num_agents)``, ``done`` ``(1)`` (0 running, 1 terminated, 2 truncated).
+per env: ``observations`` ``(num_agents * obs_dim)``, ``actions`` ``(num_agents * action_slots)`` (one
+word per discrete action: one per agent, or several for a MultiDiscrete space, ``reference.action_sizes``),
+``rewards``/``terminals``/``truncations``/``masks`` ``(num_agents)``, ``done`` ``(1)`` (0 running, 1
+terminated, 2 truncated).
 
 A step runs ``step_kernels`` in order, then ``observe_kernel`` with ``final_observations`` in
 place of ``observations`` (the last observation of an episode that ends, for the bootstrap of a

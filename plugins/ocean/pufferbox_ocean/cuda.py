@@ -56,9 +56,10 @@ class OceanReference(BatchedReference):
     single: ClassVar[type]
 
     def __init__(self, num_envs: int = 1, **kwargs: Any):
-        self.env_size, agents, obs_bytes, _, act_n, _, n_metrics = LAYOUTS[self.game]
+        self.env_size, agents, obs_bytes, act_len, act_n, _, n_metrics = LAYOUTS[self.game]
         params = np.array(self.single(**kwargs).params(), dtype=np.int64)
         self.num_envs, self.num_agents, self.obs_dim, self.num_actions = num_envs, agents, obs_bytes // 4, int(act_n[0])
+        self.action_sizes = tuple(int(n) for n in act_n) if act_len > 1 else ()  # MultiDiscrete: ACTION_SLOTS words
         self.n_metrics = max(n_metrics, 1)
         self.allocate()
         a = self.arrays

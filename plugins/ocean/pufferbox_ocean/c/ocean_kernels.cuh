@@ -3,7 +3,8 @@
  * + - * / are correctly rounded on both).
  *
  * Before this file the source defines OCEAN_TYPE, OCEAN_STEP and OCEAN_RESET (pufferbox_ocean/cuda.py),
- * and pufferbox defines NUM_ENVS, NUM_AGENTS, OBS_DIM, ENV_BYTES and OCEAN_METRICS.
+ * and pufferbox defines NUM_ENVS, NUM_AGENTS, OBS_DIM, ACTION_SLOTS (the game's actions per agent: 2 for a
+ * MultiDiscrete game such as Triple Triad), ENV_BYTES and OCEAN_METRICS.
  * State arrays (after pufferbox's standard ones): env (the game structs, ENV_BYTES each), obs (the
  * game's current observation rows) and final_obs (the last rows of an episode cut by truncation).
  */
@@ -19,8 +20,8 @@ PB_KERNEL void ocean_step(OCEAN_ARGS)
     const int e = PB_THREAD_ENV;
     if (e >= NUM_ENVS) return;
     OCEAN_TYPE *game = (OCEAN_TYPE *)(env + (size_t)e * ENV_BYTES);
-    int64_t act[NUM_AGENTS];
-    for (int a = 0; a < NUM_AGENTS; a++) act[a] = actions[e * NUM_AGENTS + a];
+    int64_t act[NUM_AGENTS * ACTION_SLOTS];
+    for (int a = 0; a < NUM_AGENTS * ACTION_SLOTS; a++) act[a] = actions[e * NUM_AGENTS * ACTION_SLOTS + a];
     double metrics[OCEAN_METRICS];
     const int r0 = e * NUM_AGENTS;
     float *rows = obs + (size_t)r0 * OBS_DIM;

@@ -3,7 +3,7 @@
  * Two agents per env, fixed seats: row 0 is "first", row 1 is "second". Each round the first player
  * places on plies 0, 2, 4, 6, 8 and the second on 1, 3, 5, 7; both send an action every step and
  * only the mover's counts. At the start of an episode 10 distinct cards are dealt from the fixed
- * 30-card deck (TT_DECK, each card's ranks 1-10 up, right, down, left): the first 5 drawn to the first
+ * 30-card deck (tt_ranks, each card's ranks 1-10 up, right, down, left): the first 5 drawn to the first
  * player, the next 5 to the second. Action (card slot 0-4, cell 0-8, row-major from the top left):
  * a used card slot is replaced by the player's lowest-numbered slot still holding a card, an occupied
  * cell by the lowest-numbered empty cell. A placed card flips every adjacent opponent card whose
@@ -30,15 +30,6 @@
 #define TRIPLETRIAD_N_PARAMS 1  /* max_moves */
 #define TRIPLETRIAD_N_METRICS 5 /* first_win, second_win, draw, rounds, illegal */
 
-/* up, right, down, left */
-static const uint8_t TT_DECK[TT_DECK_SIZE][4] = {
-    {2, 2, 4, 2}, {2, 5, 1, 2}, {3, 1, 2, 5}, {3, 1, 2, 7}, {4, 1, 5, 4}, {2, 5, 2, 3},
-    {6, 2, 6, 1}, {4, 2, 3, 6}, {4, 2, 5, 4}, {3, 3, 9, 2}, {1, 3, 4, 10}, {1, 1, 9, 5},
-    {2, 5, 4, 7}, {4, 8, 1, 6}, {4, 4, 8, 4}, {7, 1, 10, 3}, {1, 5, 7, 6}, {6, 6, 8, 1},
-    {6, 10, 1, 5}, {5, 7, 8, 3}, {9, 4, 7, 3}, {4, 3, 7, 8}, {5, 5, 10, 5}, {6, 3, 10, 5},
-    {7, 5, 5, 7}, {2, 7, 10, 6}, {8, 3, 10, 4}, {7, 9, 3, 7}, {2, 7, 10, 8}, {8, 9, 8, 3},
-};
-
 static const int64_t TRIPLETRIAD_ACT_N[2] = {TT_HAND, TT_CELLS};
 #define TRIPLETRIAD_GAME                                                                                      \
     OCEAN_GAME(tripletriad, TripleTriad, 2, TT_OBS * sizeof(float), 2, TRIPLETRIAD_ACT_N, TRIPLETRIAD_N_PARAMS, \
@@ -53,7 +44,21 @@ typedef struct {
     uint8_t owner[TT_CELLS]; /* 0 empty, 1 first, 2 second */
 } TripleTriad;
 
-static int tripletriad_configure(TripleTriad *env, const int64_t *params)
+/* The ranks (up, right, down, left) of deck card c. The deck's tables are static const inside OCEAN_FN
+ * functions, so the CUDA kernel has them too (ocean.h). */
+OCEAN_FN const uint8_t *tt_ranks(int c)
+{
+    static const uint8_t DECK[TT_DECK_SIZE][4] = {
+        {2, 2, 4, 2}, {2, 5, 1, 2}, {3, 1, 2, 5}, {3, 1, 2, 7}, {4, 1, 5, 4}, {2, 5, 2, 3},
+        {6, 2, 6, 1}, {4, 2, 3, 6}, {4, 2, 5, 4}, {3, 3, 9, 2}, {1, 3, 4, 10}, {1, 1, 9, 5},
+        {2, 5, 4, 7}, {4, 8, 1, 6}, {4, 4, 8, 4}, {7, 1, 10, 3}, {1, 5, 7, 6}, {6, 6, 8, 1},
+        {6, 10, 1, 5}, {5, 7, 8, 3}, {9, 4, 7, 3}, {4, 3, 7, 8}, {5, 5, 10, 5}, {6, 3, 10, 5},
+        {7, 5, 5, 7}, {2, 7, 10, 6}, {8, 3, 10, 4}, {7, 9, 3, 7}, {2, 7, 10, 8}, {8, 9, 8, 3},
+    };
+    return DECK[c];
+}
+
+OCEAN_FN int tripletriad_configure(TripleTriad *env, const int64_t *params)
 {
     if (params[0] < 1 || params[0] > TT_MAX_MOVES) return -1;
     env->max_moves = params[0];
@@ -63,24 +68,28 @@ static int tripletriad_configure(TripleTriad *env, const int64_t *params)
 /* The deck's ranks / 10 as float32 (what the reference writes: float32(rank / 10)). */
 #define TT_R(r) ((float)((r) / 10.0))
 #define TT_CARD(u, r, d, l) {TT_R(u), TT_R(r), TT_R(d), TT_R(l)}
-static const float TT_DECK_OBS[TT_DECK_SIZE][4] = {
-    TT_CARD(2, 2, 4, 2), TT_CARD(2, 5, 1, 2), TT_CARD(3, 1, 2, 5), TT_CARD(3, 1, 2, 7), TT_CARD(4, 1, 5, 4),
-    TT_CARD(2, 5, 2, 3), TT_CARD(6, 2, 6, 1), TT_CARD(4, 2, 3, 6), TT_CARD(4, 2, 5, 4), TT_CARD(3, 3, 9, 2),
-    TT_CARD(1, 3, 4, 10), TT_CARD(1, 1, 9, 5), TT_CARD(2, 5, 4, 7), TT_CARD(4, 8, 1, 6), TT_CARD(4, 4, 8, 4),
-    TT_CARD(7, 1, 10, 3), TT_CARD(1, 5, 7, 6), TT_CARD(6, 6, 8, 1), TT_CARD(6, 10, 1, 5), TT_CARD(5, 7, 8, 3),
-    TT_CARD(9, 4, 7, 3), TT_CARD(4, 3, 7, 8), TT_CARD(5, 5, 10, 5), TT_CARD(6, 3, 10, 5), TT_CARD(7, 5, 5, 7),
-    TT_CARD(2, 7, 10, 6), TT_CARD(8, 3, 10, 4), TT_CARD(7, 9, 3, 7), TT_CARD(2, 7, 10, 8), TT_CARD(8, 9, 8, 3),
-};
-static const float TT_NO_CARD[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+OCEAN_FN const float *tt_card_obs(int c) /* zeros for no card (c < 0) */
+{
+    static const float DECK_OBS[TT_DECK_SIZE][4] = {
+        TT_CARD(2, 2, 4, 2), TT_CARD(2, 5, 1, 2), TT_CARD(3, 1, 2, 5), TT_CARD(3, 1, 2, 7), TT_CARD(4, 1, 5, 4),
+        TT_CARD(2, 5, 2, 3), TT_CARD(6, 2, 6, 1), TT_CARD(4, 2, 3, 6), TT_CARD(4, 2, 5, 4), TT_CARD(3, 3, 9, 2),
+        TT_CARD(1, 3, 4, 10), TT_CARD(1, 1, 9, 5), TT_CARD(2, 5, 4, 7), TT_CARD(4, 8, 1, 6), TT_CARD(4, 4, 8, 4),
+        TT_CARD(7, 1, 10, 3), TT_CARD(1, 5, 7, 6), TT_CARD(6, 6, 8, 1), TT_CARD(6, 10, 1, 5), TT_CARD(5, 7, 8, 3),
+        TT_CARD(9, 4, 7, 3), TT_CARD(4, 3, 7, 8), TT_CARD(5, 5, 10, 5), TT_CARD(6, 3, 10, 5), TT_CARD(7, 5, 5, 7),
+        TT_CARD(2, 7, 10, 6), TT_CARD(8, 3, 10, 4), TT_CARD(7, 9, 3, 7), TT_CARD(2, 7, 10, 8), TT_CARD(8, 9, 8, 3),
+    };
+    static const float NO_CARD[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    return c >= 0 ? DECK_OBS[c] : NO_CARD;
+}
 
 /* The first agent's row in full; the second's is the same numbers with the hands and owners swapped. */
-static void tripletriad_observe(const TripleTriad *env, float *obs)
+OCEAN_FN void tripletriad_observe(const TripleTriad *env, float *obs)
 {
     float *o = obs, *p = obs + TT_OBS;
     for (int side = 0; side < 2; side++) {
         for (int s = 0; s < TT_HAND; s++, o += 5) {
             const int c = env->hand[side][s];
-            memcpy(o, c >= 0 ? TT_DECK_OBS[c] : TT_NO_CARD, 4 * sizeof(float));
+            memcpy(o, tt_card_obs(c), 4 * sizeof(float));
             o[4] = c >= 0 ? 1.0f : 0.0f;
         }
     }
@@ -89,7 +98,7 @@ static void tripletriad_observe(const TripleTriad *env, float *obs)
     p += 10 * TT_HAND;
     for (int i = 0; i < TT_CELLS; i++, o += 6, p += 6) {
         const int c = env->card[i];
-        memcpy(o, c >= 0 ? TT_DECK_OBS[c] : TT_NO_CARD, 4 * sizeof(float));
+        memcpy(o, tt_card_obs(c), 4 * sizeof(float));
         memcpy(p, o, 4 * sizeof(float));
         o[4] = p[5] = env->owner[i] == 1 ? 1.0f : 0.0f;
         o[5] = p[4] = env->owner[i] == 2 ? 1.0f : 0.0f;
@@ -98,7 +107,7 @@ static void tripletriad_observe(const TripleTriad *env, float *obs)
     p[0] = 1.0f - o[0];
 }
 
-static void tripletriad_reset(TripleTriad *env, float *obs)
+OCEAN_FN void tripletriad_reset(TripleTriad *env, float *obs)
 {
     int8_t deck[TT_DECK_SIZE];
     for (int i = 0; i < TT_DECK_SIZE; i++) deck[i] = (int8_t)i;
@@ -119,10 +128,10 @@ static void tripletriad_reset(TripleTriad *env, float *obs)
 }
 
 /* The card at `cell` (owned by `who`) flips the opponent's neighbours it beats. */
-static void tt_flip(TripleTriad *env, int cell, uint8_t who)
+OCEAN_FN void tt_flip(TripleTriad *env, int cell, uint8_t who)
 {
     const int row = cell / 3, col = cell % 3;
-    const uint8_t *mine = TT_DECK[env->card[cell]];
+    const uint8_t *mine = tt_ranks(env->card[cell]);
     /* side k faces the neighbour's side (k + 2) % 4; up, right, down, left */
     const int dr[4] = {-1, 0, 1, 0}, dc[4] = {0, 1, 0, -1};
     for (int k = 0; k < 4; k++) {
@@ -130,12 +139,12 @@ static void tt_flip(TripleTriad *env, int cell, uint8_t who)
         if (r < 0 || r > 2 || c < 0 || c > 2) continue;
         const int n = r * 3 + c;
         if (env->owner[n] == 0 || env->owner[n] == who) continue;
-        if (mine[k] > TT_DECK[env->card[n]][(k + 2) % 4]) env->owner[n] = who;
+        if (mine[k] > tt_ranks(env->card[n])[(k + 2) % 4]) env->owner[n] = who;
     }
 }
 
 /* Cards `who` (1 or 2) owns: on the board and in hand. */
-static int tt_count(const TripleTriad *env, int who)
+OCEAN_FN int tt_count(const TripleTriad *env, int who)
 {
     int n = 0;
     for (int i = 0; i < TT_CELLS; i++) n += env->owner[i] == who;
@@ -144,7 +153,7 @@ static int tt_count(const TripleTriad *env, int who)
 }
 
 /* Sudden Death: each player's new hand is the cards it owns (board cells in order, then its hand). */
-static void tt_sudden_death(TripleTriad *env)
+OCEAN_FN void tt_sudden_death(TripleTriad *env)
 {
     int8_t hands[2][TT_HAND];
     int filled[2] = {0, 0};
@@ -164,8 +173,8 @@ static void tt_sudden_death(TripleTriad *env)
     env->rounds += 1;
 }
 
-static int tripletriad_step(TripleTriad *env, const int64_t *actions, float *obs, float *rewards,
-                            uint8_t *terminals, uint8_t *truncations, double *metrics)
+OCEAN_FN int tripletriad_step(TripleTriad *env, const int64_t *actions, float *obs, float *rewards,
+                              uint8_t *terminals, uint8_t *truncations, double *metrics)
 {
     const int mover = (int)(env->round_moves & 1);
     const int64_t *act = actions + mover * 2;

@@ -211,4 +211,5 @@ GAME = Game(
     },
     groups={"first": ["first"], "second": ["second"]},
     check_kwargs={"max_moves": 12},
+    cuda_type="TripleTriad",
 )
