@@ -162,6 +162,9 @@ class TrainDefaults:
             returning the winning group's name or None for a draw (``group_returns``: each group's
             mean episode return); None: the group with the highest mean return wins (see
             :func:`pufferbox.group_layout.winner`).
+        gpu_config: the GPU profile: config sections layered over ``config`` when the run trains on a
+            CUDA device (or with ``pufferbox train --profile gpu``): a batch of GPU size that still
+            learns, in place of the scaling plan's (see :mod:`pufferbox.train.plan`); empty: no profile.
     """
 
     config: dict = field(default_factory=dict)
@@ -169,6 +172,7 @@ class TrainDefaults:
     solved_return: float | None = None
     groups: Any = None
     outcome: Any = None
+    gpu_config: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,7 +195,7 @@ class EnvMeta:
 # The flat keywords of EnvSpec before it was split, and the part each one moved to.
 FLAT_FIELDS = {
     **{name: ("build", name) for name in EnvBuild.__dataclass_fields__},
-    **{name: ("training", name) for name in TrainDefaults.__dataclass_fields__ if name != "config"},
+    **{name: ("training", name) for name in TrainDefaults.__dataclass_fields__ if name not in ("config", "gpu_config")},
     "defaults": ("training", "config"),
     **{name: ("meta", name) for name in EnvMeta.__dataclass_fields__},
 }

@@ -113,7 +113,7 @@ def test_little_memory_caps_the_envs():
     ],
 )
 def test_explicit_settings_are_never_planned_over(user):
-    config, plan = planned_config(spec("nethack"), machine=WORKSTATION, **user)
+    config, plan = planned_config(spec("nethack"), machine=WORKSTATION, profile="cpu", **user)
     assert (config.vec.num_envs, config.train.num_steps, config.vec.backend) == (16, 64, "serial")
     assert config.train.num_minibatches == 4 and config.vec.num_workers == 0
     assert not plan.scaled and "not planned: you set" in plan.describe()
@@ -128,12 +128,12 @@ def test_a_run_told_to_train_on_the_cpu_is_planned_without_its_gpus():
 def test_a_config_file_counts_as_explicit(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text("[vec]\nnum_envs = 32\n")
-    config, plan = planned_config(spec("nethack"), config_file=path, machine=WORKSTATION)
+    config, plan = planned_config(spec("nethack"), config_file=path, machine=WORKSTATION, profile="cpu")
     assert config.vec.num_envs == 32 and config.train.num_steps == 64 and not plan.scaled
 
 
 def test_learners_get_equal_shares_of_the_planned_envs_and_workers():
-    config, plan = planned_config(spec("nethack"), flags={"train.learners": 2}, machine=WORKSTATION)
+    config, plan = planned_config(spec("nethack"), flags={"train.learners": 2}, machine=WORKSTATION, profile="cpu")
     vec = config.vec
     assert (vec.num_envs, vec.num_workers) == (504, 14)  # 15 spare cores rounded to 2 learners' shares
     assert vec.num_envs % 2 == 0 and vec.num_workers % 2 == 0 and plan.scaled
@@ -148,7 +148,7 @@ def test_a_run_records_its_plan_and_a_resume_keeps_the_recorded_settings(tmp_pat
     # the first run plans for a GPU workstation (CartPole: 256 envs x 16 steps), the resume runs "here"
     monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": WORKSTATION))
     run_dir = tmp_path / "run"
-    run("cartpole", overrides=["train.total_steps=4096"], run_dir=run_dir, tensorboard=False)
+    run("cartpole", overrides=["train.total_steps=4096"], run_dir=run_dir, tensorboard=False, profile="cpu")
     line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 256 envs x 16 steps, serial, 1 torch thread"
     assert line in capsys.readouterr().out
     recorded = load_toml(run_dir / "config.toml")
@@ -171,10 +171,11 @@ def test_info_and_doctor_show_the_plan_for_this_machine(monkeypatch):
     monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": WORKSTATION))
     info = CliRunner().invoke(cli, ["info", "nethack"])
     assert info.exit_code == 0, info.output
-    line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 510 envs x 16 steps, multiprocessing 15 workers, 1 torch thread"
-    assert line in info.output
-    data = json.loads(CliRunner().invoke(cli, ["info", "cartpole", "--json"]).output)
-    assert data["plan"].startswith("plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 256 envs x 16 steps, serial, 1 torch thread")
+    # on a GPU machine, envs with a GPU profile show it (NetHack's spread over the 15 workers)
+    line = "plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 525 envs x 64 steps, multiprocessing 15 workers, 1 torch thread"
+    assert line + " (heavy env, the GPU profile)" in info.output
+    data = json.loads(CliRunner().invoke(cli, ["info", "acrobot", "--json"]).output)
+    assert data["plan"].startswith("plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 510 envs x 64 steps, multiprocessing")
     doctor = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
     plan = next(c for c in doctor if c["name"] == "scaling plan")
     assert plan["ok"] and "heavy and image envs over 15 env workers, 4x the defaults' envs per core" in plan["detail"]
@@ -192,3 +193,93 @@ def test_a_planned_worker_pool_trains(tmp_path, monkeypatch):
     vec = load_toml(tmp_path / "run" / "config.toml")["vec"]
     assert (vec["backend"], vec["num_workers"], vec["num_envs"], vec["batch_size"]) == ("multiprocessing", 2, 32, 16)
     assert result.global_step >= 8192
+
+
+# --- the GPU profiles (TrainDefaults.gpu_config), picked on a CUDA device or by --profile ---
+
+GPU_PROFILED = ["ocean/pong", "ocean/breakout", "ocean/snake", "cartpole", "tag"]
+
+
+@pytest.mark.parametrize("name", GPU_PROFILED)
+def test_the_gpu_profiles_update_on_gpu_sized_batches(name):
+    config, plan = planned_config(spec(name), machine=WORKSTATION)
+    assert plan.profile == "gpu" and "GPU profile" in plan.describe()
+    agents = spec(name).flattening(**config.env)[2]
+    assert config.vec.num_envs * agents >= 2048  # Snake: 256 envs of 8 snakes
+    assert config.vec.num_envs * agents * config.train.num_steps >= 131_072  # agent rows per update
+
+
+def test_a_gpu_machine_trains_at_the_profile_and_a_cpu_run_keeps_the_defaults():
+    pong = spec("ocean/pong")
+    config, plan = planned_config(pong, machine=WORKSTATION)  # train.device auto: the GPU
+    profile = resolve_run_config(pong.training.config).updated(pong.training.gpu_config)
+    assert config == profile and not plan.scaled  # the profile replaces the GPU_ENV_FACTOR scaling
+    assert sizes(plan) == (2048, 64, 8, "serial", 0, 0)
+    # on the 2-core machine, and on the GPU machine told to train on its CPU: today's plan, no profile
+    assert planned_config(pong, machine=BASE)[0] == resolve_run_config(pong.training.config)
+    config, plan = planned_config(pong, machine=WORKSTATION, flags={"train.device": "cpu"})
+    assert plan.profile == "cpu" and config.vec.num_envs == 256
+    # --profile cpu on the GPU machine: the defaults as the plan scales them (4x the envs for a GPU)
+    config, plan = planned_config(pong, machine=WORKSTATION, profile="cpu")
+    assert plan.profile == "cpu" and sizes(plan) == (1024, 32, 4, "serial", 0, 0) and plan.scaled
+
+
+def test_profile_gpu_selects_the_profile_on_a_cpu():
+    config, plan = planned_config(spec("ocean/pong"), machine=BASE, profile="gpu")
+    assert plan.profile == "gpu" and (config.vec.num_envs, config.train.num_steps) == (2048, 64)
+    assert plan.describe().startswith("plan for 2 cores, 23 GiB, no GPU: 2,048 envs x 64 steps, serial")
+    assert "(native env, the GPU profile)" in plan.describe()
+    config, plan = planned_config(spec("ocean/pong"), machine=BASE, flags={"train.device": "cpu"}, profile="gpu")
+    assert plan.profile == "gpu" and config.vec.num_envs == 2048  # asked for: on any device
+
+
+def test_the_users_settings_win_over_the_profile():
+    overrides = ["train.update_epochs=3", "vec.num_envs=1024"]
+    config, plan = planned_config(spec("ocean/pong"), overrides=overrides, machine=WORKSTATION)
+    assert (config.train.update_epochs, config.vec.num_envs) == (3, 1024)
+    assert (config.train.num_steps, config.train.num_minibatches) == (64, 8)  # the rest of the profile
+    assert plan.profile == "gpu" and "not planned: you set vec.num_envs" in plan.describe()
+    config, _ = planned_config(spec("ocean/pong"), flags={"train.total_steps": 4096}, machine=WORKSTATION)
+    assert config.train.total_steps == 4096 and config.vec.num_envs == 2048
+
+
+def test_an_env_without_a_profile_is_planned_as_before():
+    acrobot = spec("acrobot")
+    assert not acrobot.training.gpu_config
+    config, plan = planned_config(acrobot, machine=WORKSTATION)
+    assert sizes(plan) == sizes(make_plan(WORKSTATION, acrobot)) and plan.scaled and plan.profile == "cpu"
+    config, plan = planned_config(acrobot, machine=BASE, profile="gpu")
+    assert config == resolve_run_config(acrobot.training.config)
+    assert plan.profile == "cpu" and "acrobot has no GPU profile" in plan.describe()
+
+
+def test_a_heavy_envs_profile_spreads_over_the_workers():
+    nethack = spec("nethack")
+    config, plan = planned_config(nethack, machine=WORKSTATION)
+    assert sizes(plan) == (525, 64, 4, "multiprocessing", 15, 0) and plan.profile == "gpu"  # 512 rounded up
+    assert config.train.update_epochs == nethack.training.gpu_config["train"]["update_epochs"]
+    config, plan = planned_config(nethack, machine=BASE, profile="gpu")  # one spare core: in this process
+    assert sizes(plan) == (512, 64, 4, "serial", 0, 0)
+
+
+def test_a_bad_profile_is_one_config_error():
+    with pytest.raises(ConfigError, match="--profile: expected one of auto, gpu, cpu, got 'fast'"):
+        planned_config(spec("ocean/pong"), machine=BASE, profile="fast")
+
+
+def test_the_cli_records_the_profile_and_refuses_a_bad_one(tmp_path):
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    run_dir = tmp_path / "run"
+    args = ["train", "cartpole", "--profile", "gpu", "--total-steps", "131072", "--run-dir", str(run_dir)]
+    result = CliRunner().invoke(cli, [*args, "--no-tensorboard", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    assert "2,048 envs x 64 steps, serial" in result.output and "the GPU profile" in result.output
+    recorded = load_toml(run_dir / "config.toml")
+    assert recorded["run"]["plan"]["profile"] == "gpu" and recorded["vec"]["num_envs"] == 2048
+    bad = CliRunner().invoke(cli, ["train", "cartpole", "--profile", "fast", "--run-dir", str(tmp_path / "bad")])
+    assert bad.exit_code == 2
+    assert bad.output.strip().splitlines() == ["Error: --profile: expected one of auto, gpu, cpu, got 'fast'"]

@@ -195,10 +195,10 @@ def describe(spec: EnvSpec) -> dict:
 
 def scaling_plan(spec: EnvSpec) -> str:
     """The plan ``pufferbox train`` makes for ``spec`` on this machine (pufferbox/train/plan.py), one line."""
-    from pufferbox.train.plan import Machine, expected_threads, make_plan
+    from pufferbox.train.plan import Machine, choose_plan, expected_threads
 
-    plan = make_plan(Machine.here(), spec)
-    return plan.describe(expected_threads(plan, spec))
+    plan, base = choose_plan(Machine.here(), spec)  # the GPU profile where a GPU trains
+    return plan.describe(expected_threads(plan, spec, base))
 
 
 @cli.command()

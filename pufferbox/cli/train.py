@@ -32,6 +32,14 @@ from pufferbox.registry import get_registry
 @click.option("--compile", "compile_", is_flag=True, default=None, help="torch.compile the policy.")
 @click.option("--learners", type=int, help="Data-parallel learner processes, each on num-envs/N envs (train.learners).")
 @click.option(
+    "--profile",
+    default="auto",
+    show_default=True,
+    metavar="gpu|cpu|auto",
+    help="The env's settings: gpu (its GPU profile: a GPU-sized batch that learns), cpu (the defaults "
+    "tuned on 2 cores) or auto (gpu when the run trains on a CUDA device).",
+)
+@click.option(
     "--run-dir",
     type=click.Path(file_okay=False),
     help="Where the run goes: a new or empty directory (default: a fresh runs/ENV-TIMESTAMP).",
@@ -65,6 +73,7 @@ def train(
     device,
     compile_,
     learners,
+    profile,
     run_dir,
     resume,
     no_tensorboard,
@@ -75,7 +84,8 @@ def train(
 ):
     """Train PPO on ENV; the run directory gets config.toml, metrics.jsonl, tb/ and checkpoints/.
 
-    Configuration layers: built-in defaults < plugin defaults < the scaling plan < --config < --set < flags.
+    Configuration layers: built-in defaults < plugin defaults < the env's GPU profile (--profile) < the
+    scaling plan < --config < --set < flags.
     A --run-dir that already holds a run is refused (continue it with --resume), and so is a
     non-empty folder that is no run. Ctrl-C or SIGTERM saves a checkpoint after the current
     update; exit status 0 after Ctrl-C, 143 after SIGTERM.
@@ -117,6 +127,7 @@ def train(
             tensorboard=not no_tensorboard,
             callbacks=tracker_factory(tracking)(str(resume or run_dir)),
             ray_address=ray_address,
+            profile=profile,
         )
     except WorkerError as exc:
         raise UserError(worker_error_line(exc, Path(resume or run_dir))) from None

@@ -28,6 +28,16 @@ while a horizon of a few steps leaves the advantages to the value function's boo
 may take half the memory available (and half a GPU's), the env buffers half the free ``/dev/shm``
 (``multiprocessing`` keeps them there; where the defaults' envs do not fit, the plan stays serial).
 
+On a GPU the batch that makes the learner's time worth it is far bigger than scaling the 2-core defaults
+gives, and PPO at that batch needs its own settings to learn (fewer epochs over larger minibatches, at a
+measured rate): a plugin declares them as the env's GPU profile (``TrainDefaults.gpu_config``, config
+sections layered over its defaults). :func:`planned_config` picks the profile when the run trains on a
+CUDA device (``train.device`` ``cuda``/``cuda:N``, or ``auto`` on a machine with a GPU), or wherever
+``profile="gpu"`` (``pufferbox train --profile gpu``) asks for it, so its learning can be checked on a
+CPU; ``profile="cpu"`` keeps the defaults. The profile replaces the scaling above for the envs that have
+one: its envs, horizon and minibatches are taken as they are (heavy and image envs spread over the
+workers the machine has cores for); an env without a profile is planned as before.
+
 Explicit settings always win: :func:`planned_config` applies the plan beneath the config file,
 ``--set`` and flags, and not at all when the user set any key it sizes (:data:`PLANNED_KEYS`: the
 rollout shape and the backend depend on each other, so a user's ``--num-envs`` never meets a horizon
@@ -53,11 +63,12 @@ from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import EnvSpec
-from pufferbox.train.config import RunConfig, load_toml, merge, parse_override, resolve_run_config, updated
+from pufferbox.train.config import ConfigError, RunConfig, load_toml, merge, parse_override, resolve_run_config, updated
 from pufferbox.train.hardware import auto_threads, available_memory, policy_macs, usable_cores
 
 __all__ = [
     "BASE_CORES",
+    "PROFILES",
     "GPU_ENV_FACTOR",
     "MAX_BATCH_GROWTH",
     "MAX_HORIZON_SHRINK",
@@ -69,8 +80,11 @@ __all__ = [
     "expected_threads",
     "machine_summary",
     "make_plan",
+    "choose_plan",
     "plan_record",
     "planned_config",
+    "profile_plan",
+    "trains_on_cuda",
 ]
 
 BASE_CORES = 2  # the machine the first-party defaults were tuned on (2 cores, no GPU: RESULTS.md)
@@ -87,6 +101,7 @@ PLANNED_KEYS = ("vec.num_envs", "train.num_steps", "train.num_minibatches") + (
     "vec.batch_size",
     "vec.main_envs",
 )
+PROFILES = ("auto", "gpu", "cpu")  # pufferbox train --profile: auto = the GPU profile on a CUDA device
 
 
 @dataclass(frozen=True)
@@ -144,8 +159,9 @@ class Plan:
     num_workers: int = 0
     batch_size: int = 0
     learners: int = 1  # suggested (``--learners``), never applied
-    scaled: bool = False  # False: the plugin's defaults, unchanged
+    scaled: bool = False  # False: the plugin's defaults (or its GPU profile), unchanged
     notes: tuple[str, ...] = field(default_factory=tuple)
+    profile: str = "cpu"  # "gpu": the env's GPU profile over its defaults; "cpu": the defaults
 
     def settings(self) -> dict[str, dict[str, Any]]:
         """The planned keys as config sections (what :func:`planned_config` layers)."""
@@ -162,7 +178,9 @@ class Plan:
         if torch_threads is not None:
             text += f", {torch_threads} torch thread{'s' if torch_threads != 1 else ''}"
         yours = any(note.startswith("not planned") for note in self.notes)
-        origin = "scaled" if self.scaled else "your settings" if yours else "the plugin defaults"
+        defaults = "the GPU profile" if self.profile == "gpu" else "the plugin defaults"
+        origin = "scaled" if self.scaled else "your settings" if yours else defaults
+        origin += ", GPU profile" if self.profile == "gpu" and origin != defaults else ""
         text += f" ({self.family + ' env, ' if self.family else ''}{origin})"
         if self.learners > 1:
             text += f"; --learners {self.learners} would train on every GPU"
@@ -318,6 +336,7 @@ def machine_summary(machine: Machine) -> str:
     text = text or f"{machine.describe()}{shm}: heavy and image envs in this process"
     text += f", {per_core}x the defaults' envs per core" + (f"; native envs {per_core}x" if machine.gpus else "")
     text += f"; batch at most {MAX_BATCH_GROWTH}x the defaults'"
+    text += "; envs with a GPU profile train at it instead" if machine.gpus else ""
     return text + (f"; --learners {machine.gpus} would train on every GPU" if machine.gpus > 1 else "")
 
 
@@ -336,25 +355,77 @@ def explicit_keys(config_file: str | Path | None, overrides: Iterable[str] | Non
     return keys | {name for name, value in (flags or {}).items() if value is not None}
 
 
+def trains_on_cuda(device: str, machine: Machine) -> bool:
+    """Whether ``train.device`` resolves to a CUDA device on ``machine`` (``auto``: when it has a GPU)."""
+    return device.startswith("cuda") or (device == "auto" and machine.gpus > 0)
+
+
+def profile_plan(machine: Machine, spec: EnvSpec, base: RunConfig) -> Plan:
+    """The :class:`Plan` of an env's GPU profile (``base``: its defaults with the profile layered): its
+    envs, horizon and minibatches as they are; a heavy or image env's envs spread over the workers
+    ``machine`` has cores for (rounded up to a multiple of them, so the batch is never smaller than the
+    profile's; within half the free ``/dev/shm``)."""
+    tc, vc = base.train, base.vec
+    plan = Plan(machine, "", vc.num_envs, tc.num_steps, tc.num_minibatches, vc.backend, vc.num_workers, vc.batch_size)
+    plan = replace(plan, learners=machine.gpus if machine.gpus > 1 else 1, profile="gpu")
+    if vc.backend not in ("serial", "multiprocessing"):
+        return plan
+    plan = replace(plan, family=env_family(spec, base.env))
+    workers = machine.env_workers()
+    workers -= workers % tc.learners
+    if plan.family == "native" or workers < 2 or vc.num_workers:
+        return plan  # a native block steps in this process; workers the profile names are kept
+    envs, note = fit_shm(machine, spec, base, math.ceil(vc.num_envs / workers) * workers, workers)
+    if envs < workers:
+        return replace(plan, notes=(note + ": serial",))
+    spread = replace(plan, num_envs=envs, backend="multiprocessing", num_workers=workers, batch_size=0)
+    return replace(spread, notes=(note,) if note else ())
+
+
+def choose_plan(
+    machine: Machine, spec: EnvSpec, profile: str = "auto", device: str = "auto", base: RunConfig | None = None
+) -> tuple[Plan, RunConfig]:
+    """The plan for ``spec`` on ``machine`` under ``profile`` (one of :data:`PROFILES`) for a run on
+    ``device``, and the run config it sizes: the GPU profile's where it applies, else the defaults' as
+    :func:`make_plan` scales them. ``base`` carries the run's ``train.learners`` (default 1)."""
+    if profile not in PROFILES:
+        raise ConfigError(f"--profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
+    learners = {"train": {"learners": base.train.learners if base is not None else 1}}
+    wanted = profile if profile != "auto" else "gpu" if trains_on_cuda(device, machine) else "cpu"
+    gpu_config = spec.training.gpu_config
+    if wanted == "gpu" and gpu_config:
+        layered = merge(merge({}, spec.training.config, "plugin defaults"), gpu_config, "GPU profile")
+        defaults = resolve_run_config(layered).updated(learners)
+        return profile_plan(machine, spec, defaults), defaults
+    defaults = resolve_run_config(spec.training.config).updated(learners)
+    plan = make_plan(machine, spec, defaults)
+    if wanted == "gpu":
+        plan = replace(plan, notes=plan.notes + (f"{spec.name} has no GPU profile",))
+    return plan, defaults
+
+
 def planned_config(
     spec: EnvSpec,
     config_file: str | Path | None = None,
     overrides: list[str] | None = None,
     flags: Mapping[str, Any] | None = None,
     machine: Machine | None = None,
+    profile: str = "auto",
 ) -> tuple[RunConfig, Plan]:
-    """The run's config and its :class:`Plan`: built-ins < plugin defaults < the plan < ``config_file`` <
-    ``overrides`` < ``flags``; no plan where the user set a key of :data:`PLANNED_KEYS`. The plan
-    returned shows what the run got: the user's values where they won, named in its notes."""
+    """The run's config and its :class:`Plan`: built-ins < plugin defaults < the GPU profile (where
+    ``profile`` picks it: see :func:`choose_plan`) < the plan < ``config_file`` < ``overrides`` <
+    ``flags``; no plan where the user set a key of :data:`PLANNED_KEYS`. The plan returned shows what
+    the run got: the user's values where they won, named in its notes."""
     user = resolve_run_config(spec.training.config, config_file, overrides, flags)
-    plugin = resolve_run_config(spec.training.config).updated({"train": {"learners": user.train.learners}})
     machine = Machine.here() if machine is None else machine
     if user.train.device == "cpu":  # GPUs the run does not train on feed nothing
         machine = replace(machine, gpus=0, gpu_memory=0)
-    plan = make_plan(machine, spec, plugin)
+    plan, defaults = choose_plan(machine, spec, profile, user.train.device, user)
     kept = sorted(explicit_keys(config_file, overrides, flags) & set(PLANNED_KEYS))
     planned = {} if kept else plan.settings()  # the sizes depend on each other: all planned, or none
     layered = merge(merge({}, spec.training.config, "plugin defaults"), planned, "plan")
+    if plan.profile == "gpu":
+        layered = merge(merge({}, defaults.to_dict(), "GPU profile"), planned, "plan")
     config = resolve_run_config(layered, config_file, overrides, flags)
     if not kept:
         return config, plan

@@ -38,7 +38,7 @@ from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml,
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_as_rank_zero, join_group
 from pufferbox.train.hardware import pick_device
-from pufferbox.train.plan import Plan, plan_record, planned_config
+from pufferbox.train.plan import PROFILES, Plan, plan_record, planned_config
 from pufferbox.train.rundir import (
     RunDirGuard,
     claim_run_dir,
@@ -118,6 +118,7 @@ def run(
     tensorboard: bool = True,
     callbacks: list[Any] | None = None,
     ray_address: str | None = None,
+    profile: str = "auto",
 ) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (a :class:`RunConfig`, or its
     dict of sections) or the layers (``config_file``, ``overrides``, ``flags``: see ``resolve_run_config``).
@@ -130,7 +131,8 @@ def run(
     this call (for tests and tournaments). SIGINT and SIGTERM checkpoint after the current update
     (or, when its rollout is stuck past the grace, the last completed one: :class:`stop_on_signals`).
     ``callbacks`` get each update's metrics after the writers (trackers, sweep reporters); each
-    has a ``close()``, called when the run ends.
+    has a ``close()``, called when the run ends. ``profile``: ``"auto"`` (the env's GPU profile when the
+    run trains on a CUDA device), ``"gpu"`` or ``"cpu"`` (see :func:`~pufferbox.train.plan.choose_plan`).
     """
     if resume is not None:
         run_dir = Path(resume)
@@ -151,6 +153,7 @@ def run(
             tensorboard=tensorboard,
             callbacks=callbacks,
             ray_address=ray_address,
+            profile=profile,
         )
     except BaseException as exc:
         if lock is not None and lock.fresh and run_dir is not None:
@@ -182,8 +185,13 @@ def run_locked(
     tensorboard: bool,
     callbacks: list[Any] | None = None,
     ray_address: str | None = None,
+    profile: str = "auto",
 ) -> TrainResult:
     checkpoint, distribution, plan = None, None, None
+    if profile not in PROFILES:
+        raise ConfigError(f"--profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
+    if resume is not None and profile != "auto":
+        raise ConfigError("--profile: a resumed run keeps the settings it recorded; drop --profile")
     if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
         env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
         recorded = load_toml(Path(resume) / "config.toml").get("run", {})
@@ -191,7 +199,7 @@ def run_locked(
     elif env is None:
         raise ConfigError("run(): name an env")
     elif config is None:  # the plugin's defaults scaled to this machine (train/plan.py)
-        run, plan = planned_config(get_registry().get(env), config_file, overrides, flags)
+        run, plan = planned_config(get_registry().get(env), config_file, overrides, flags, profile=profile)
     else:
         run = RunConfig.of(config)
     registry = get_registry()  # a resume trains the env of the plugin it trained before

@@ -218,6 +218,13 @@ def register_envs(register):
                     },
                     "vec": {"num_envs": 64},
                 },
+                # The GPU profile: 131,072 rows per update (2,048 envs x 64 steps), four epochs over eight
+                # minibatches of 16,384 at the defaults' rate: solves within 100 updates
+                # (benchmarks/gpu_profiles.py; RESULTS.md, "GPU profiles")
+                gpu_config={
+                    "train": {"total_steps": 100 * 131_072, "num_steps": 64, "update_epochs": 4, "num_minibatches": 8},
+                    "vec": {"num_envs": 2048},
+                },
                 solved_return=475.0,
             ),
             meta=EnvMeta(description="Balance a pole on a cart (Gymnasium CartPole-v1)."),

@@ -92,6 +92,7 @@ def register_envs(register):
                 ),
                 training=TrainDefaults(
                     config=game.config,
+                    gpu_config=game.gpu_config,
                     policy=game.policy,
                     solved_return=game.solved_return,
                     groups=game.groups,

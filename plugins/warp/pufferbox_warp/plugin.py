@@ -15,6 +15,20 @@ from pufferbox_warp import cartpole, tag, tag_continuous
 # defaults (256 steps, 10 epochs x 32 minibatches, chosen for small CPU batches) made the update 90% of a
 # GPU run's time (benchmarks/RESULTS.md, "GPU: ... (issue 18, session 11)").
 GPU_BATCH_PPO = {"num_steps": 128, "update_epochs": 4, "num_minibatches": 8}
+# Tag's GPU profile: 2,048 envs x 5 agents x 16 steps = 163,840 agent rows per update (32,768 the
+# tagger's), four epochs over four minibatches per group at 1e-3. On a GPU it steps on the kernels
+# (--backend cuda); measured by the tagger against the update-0 runners (benchmarks/gpu_profiles.py;
+# RESULTS.md, "GPU profiles").
+TAG_GPU_CONFIG = {
+    "train": {
+        "total_steps": 100 * 163_840,
+        "num_steps": 16,
+        "update_epochs": 4,
+        "num_minibatches": 4,
+        "learning_rate": 1e-3,
+    },
+    "vec": {"num_envs": 2048},
+}
 
 
 def make_tag(**kwargs):
@@ -76,6 +90,7 @@ def register_envs(register):
             build=EnvBuild(binding=make_tag, kwargs={"num_taggers": 1, "num_runners": 4}, implementation="cuda", cuda=TAG),
             training=TrainDefaults(
                 config={"train": {"total_steps": 2_000_000, **GPU_BATCH_PPO}, "vec": {"num_envs": 2000}},
+                gpu_config=TAG_GPU_CONFIG,
                 groups=tag_groups,
                 outcome=tag_outcome,
             ),

@@ -190,6 +190,13 @@ GAME = Game(
         },
         "vec": {"num_envs": 256},
     },
+    # The GPU profile: 131,072 rows per update (2,048 envs x 64 steps), the defaults' four epochs over
+    # eight minibatches of 16,384: solves within 100 updates (benchmarks/gpu_profiles.py; RESULTS.md,
+    # "GPU profiles")
+    gpu_config={
+        "train": {"total_steps": 228 * 131_072, "num_steps": 64, "update_epochs": 4, "num_minibatches": 8},
+        "vec": {"num_envs": 2048},
+    },
     check_kwargs={"lives": 1, "max_steps": 50},
     cuda_type="Breakout",
 )

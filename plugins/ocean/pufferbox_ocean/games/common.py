@@ -47,6 +47,7 @@ class Game:
     solved_return: float
     solved_meaning: str
     config: dict = field(default_factory=dict)
+    gpu_config: dict = field(default_factory=dict)  # the GPU profile over ``config`` (TrainDefaults.gpu_config)
     policy: object = None
     groups: object = None
     outcome: object = None

@@ -160,6 +160,13 @@ GAME = Game(
         },
         "vec": {"num_envs": 256},
     },
+    # The GPU profile: 131,072 rows per update (2,048 envs x 64 steps), two epochs over eight minibatches
+    # of 16,384, Adam at the defaults' 1e-3, in PufferLib's 12M-step budget: solves within 100 updates
+    # (benchmarks/gpu_profiles.py; RESULTS.md, "GPU profiles")
+    gpu_config={
+        "train": {"total_steps": 91 * 131_072, "num_steps": 64, "update_epochs": 2, "num_minibatches": 8},
+        "vec": {"num_envs": 2048},
+    },
     check_kwargs={"max_score": 2, "max_steps": 40},
     cuda_type="Pong",
 )

@@ -207,6 +207,10 @@ GAME = Game(
         "vec": {"num_envs": 32},
         "policy": {"hidden_size": 128},
     },
+    # The GPU profile: 131,072 agent rows per update (256 envs x 8 snakes x 64 steps), the defaults'
+    # four epochs over eight minibatches of 16,384: solves within 100 updates (benchmarks/gpu_profiles.py;
+    # RESULTS.md, "GPU profiles")
+    gpu_config={"train": {"total_steps": 228 * 131_072}, "vec": {"num_envs": 256}},
     check_kwargs={"width": 10, "height": 10, "num_food": 8, "max_length": 6, "max_steps": 25},
     cuda_type="Snake",
 )
