@@ -6,8 +6,9 @@
 # it as the devcontainer with the Dev Containers CLI (@devcontainers/cli from npm) on podman, from
 # compose.yaml (the GPU variant), and inside it check: nvcc 12.4; torch's CUDA build; PyCUDA built
 # for CUDA 12.4 and linked to libcuda.so.1; `pufferbox doctor`; every kernel compiled by nvcc
-# (sm_80, sm_90); `pufferbox check tag --cuda --host` (the kernel run on the CPU against its
-# reference); `pufferbox envs`; a short `pufferbox train`. No GPU is needed, nor used.
+# (sm_80, sm_90), all ten Ocean games' among them (test_every_game_has_a_kernel); `pufferbox check
+# tag --cuda --host` (the kernel run on the CPU against its reference); `pufferbox envs`; a short
+# `pufferbox train`. No GPU is needed, nor used.
 #
 #   sudo bash ci/tank-cuda-test.sh          (or: sudo make test-tank-cuda)
 #
@@ -61,7 +62,7 @@ step "the image's own install: nvcc compiles every kernel (sm_80, sm_90), none s
 # site-packages (non-editable), so a kernel source missing from a wheel fails here.
 podman run --rm -e PYTHONDONTWRITEBYTECODE=1 -v "$repo/tests:/opt/image-tests/tests:ro" -w /opt/image-tests "$image" \
   python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestUnknownMarkWarning -rs \
-  tests/test_cuda_compile.py tests/test_ocean_cuda.py -k compile | grep -v -E '^(pufferbox tank:|  [a-z]+: |No GPU)' | tee "$repo_tests_out"
+  tests/test_cuda_compile.py tests/test_ocean_cuda.py -k 'compile or every_game' | grep -v -E '^(pufferbox tank:|  [a-z]+: |No GPU)' | tee "$repo_tests_out"
 grep -q -E '^[0-9]+ passed' "$repo_tests_out" && ! grep -q -i 'skipped\|failed' "$repo_tests_out" \
   || fail "the kernel compile tests did not all pass against the image's installed packages"
 
@@ -188,7 +189,7 @@ print("doctor: nvcc ok (12.4), pycuda installed, torch is the CUDA", sys.argv[2]
 EOF
 
 step "the workspace's editable install: nvcc compiles every kernel (sm_80, sm_90), none skipped"
-tank python -m pytest -q -p no:cacheprovider -rs tests/test_cuda_compile.py tests/test_ocean_cuda.py -k compile \
+tank python -m pytest -q -p no:cacheprovider -rs tests/test_cuda_compile.py tests/test_ocean_cuda.py -k 'compile or every_game' \
   | tee "$work/pytest.out"
 grep -q -E '^[0-9]+ passed' "$work/pytest.out" && ! grep -q -i 'skipped' "$work/pytest.out" \
   || fail "the kernel compile tests did not all run and pass"
