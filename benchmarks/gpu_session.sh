@@ -10,13 +10,19 @@
 # itself.
 # GPU_SESSION_INSTALL=0 skips the install (a rehearsal in an existing venv); GPU_STEPS sets the
 # training budget of the train-* steps (default 65536); GPU_SESSION_ONLY="install bench-cuda" runs
-# only the steps named.
+# only the steps named. The solve step (issue 51: launch to solved with each game's GPU profile) takes
+# GPU_SOLVE_ENVS, GPU_SOLVE_SEEDS, GPU_SOLVE_SECONDS (its limit, default 300) and GPU_SOLVE_ARGS (what
+# every run adds, default the CUDA kernels: --set vec.backend=cuda; a CPU rehearsal passes a small
+# budget instead, e.g. "--set train.total_steps=131072"); solve-throughput runs Pong's profile for
+# GPU_PROFILE_STEPS agent steps (default 10 updates) with the same GPU_SOLVE_ARGS.
 set -uo pipefail
 OUT=${1:?usage: gpu_session.sh OUT_DIR}
 LOGS=$(mktemp -d)  # whole logs, packed into OUT/logs.tar.gz after every step (OUT keeps few files)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PUFFERBOX_CACHE=${PUFFERBOX_CACHE:-/tmp/pufferbox-cache}
 export GPU_STEPS=${GPU_STEPS:-65536}
+export GPU_SOLVE_ENVS=${GPU_SOLVE_ENVS:-ocean/pong ocean/breakout ocean/snake} GPU_SOLVE_SEEDS=${GPU_SOLVE_SEEDS:-1 2 3}
+export GPU_SOLVE_ARGS=${GPU_SOLVE_ARGS---set vec.backend=cuda} GPU_PROFILE_STEPS=${GPU_PROFILE_STEPS:-1310720}
 # console scripts land beside the interpreter; nvcc compiles the kernels
 export PATH="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH:/usr/local/cuda/bin"
 
@@ -88,9 +94,24 @@ train_ocean_cuda() {  # each Ocean game with a kernel: `--backend cuda` at the p
   done
 }
 
-export -f install summarize_run train_run train_pair train_variant train_ocean_cuda
+solve() {  # each game's GPU profile from launch to solved, every seed: OUT/solve.json and OUT/solve.md
+  # shellcheck disable=SC2086  # the lists split into words
+  python3 benchmarks/gpu_profiles.py --envs $GPU_SOLVE_ENVS --seeds $GPU_SOLVE_SEEDS --out "$OUT/solve" $GPU_SOLVE_ARGS
+}
+
+solve_throughput() {  # Pong end to end at its GPU profile, a fixed budget (no stop at the solve)
+  # shellcheck disable=SC2086
+  train_run pong-gpu-profile ocean/pong "$GPU_PROFILE_STEPS" --profile gpu --set train.stop_on_solve=false $GPU_SOLVE_ARGS
+}
+
+export OUT
+export -f install summarize_run train_run train_pair train_variant train_ocean_cuda solve solve_throughput
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
+# issue 51 first: launch to solved for Pong, Breakout and Snake at their GPU profiles, 3 seeds, steps/s and
+# the update's share; then Pong's end-to-end throughput at that profile
+step solve "${GPU_SOLVE_SECONDS:-300}" solve
+step solve-throughput 120 solve_throughput
 step doctor 60 pufferbox doctor --strict
 step pytest-gpu 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 tests
 step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_continuous --cuda && pufferbox check cuda_cartpole --cuda"
