@@ -176,6 +176,9 @@ def test_info_and_doctor_show_the_plan_for_this_machine(monkeypatch):
     assert line + " (heavy env, the GPU profile)" in info.output
     data = json.loads(CliRunner().invoke(cli, ["info", "acrobot", "--json"]).output)
     assert data["plan"].startswith("plan for 16 cores, 120 GiB, 1 GPU (80 GiB): 510 envs x 64 steps, multiprocessing")
+    pong = json.loads(CliRunner().invoke(cli, ["info", "ocean/pong", "--json"]).output)
+    assert pong["gpu_profile"]["vec"]["num_envs"] == 2048 and "(native env, the GPU profile)" in pong["plan"]
+    assert "GPU profile (--profile gpu; on a CUDA device)" in CliRunner().invoke(cli, ["info", "ocean/pong"]).output
     doctor = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).output)
     plan = next(c for c in doctor if c["name"] == "scaling plan")
     assert plan["ok"] and "heavy and image envs over 15 env workers, 4x the defaults' envs per core" in plan["detail"]

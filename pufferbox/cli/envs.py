@@ -187,6 +187,7 @@ def describe(spec: EnvSpec) -> dict:
             for leaf in obs_spec.leaves
         ],
         "defaults": spec.training.config,
+        "gpu_profile": spec.training.gpu_config,
         "plan": scaling_plan(spec),
         "solved_return": spec.training.solved_return,
         "requires": requires,
@@ -227,4 +228,6 @@ def info(env: str, as_json: bool) -> None:
         console.print(f"  requires {requirement}: installed {version}")
     if data["defaults"]:
         console.print(f"  defaults: {data['defaults']}")
+    if data["gpu_profile"]:
+        console.print(f"  GPU profile (--profile gpu; on a CUDA device): {data['gpu_profile']}")
     console.print(f"  {data['plan']}", highlight=False, soft_wrap=True)
