@@ -3,6 +3,8 @@ and the exception's message in every command that builds it, exit 2, no run dir 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from click.testing import CliRunner
 
@@ -67,3 +69,29 @@ def test_a_run_that_fails_before_its_first_checkpoint_can_be_started_again_in_it
     again = CliRunner().invoke(cli, [*args[:-5], "--set", "train.checkpoint_interval=10", "--total-steps", "512"])
     assert again.exit_code == 0, again.output
     assert not (run_dir / "worker-error.txt").exists() and list((run_dir / "checkpoints").glob("ckpt-*.pt"))
+
+
+@pytest.mark.parametrize("mode", ["hang_reset", "hang"])
+@pytest.mark.timeout(40)
+def test_an_env_that_hangs_on_the_serial_backend_is_named_after_step_timeout(tmp_path, faulty, mode):
+    """Before: `train` (and `check`) on the default serial backend waited forever, printing nothing."""
+    faulty.update(mode=mode, fail_at=20)
+    run_dir = tmp_path / "run"
+    args = ["train", "faulty", "--run-dir", str(run_dir), "--num-envs", "4", "--set", "train.num_steps=16"]
+    args += ["--set", "vec.step_timeout=1", "--total-steps", "4096", "--no-tensorboard"]
+    start = time.monotonic()
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: faulty: env 0 in the main process (pid") and "step_timeout=1s" in line, line
+    assert "Traceback" not in result.output and time.monotonic() - start < 30
+
+
+def test_the_serial_deadline_leaves_a_slow_but_finishing_env_alone():
+    import pufferbox.vector as vector
+
+    spec = env_spec_for("uneven", mean_step_s=0.3)
+    with vector.make(spec, num_envs=1, step_timeout=2) as venv:
+        venv.reset(seed=0)
+        for _ in range(4):
+            venv.step(venv.action_space.sample())

@@ -140,7 +140,7 @@ def make_vec_env(
         kwargs["batch_size"] = vec.batch_size
     if vec.main_envs:
         kwargs["main_envs"] = vec.main_envs
-    if vec.backend in ("multiprocessing", "ray"):  # the backends with workers to wait for
+    if vec.backend in ("serial", "multiprocessing", "ray"):  # the backends with envs or workers to wait for
         kwargs["step_timeout"] = vec.step_timeout
     if vec.backend == "ray" and ray_address:
         kwargs["address"] = ray_address

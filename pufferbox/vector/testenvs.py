@@ -83,7 +83,7 @@ class FaultyEnv(gymnasium.Env):
     returns NaN rewards (``"nan_reward"``) or returns a bad observation (``"short_obs"``: shape
     (1,) instead of (2,); ``"none_obs"``: ``None``; ``"nan_obs"``: NaN; ``"big_obs"``: out of bounds).
     Rewards are a noisy function of the action, so a policy trained on it has gradients. ``"init"``: the
-    constructor raises (a missing ROM, a licence, a bad keyword)."""
+    constructor raises (a missing ROM, a licence, a bad keyword); ``"hang_reset"``: ``reset`` sleeps forever."""
 
     def __init__(self, fail_at: int = 3, mode: str = "raise", fail_env_seed: int | None = None):
         if mode == "init":
@@ -96,6 +96,9 @@ class FaultyEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
+        if self.mode == "hang_reset":
+            while True:
+                time.sleep(60)
         if seed is not None:
             self.seed_seen = seed
         self.t = 0
