@@ -95,3 +95,22 @@ def test_the_serial_deadline_leaves_a_slow_but_finishing_env_alone():
         venv.reset(seed=0)
         for _ in range(4):
             venv.step(venv.action_space.sample())
+
+
+def test_an_all_zero_action_mask_fails_the_masks_check_and_is_named_in_training(tmp_path, monkeypatch):
+    """Before: `check` passed such an env and training sampled from every choice as if all were legal."""
+    from pufferbox.conformance import check_env_spec
+
+    spec = env_spec_for("empty_mask", empty_at=5)
+    (result,) = check_env_spec(spec, steps=30, num_envs=2, checks=["masks"])
+    assert not result.ok and "step 5: the action mask of acting row" in str(result) and "all zeros" in str(result)
+
+    load_commands()
+    registry = get_registry()
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda name, plugin=None: spec if name == "empty_mask" else real_get(name, plugin))
+    args = ["train", "empty_mask", "--run-dir", str(tmp_path / "run"), "--num-envs", "2", "--set", "train.num_steps=16"]
+    result = CliRunner().invoke(cli, [*args, "--total-steps", "256", "--no-tensorboard"])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: empty_mask: env 0 (agent row 0) gave its acting agent an action mask of all zeros"), line

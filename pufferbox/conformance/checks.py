@@ -694,6 +694,12 @@ def check_masks(spec: EnvSpec, cfg: CheckConfig) -> None:
         obs, *_, acting = venv.recv()
         for t in range(cfg.steps):
             legal = mask.legal(obs)
+            empty = no_legal_rows(legal, mask.sizes, np.asarray(acting))
+            if len(empty):
+                fail(
+                    f"step {t}: the action mask of acting row {empty[0]} is all zeros (no legal action); an agent "
+                    "that acts needs at least one legal choice in each part of its action"
+                )
             logits = torch.randn(len(obs), sum(mask.sizes), generator=gen) * 10.0
             rows = sample(obs)  # whole random rows: a hybrid action's continuous values ride along
             choices = {
@@ -713,6 +719,15 @@ def check_masks(spec: EnvSpec, cfg: CheckConfig) -> None:
             obs, *_, acting = venv.recv()
     finally:
         venv.close()
+
+
+def no_legal_rows(legal: np.ndarray, sizes: tuple[int, ...], acting: np.ndarray) -> np.ndarray:
+    """The acting rows whose mask allows no choice in some part of the action (``legal``: the parts side by side)."""
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    empty = np.zeros(len(legal), bool)
+    for start, n in zip(starts, sizes, strict=True):
+        empty |= ~legal[:, start : start + n].any(1)
+    return np.flatnonzero(empty & acting.astype(bool))
 
 
 CHECKS: dict[str, Callable[[EnvSpec, CheckConfig], None]] = {

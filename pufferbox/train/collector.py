@@ -308,6 +308,26 @@ class PlayedStep:
     episodes: Episodes
 
 
+class NoLegalAction(ConfigError):
+    """An acting agent's action mask allows no choice (all zeros): a broken env, named in one line."""
+
+
+def check_some_legal(mask: Any, obs: np.ndarray, acting: np.ndarray, rows: np.ndarray, apr: int, env: str) -> None:
+    """Raise :class:`NoLegalAction` naming the env and agent row of the first acting row whose ``mask``
+    leaves some part of its action without a legal choice."""
+    legal, empty, start = mask.legal(obs), np.zeros(len(obs), bool), 0
+    for n in mask.sizes:
+        empty |= ~legal[:, start : start + n].any(1)
+        start += n
+    empty &= np.asarray(acting, bool)
+    if empty.any():
+        row = int(rows[int(np.argmax(empty))])
+        raise NoLegalAction(
+            f"{env}: env {row // apr} (agent row {row}) gave its acting agent an action mask of all zeros (no legal "
+            f"action); fix the env's mask (`pufferbox check {env} --check masks` finds the step)"
+        )
+
+
 class HostCollector:
     """The act loop over a CPU backend: ``recv -> store -> act -> send`` into a :class:`Rollout`."""
 
@@ -325,6 +345,7 @@ class HostCollector:
         self.bootstrap_gamma = bootstrap_gamma  # truncated steps: r + gamma * V(final obs) (0: off)
         self.num_rows, self.agents_per_env = venv.num_agents, venv.agents_per_env
         self.acting = RowActing(agent, venv.act_spec, self.num_rows, self.agents_per_env, self.device, compile, compile_mode)
+        self.action_mask = venv.obs_spec.mask
         pool = venv.batch_envs != venv.num_envs  # rows can run ahead: spare segments
         schema = rollout_schema(venv.obs_spec, venv.act_spec, agent.lstm_size)
         self.rollout = Rollout(self.num_rows, self.num_rows * (2 if pool else 1), horizon, schema)
@@ -387,6 +408,8 @@ class HostCollector:
         t1 = time.perf_counter()
         self.phase_time["env"] += t1 - t0
         rows = self.rows_of(env_ids)
+        if self.action_mask is not None:  # before normalization: the raw mask
+            check_some_legal(self.action_mask, obs, masks, rows, self.agents_per_env, self.venv.env_name)
         obs = self.acting.observe(obs, rows)
         if self.norm is not None:
             rewards = self.norm.scale(rewards, rows, terminals | truncations)

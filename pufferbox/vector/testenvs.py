@@ -192,6 +192,35 @@ class HybridTargetEnv(gymnasium.Env):
         return self.observe(), float(hit) - error, done, False, info
 
 
+class EmptyMaskEnv(gymnasium.Env):
+    """Four choices under an ``action_mask``; every one legal until step ``empty_at`` of an episode, whose
+    observation's mask is all zeros (an env that leaves its acting agent no legal move)."""
+
+    def __init__(self, empty_at: int = 5, episode_length: int = 20):
+        self.observation_space = gymnasium.spaces.Dict(
+            {"x": gymnasium.spaces.Box(0, 1, (2,), np.float32), "action_mask": gymnasium.spaces.Box(0, 1, (4,), np.int8)}
+        )
+        self.action_space = gymnasium.spaces.Discrete(4)
+        self.empty_at, self.episode_length, self.t = empty_at, episode_length, 0
+
+    def observe(self) -> dict:
+        mask = np.zeros(4, np.int8) if self.t == self.empty_at else np.ones(4, np.int8)
+        return {"x": np.full(2, self.t / self.episode_length, np.float32), "action_mask": mask}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self.observe(), {}
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        self.t += 1
+        return self.observe(), float(action == 0), self.t >= self.episode_length, False, {}
+
+
+def make_empty_mask(**kwargs: Any) -> EmptyMaskEnv:
+    return EmptyMaskEnv(**kwargs)
+
+
 def make_countdown(**kwargs: Any) -> CountdownAgents:
     return CountdownAgents(**kwargs)
 
@@ -209,9 +238,15 @@ def make_uneven(**kwargs: Any) -> UnevenStepEnv:
 
 
 def env_spec_for(name: str, action_mask: str | None = None, **kwargs: Any) -> EnvSpec:
-    """An unregistered EnvSpec for ``countdown``, ``faulty``, ``hybrid`` or ``uneven`` (``action_mask``:
+    """An unregistered EnvSpec for ``countdown``, ``empty_mask``, ``faulty``, ``hybrid`` or ``uneven`` (``action_mask``:
     its ``EnvBuild.action_mask``)."""
-    bindings = {"countdown": make_countdown, "faulty": make_faulty, "hybrid": make_hybrid_target, "uneven": make_uneven}
+    bindings = {
+        "countdown": make_countdown,
+        "empty_mask": make_empty_mask,
+        "faulty": make_faulty,
+        "hybrid": make_hybrid_target,
+        "uneven": make_uneven,
+    }
     if name not in bindings:
         raise KeyError(f"unknown test env {name!r}; choose one of {', '.join(bindings)}")
     metrics = ("hit_rate", "amount_error") if name == "hybrid" else ()
