@@ -43,7 +43,7 @@ def parse_variant(name: str) -> tuple[int, bool, bool, bool]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("families", nargs="+", help="nethack, breakout, procgen")
+    parser.add_argument("families", nargs="+", help="nethack, breakout, procgen, pong (Ocean Pong at its GPU profile)")
     parser.add_argument("--variants", default="t1,t2")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

@@ -41,6 +41,16 @@ def family(name: str):
         from pufferbox_atari.policy import NatureCNN as policy
 
         space, act = spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(4)
+    elif name == "pong":  # Ocean Pong at its GPU profile (the plugin's gpu_config over its defaults)
+        from pufferbox_ocean.games.pong import GAME
+
+        DEFAULTS = {
+            "train": {**GAME.config["train"], **GAME.gpu_config["train"]},
+            "vec": {**GAME.config["vec"], **GAME.gpu_config["vec"]},
+            "policy": {},
+        }
+        policy = None
+        space, act = spaces.Box(-2.0, 2.0, (8,), np.float32), spaces.Discrete(3)
     elif name == "procgen":
         from pufferbox_procgen.plugin import DEFAULTS
         from pufferbox_procgen.policy import ImpalaResNet as policy

@@ -99,8 +99,7 @@ class MLPEncoder(nn.Module):
                 n, start = one_hot
                 index = (leaf.reshape(flat_obs.shape[0]).long() - start).clamp(0, n - 1)
                 parts.append(nn.functional.one_hot(index, n).float())
-        x = torch.cat(parts, dim=-1)
-        return self.net(x)
+        return self.net(parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1))
 
 
 def flatten_tree(tree: Any) -> list[torch.Tensor]:

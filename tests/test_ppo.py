@@ -151,7 +151,7 @@ def test_compiled_policy_trains():
 
 
 def test_compile_mode_reaches_both_compiled_steps(monkeypatch):
-    """train.compile_mode goes to torch.compile for the collector's act and the learner's evaluate
+    """train.compile_mode goes to torch.compile for the collector's act and the learner's forward and loss
     (reduce-overhead: CUDA graphs on a GPU); recorded here without compiling anything."""
     modes = {}
 
@@ -163,7 +163,7 @@ def test_compile_mode_reaches_both_compiled_steps(monkeypatch):
     cfg = config("cartpole", "train.compile=true", "train.compile_mode=reduce-overhead", "vec.num_envs=4")
     trainer = Trainer("cartpole", cfg)
     trainer.close()
-    assert modes == {"act": "reduce-overhead", "evaluate": "reduce-overhead"}
+    assert modes == {"act": "reduce-overhead", "forward_loss": "reduce-overhead"}
     with pytest.raises(Exception, match="compile_mode"):
         config("cartpole", "train.compile_mode=fastest")
 

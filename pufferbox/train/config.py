@@ -87,6 +87,10 @@ class TrainConfig:
     # torch.compile's mode when compile is on: "reduce-overhead" replays CUDA graphs, aimed at a GPU's per-step
     # kernel launch cost of inference (NetHack's largest phase on an H200, RESULTS.md; not measured there yet).
     compile_mode: str = "default"
+    # "adam", or "muon": torch.optim.Muon (Newton-Schulz orthogonalized momentum) for every 2-D weight but the
+    # action and value layers, Adam for those, the biases and the rest (one learning rate: Muon's step is
+    # scaled to Adam's RMS). See train/optim.py.
+    optimizer: str = "adam"
     # "bf16": the update's forward passes under torch.autocast (bfloat16 matmuls and convs, float32 losses
     # and weights); 2.1x faster Breakout and 1.3x NetHack updates on an AVX512-BF16 CPU (RESULTS.md). "none": float32.
     # "auto": bf16 where the device has bfloat16 in hardware (AVX512-BF16/AMX CPUs, GPUs from Ampere on), else none.
@@ -273,6 +277,7 @@ CHOICES = {
     "train.autocast": ("none", "bf16", "auto"),
     "train.learners_on": ("processes", "ray"),
     "train.compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+    "train.optimizer": ("adam", "muon"),
 }
 # max_grad_norm=0 zeroes every gradient; learner_timeout=0 would fail every collective at once
 POSITIVE = {"train.clip_obs", "train.clip_reward", "train.max_grad_norm", "train.learner_timeout"}

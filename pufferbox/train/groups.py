@@ -208,6 +208,9 @@ class GroupLearner:
     def generator(self) -> torch.Generator:
         return next(iter(self.learners.values())).generator
 
+    def restore_shuffle(self, state: torch.Tensor) -> None:
+        next(iter(self.learners.values())).restore_shuffle(state)
+
     @property
     def nonfinite(self) -> int:
         return max((self.learners[name].nonfinite for name in self.learning), default=0)
@@ -283,7 +286,7 @@ class GroupLearner:
             load_group(agent, name, state["model"])
         for name, learner in self.learners.items():
             learner.optimizer.load_state_dict(state["groups"][name]["optimizer"])
-            learner.generator.set_state(state["groups"][name]["shuffle_rng"].cpu())
+            learner.restore_shuffle(state["groups"][name]["shuffle_rng"])
 
 
 class GroupScore:

@@ -27,15 +27,15 @@ Example:
 
 from __future__ import annotations
 
-import collections
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from pufferbox.train.config import TrainConfig
 from pufferbox.train.hardware import pick_autocast
-from pufferbox.train.optim import Adam
+from pufferbox.train.optim import make_optimizer
 from pufferbox.train.policies import Agent
 
 __all__ = ["Learner", "gae"]
@@ -60,13 +60,36 @@ def gae(
         return turn_gae(rewards, values, starts, gamma, lam, acting)
     steps = values.shape[1] - 1
     nonterminal = 1.0 - starts[:, 1:].float()
-    adv = torch.zeros(len(values), steps, device=values.device)
-    last = torch.zeros(len(values), device=values.device)
-    for t in reversed(range(steps)):
-        delta = rewards[:, t] + gamma * values[:, t + 1] * nonterminal[:, t] - values[:, t]
-        last = delta + gamma * lam * nonterminal[:, t] * last
-        adv[:, t] = last
+    delta = rewards[:, :steps] + gamma * values[:, 1:] * nonterminal - values[:, :steps]
+    adv = discounted_suffix_sums(delta, starts[:, 1:], gamma * lam)
     return adv, adv + values[:, :steps]
+
+
+SCAN_ELEMENTS = 1 << 24  # the largest (rows, block + 1, block + 1) matrix one scan block builds (64 MiB)
+
+
+def discounted_suffix_sums(x: torch.Tensor, cut: torch.Tensor, discount: float) -> torch.Tensor:
+    """``y[:, t] = x[:, t] + discount * (not cut[:, t]) * y[:, t + 1]`` (``y`` past the end is 0), in blocks of
+    time, each one batched matrix product instead of a step per time index: within a block, ``y[t]`` is
+    ``x[k]`` summed over ``k >= t`` with weight ``discount ** (k - t)`` while no cut lies in ``t..k-1``
+    (the cuts counted so far are equal at ``t`` and ``k``), plus the next block's first ``y`` the same way."""
+    rows, steps = x.shape
+    block = max(1, min(steps, math.isqrt(SCAN_ELEMENTS // max(1, rows)) - 1))
+    span = torch.arange(block + 1, device=x.device)
+    ahead = (span[None, :] - span[:, None]).double()
+    powers = torch.where(ahead >= 0, discount**ahead, 0.0).to(x.dtype)  # [t, k]: discount ** (k - t), k >= t
+    out = torch.empty_like(x)
+    carry = torch.zeros(rows, 1, device=x.device, dtype=x.dtype)
+    for end in range(steps, 0, -block):
+        begin = max(0, end - block)
+        width = end - begin
+        cuts = torch.nn.functional.pad(cut[:, begin:end].to(torch.int32).cumsum(1), (1, 0))  # cuts before t
+        same = cuts[:, :width, None] == cuts[:, None, :]  # (rows, t, k): no cut between t and k
+        weights = same * powers[:width, : width + 1]
+        values = torch.cat([x[:, begin:end], carry], dim=1).unsqueeze(-1)
+        out[:, begin:end] = torch.bmm(weights, values).squeeze(-1)
+        carry = out[:, begin : begin + 1]
+    return out
 
 
 def turn_gae(
@@ -94,42 +117,110 @@ def turn_gae(
     return adv, adv + values[:, :steps]
 
 
-def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """``nn.utils.clip_grad_norm_`` for parameters on one device, without its per-tensor ``.to(device)``
-    (no host transfer to forbid in the step's sync guard); returns the total norm before clipping."""
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp(max=1.0))
-    return total
+class ClippedPPOLoss(torch.autograd.Function):
+    """The clipped PPO objective of a minibatch as one autograd node: the forward computes the loss and the
+    statistics, the backward writes the loss's gradients with respect to the new log-probabilities,
+    entropies and values directly, so neither pass issues an operation per term of the objective.
+
+    ``old`` holds ``(old log-probability, -normalized advantage, return, lowest and highest value error
+    the value clip allows)`` per sample (:meth:`Learner.epoch_minibatches`); ``coef`` each sample's weight
+    in the means (None: each weighs 1, and ``weights`` holds the ``1 / samples``). Returns the loss and
+    the weighted sums of ``(policy, value, entropy, approx_kl, clipfrac)`` terms; ``weights[0]``
+    weighs those sums into the loss, ``weights[1]`` is its derivative per term.
+    """
+
+    @staticmethod
+    def forward(ctx, new_logprob, entropy, new_value, old, coef, weights, clip: float, clip_value: bool):
+        old_logprob, neg_adv, ret, low, high = old.unbind(-1)
+        logratio = new_logprob - old_logprob
+        ratio_less_one = logratio.expm1()  # exact near 0, where the approximate KL below cancels
+        ratio = ratio_less_one + 1
+        clipped_ratio = ratio.clamp(1 - clip, 1 + clip)
+        surrogate, clipped = neg_adv * ratio, neg_adv * clipped_ratio
+        policy = torch.maximum(surrogate, clipped)
+        # the unclipped surrogate carries the gradient where it is the larger (equal inside the clip range)
+        policy_slope = torch.where(surrogate >= clipped, surrogate, 0.0)
+        error = new_value - ret
+        if clip_value:  # old value + clamp(new - old, -clip, clip) - return, as a clamp of the error itself
+            error_clipped = error.clamp(low, high)
+            square, square_clipped = error * error, error_clipped * error_clipped
+            value = torch.maximum(square, square_clipped)
+            value_slope = torch.where(square >= square_clipped, error, 0.0)  # equal where the clip is inactive
+        else:
+            value, value_slope = error * error, error
+        terms = torch.stack([policy, value, entropy, ratio_less_one - logratio, (clipped_ratio != ratio).float()], -1)
+        sums = terms.sum(0) if coef is None else coef @ terms
+        ctx.save_for_backward(policy_slope, value_slope, coef, weights)
+        ctx.mark_non_differentiable(sums)
+        return torch.dot(sums, weights[0]), sums
+
+    @staticmethod
+    def backward(ctx, grad_loss, _grad_sums):
+        policy_slope, value_slope, coef, weights = ctx.saved_tensors
+        per_term = grad_loss * weights[1]  # d loss / d each sample's terms (times coef): d error**2 = 2 error
+        grad_logprob, grad_value = policy_slope * per_term[0], value_slope * per_term[1]
+        if coef is None:
+            return grad_logprob, per_term[2].expand(policy_slope.shape[0]), grad_value, *(None,) * 5
+        return grad_logprob * coef, coef * per_term[2], grad_value * coef, *(None,) * 5
+
+
+class Minibatch(NamedTuple):
+    """One minibatch step's inputs (views of the epoch's gathered tensors where one learner holds the batch).
+
+    ``old``: ``(samples, 5)``, see :class:`ClippedPPOLoss`; ``coef``: each sample's weight in the loss's
+    means (None: a plain mean); recurrent: ``obs``/``actions``/``starts`` time-major ``(steps, segments,
+    ...)`` and ``state`` the segments' first LSTM states."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    old: torch.Tensor
+    coef: torch.Tensor | None
+    state: tuple[torch.Tensor, torch.Tensor] | None = None
+    starts: torch.Tensor | None = None
+
+
+COLUMNS = 5  # old log-probability, advantage (then -normalized), return, value error clip bounds
+STAT_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
 
 
 class Learner:
-    """Owns the optimizer and the minibatch shuffle generator of one agent; ``hp`` its hyperparameters."""
+    """Owns the optimizer and the minibatch shuffle generator (on the agent's device) of one agent;
+    ``hp`` its hyperparameters."""
 
     def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Any = None):
         self.agent, self.hp, self.team = agent, hp, team
-        self.evaluate = torch.compile(agent.evaluate, mode=hp.compile_mode) if compile else agent.evaluate
+        # train.compile: the minibatch's forward and loss as one graph, and their backward as another (AOTAutograd)
+        self.loss_fn = torch.compile(self.forward_loss, mode=hp.compile_mode) if compile else self.forward_loss
         device = next(agent.parameters()).device
-        self.device_type = device.type
+        self.device, self.device_type = device, device.type
         self.low_precision = pick_autocast(hp.autocast, device) == "bf16"
-        self.optimizer = Adam(agent.parameters(), lr=hp.learning_rate, eps=1e-5)
-        self.generator = torch.Generator().manual_seed(seed)  # minibatch shuffles
+        self.optimizer = make_optimizer(agent, hp.optimizer, hp.learning_rate)
+        self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch shuffles
+        self.seed = seed
         self.nonfinite = 0  # updates in a row skipped for a NaN/inf reward, value or loss
-        # Minibatch steps read nothing on the host (NaN guard on the device, read once per update): on
-        # an accelerator, where a read waits for the device; tests set it on the CPU.
-        self.sync_free = next(agent.parameters()).device.type != "cpu"
+        # Minibatch steps read nothing on the host (NaN guard and target_kl stop on the device, read once per
+        # update): on an accelerator, where a read waits for the device; tests set it on the CPU.
+        self.sync_free = device.type != "cpu"
+        self.row_scale = 1.0  # the terms' sums per minibatch times this are their means
+        self.weights_key: tuple[float, float, int] | None = None
 
     def reset_optimizer(self) -> None:
-        """Fresh Adam moments (a new lineage in a tournament)."""
-        self.optimizer = Adam(self.agent.parameters(), lr=self.hp.learning_rate, eps=1e-5)
+        """Fresh optimizer moments (a new lineage in a tournament)."""
+        self.optimizer = make_optimizer(self.agent, self.hp.optimizer, self.hp.learning_rate)
+
+    def restore_shuffle(self, state: torch.Tensor) -> None:
+        """The shuffle generator's state from a checkpoint; one saved on another kind of device (a CPU run
+        resumed on a GPU) cannot be set there: the shuffles then restart from the seed."""
+        try:
+            self.generator.set_state(state.cpu())
+        except RuntimeError:
+            self.generator.manual_seed(self.seed)
 
     def update(self, batch: dict[str, torch.Tensor], progress: float = 0.0) -> dict[str, float]:
         """PPO epochs over ``batch``; ``progress`` (0 to 1, the run's fraction done) anneals the learning rate."""
         hp = self.hp
         lr = hp.learning_rate * (max(0.0, 1.0 - progress) if hp.anneal_lr else 1.0)
-        self.optimizer.param_groups[0]["lr"] = lr
+        self.optimizer.set_lr(lr)
         if "advantages" in batch:  # targets computed by the caller (overlap.vtrace_targets for lagged data)
             adv, returns = batch["advantages"], batch["returns"]
         else:
@@ -139,144 +230,157 @@ class Learner:
         finite = bool(torch.isfinite(returns).all())
         if not (finite if self.team is None else self.team.all_true(finite)):  # a NaN/inf reward or value: skip
             return self.skipped(lr)
-        steps = adv.shape[1]
-        # contiguous once here, so each minibatch's reshape below is a view, not a copy of everything
-        obs, actions, logprobs, values, masks, starts = (
-            batch[k][:, :steps].contiguous() for k in ("obs", "actions", "logprobs", "values", "masks", "starts")
-        )
-        recurrent = "h" in batch
-        if recurrent:  # minibatches of whole segments, time-major for the unroll
-            units = torch.arange(len(obs))
-            h0, c0 = batch["h"][:, 0], batch["c"][:, 0]
-        else:  # minibatches of single live transitions
-            units = masks.reshape(-1).nonzero().squeeze(-1).cpu()
-        # data-parallel: this learner's units are positions offset.. of the whole batch's (learners in rank order)
-        offset, whole = (0, len(units)) if self.team is None else self.team.offset_and_total(len(units))
-        if whole == 0:
+        data = self.prepare(batch, adv, returns)
+        if data["whole"] == 0:
             return {}
-        mb_size = max(1, whole // hp.num_minibatches)
-        stats: dict[str, list[torch.Tensor]] = collections.defaultdict(list)
-        # Every minibatch so far had a finite loss and gradient: a device flag, read once after the epochs
-        # (a NaN step disables the optimizer from there on, as returning at once would, without a host read).
-        self.all_finite = torch.ones((), dtype=torch.bool, device=obs.device)
-        self.disabled_steps = torch.zeros((), dtype=torch.int64, device=obs.device)
-        for _epoch in range(hp.update_epochs):
-            batches = self.minibatches(units, whole, offset, mb_size, obs.device)
-            moments = [None] * len(batches) if self.team is None else self.team_moments(batches, adv, masks, recurrent)
-            for idx, whole_mb in zip(batches, moments):
-                with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.low_precision):
-                    if len(idx) == 0:  # data-parallel: none of this minibatch is here; step with the others
-                        nothing = torch.zeros(0, device=obs.device)
-                        new, old, weight = (nothing,) * 3, [nothing] * 4, nothing
-                    elif recurrent:
-                        sl = lambda x, idx=idx: x[idx].transpose(0, 1)
-                        new = self.evaluate(sl(obs), sl(actions), (h0[idx], c0[idx]), sl(starts))
-                        old = [sl(x).reshape(-1) for x in (logprobs, values, adv, returns)]
-                        weight = sl(masks).reshape(-1).float()
-                    else:
-                        flat = lambda x, idx=idx: x.reshape(-1, *x.shape[2:])[idx]
-                        new = self.evaluate(flat(obs), flat(actions))
-                        old = [flat(x) for x in (logprobs, values, adv, returns)]
-                        weight = torch.ones_like(old[0])
-                (new_logprob, entropy, new_value), (old_logprob, old_value, mb_adv, mb_ret) = (x.float() for x in new), old
-                if not self.minibatch_step(
-                    new_logprob, entropy, new_value, old_logprob, old_value, mb_adv, mb_ret, weight, stats, whole_mb
-                ):
-                    return self.skipped(lr)
-            recent_kl = torch.stack(stats["approx_kl"][-max(1, hp.num_minibatches) :]).mean()
-            if hp.target_kl and float(recent_kl if self.team is None else self.team.average(recent_kl)) > hp.target_kl:
-                break
-        finite, disabled = torch.stack([self.all_finite.long(), self.disabled_steps]).tolist()  # the one read
-        if not finite:
-            self.optimizer.step_count -= disabled  # the steps that changed nothing do not count
+        rows = self.epochs(data)
+        if rows is not None and self.sync_free:
+            rows = self.kept_rows(rows)
+        if rows is None:
             return self.skipped(lr)
+        return self.statistics(rows, data, returns) | {"learning_rate": lr, "nonfinite_updates": 0}
 
-        live = masks.reshape(-1)
-        y_pred, y_true = values.reshape(-1)[live], returns.reshape(-1)[live]
-        var_y = torch.var(y_true) if len(y_true) > 1 else torch.tensor(0.0)
-        explained = float("nan") if var_y == 0 else float(1 - torch.var(y_true - y_pred) / var_y)
-        # statistics stayed on the device during the epochs: one read each, here
-        out = {k: torch.stack(v).double().mean() for k, v in stats.items()} | {"explained_variance": torch.tensor(explained)}
-        if self.team is not None:  # each learner's statistics are its share of the whole minibatch's: average them
-            out = dict(zip(out, self.team.average(torch.stack([v.double() for v in out.values()])).tolist()))
-        self.nonfinite = 0
-        return {k: float(v) for k, v in out.items()} | {"learning_rate": lr, "nonfinite_updates": 0}
+    def prepare(self, batch: dict[str, torch.Tensor], adv: torch.Tensor, returns: torch.Tensor) -> dict[str, Any]:
+        """The batch laid out for the epochs: each sample's scalars packed as one ``(..., 5)`` tensor, the
+        live units (feed-forward: transitions, recurrent: segments) and, data-parallel, this learner's place."""
+        steps = adv.shape[1]
+        obs, actions, masks, starts, values = (batch[k][:, :steps] for k in ("obs", "actions", "masks", "starts", "values"))
+        low = values - returns - self.hp.clip_coef
+        packed = torch.stack([batch["logprobs"][:, :steps], adv, returns, low, low + 2 * self.hp.clip_coef], -1)
+        data: dict[str, Any] = {"masks": masks, "values": values, "packed": packed, "recurrent": "h" in batch}
+        if data["recurrent"]:  # minibatches of whole segments, time-major for the unroll
+            data |= {"obs": obs, "actions": actions, "starts": starts, "h0": batch["h"][:, 0], "c0": batch["c"][:, 0]}
+            units, count = None, len(obs)
+        else:  # minibatches of single live transitions
+            flat = lambda x: x.reshape(-1, *x.shape[2:])
+            data |= {"obs": flat(obs), "actions": flat(actions), "packed": flat(packed)}
+            units = None if bool(masks.all()) else masks.reshape(-1).nonzero().squeeze(-1)
+            count = masks.numel() if units is None else len(units)
+        # data-parallel: this learner's units are positions offset.. of the whole batch's (learners in rank order)
+        offset, whole = (0, count) if self.team is None else self.team.offset_and_total(count)
+        return data | {"units": units, "count": count, "offset": offset, "whole": whole}
 
-    def minibatches(
-        self, units: torch.Tensor, whole: int, offset: int, mb_size: int, device: torch.device
-    ) -> list[torch.Tensor]:
-        """One epoch's minibatches (indices into ``units``' tensors, on ``device``): a shuffle of the whole
-        batch's ``whole`` units cut into ``mb_size`` slices. A data-parallel learner draws the same shuffle
-        as every other and keeps the positions ``offset..offset + len(units)`` it holds."""
-        order = torch.randperm(whole, generator=self.generator)
-        cuts = range(0, whole - mb_size + 1, mb_size)
-        if self.team is None:  # the whole batch is here: one copy per epoch
-            order = units[order].to(device)
-            return [order[start : start + mb_size] for start in cuts]
-        mine = [order[start : start + mb_size] - offset for start in cuts]
-        return [units[p[(p >= 0) & (p < len(units))]].to(device) for p in mine]
+    def epochs(self, data: dict[str, Any]) -> list[torch.Tensor] | None:
+        """``update_epochs`` epochs of minibatch steps; each step's statistics row, or None when a step was
+        not finite on the CPU. With ``sync_free`` nothing here reads the device: ``halt`` (1.0 once a step
+        was not finite or target_kl passed) disables every later step, and :meth:`kept_rows` reads it once."""
+        hp = self.hp
+        mb_size = max(1, data["whole"] // hp.num_minibatches)
+        rows: list[torch.Tensor] = []
+        self.halt = torch.zeros((), device=self.device)
+        self.epoch_marks: list[torch.Tensor] = []  # sync_free: halt before and after each epoch's steps
+        for _epoch in range(hp.update_epochs):
+            minibatches = self.epoch_minibatches(data, mb_size)
+            if self.sync_free:
+                self.epoch_marks.append(self.halt.clone())
+            for mb in minibatches:
+                if not self.minibatch_step(mb, rows):
+                    return None
+            if self.sync_free:
+                self.epoch_marks.append(self.halt.clone())
+            if hp.target_kl and self.kl_stopped(rows, len(minibatches)):
+                break
+        return rows
 
-    def team_moments(
-        self, batches: list[torch.Tensor], adv: torch.Tensor, masks: torch.Tensor, recurrent: bool
-    ) -> list[torch.Tensor]:
-        """Data-parallel: each minibatch's live samples, advantage sum and sum of squares over all learners
-        (float64), for the means over the whole minibatch: one all-reduce per epoch."""
-        rows = []
-        for idx in batches:
-            a = (adv[idx] if recurrent else adv.reshape(-1)[idx]).reshape(-1).double()
-            w = masks[idx].reshape(-1).double() if recurrent else torch.ones_like(a)
-            rows.append(torch.stack([w.sum(), (w * a).sum(), (w * a * a).sum()]))
-        return list(self.team.all_reduce(torch.stack(rows)))
+    def kl_stopped(self, rows: list[torch.Tensor], per_epoch: int) -> bool:
+        """Whether ``target_kl`` ends the epochs here (the last epoch's mean approximate KL); with
+        ``sync_free`` the later epochs run with their steps disabled instead of a host read."""
+        recent_kl = torch.stack(rows[-max(1, per_epoch) :])[:, 3].mean() * self.row_scale
+        if self.team is not None:
+            return float(self.team.average(recent_kl)) > self.hp.target_kl
+        if self.sync_free:
+            self.halt.logical_or_(recent_kl > self.hp.target_kl)
+            return False
+        return float(recent_kl) > self.hp.target_kl
+
+    def kept_rows(self, rows: list[torch.Tensor]) -> list[torch.Tensor] | None:
+        """``sync_free``: the rows of the epochs that ran enabled, or None when a step was not finite (the one
+        host read of the update: halt rose during an epoch's steps only for a non-finite step)."""
+        marks = torch.stack(self.epoch_marks).view(-1, 2).tolist()
+        if any(after > before for before, after in marks):
+            return None
+        enabled = sum(1 for before, _ in marks if not before)
+        return rows[: enabled * len(rows) // max(1, len(marks))]
+
+    def epoch_minibatches(self, data: dict[str, Any], mb_size: int) -> list[Minibatch]:
+        """One epoch's minibatches: a shuffle of the whole batch's units cut into ``mb_size`` slices (the
+        remainder left out). One learner: the shuffle drawn on the device and every tensor gathered once
+        in its order, the minibatches slices of that. Data-parallel: see :meth:`team_minibatches`."""
+        if self.team is not None:
+            return self.team_minibatches(data, mb_size)
+        cuts = data["whole"] // mb_size
+        order = torch.randperm(data["whole"], generator=self.generator, device=self.device)[: cuts * mb_size]
+        if data["units"] is not None:
+            order = data["units"][order]
+        packed = data["packed"][order]
+        if not data["recurrent"]:
+            packed = normalized(packed.view(cuts, mb_size, COLUMNS), None, self.hp.norm_adv).view(-1, COLUMNS)
+            obs, actions = data["obs"][order], data["actions"][order]
+            return [
+                Minibatch(obs[i : i + mb_size], actions[i : i + mb_size], packed[i : i + mb_size], None)
+                for i in range(0, cuts * mb_size, mb_size)
+            ]
+        weight = data["masks"][order].float()
+        steps = weight.shape[1]
+        packed = normalized(packed.view(cuts, -1, COLUMNS), weight.view(cuts, -1), self.hp.norm_adv)
+        packed = packed.view(-1, steps, COLUMNS)
+        coef = weight / weight.view(cuts, -1).sum(1).clamp(min=1.0).repeat_interleave(mb_size)[:, None]
+        obs, actions, starts = (data[k][order].transpose(0, 1) for k in ("obs", "actions", "starts"))
+        h0, c0 = data["h0"][order], data["c0"][order]
+        time_major = lambda x, i: x[:, i : i + mb_size]
+        return [
+            Minibatch(
+                time_major(obs, i),
+                time_major(actions, i),
+                packed[i : i + mb_size].transpose(0, 1).reshape(-1, COLUMNS),
+                coef[i : i + mb_size].transpose(0, 1).reshape(-1),
+                (h0[i : i + mb_size], c0[i : i + mb_size]),
+                time_major(starts, i),
+            )
+            for i in range(0, cuts * mb_size, mb_size)
+        ]
+
+    def team_minibatches(self, data: dict[str, Any], mb_size: int) -> list[Minibatch]:
+        """Data-parallel: every learner draws the same shuffle of the whole batch and keeps the positions
+        ``offset..offset + count`` it holds; the means are over the whole minibatch, from its live samples,
+        advantage sum and sum of squares summed over all learners (float64, one all-reduce per epoch)."""
+        whole, offset, count = data["whole"], data["offset"], data["count"]
+        order = torch.randperm(whole, generator=self.generator, device=self.device).cpu()
+        units = torch.arange(count, device=self.device) if data["units"] is None else data["units"]
+        positions = [order[start : start + mb_size] - offset for start in range(0, whole - mb_size + 1, mb_size)]
+        recurrent = data["recurrent"]
+        parts = []
+        for p in positions:
+            idx = units[p[(p >= 0) & (p < count)].to(self.device)]
+            weight = data["masks"][idx].float() if recurrent else torch.ones(len(idx), device=self.device)
+            a, w = data["packed"][idx][..., 1].reshape(-1).double(), weight.reshape(-1).double()
+            parts.append((idx, weight, torch.stack([w.sum(), (w * a).sum(), (w * a * a).sum()])))
+        moments = self.team.all_reduce(torch.stack([p[2] for p in parts])) if parts else []
+        out = []
+        for (idx, weight, _), whole_mb in zip(parts, moments):
+            packed = with_advantage(data["packed"][idx], team_normalized(data["packed"][idx][..., 1], whole_mb, self.hp))
+            coef = weight * (self.team.size / whole_mb[0].clamp(min=1.0).float())
+            if not recurrent:
+                out.append(Minibatch(data["obs"][idx], data["actions"][idx], packed, coef))
+                continue
+            sl = lambda x: x.transpose(0, 1)
+            old, coef = sl(packed).reshape(-1, COLUMNS), sl(coef).reshape(-1)
+            state = (data["h0"][idx], data["c0"][idx])
+            out.append(Minibatch(sl(data["obs"][idx]), sl(data["actions"][idx]), old, coef, state, sl(data["starts"][idx])))
+        return out
 
     def skipped(self, lr: float) -> dict[str, float]:
         self.nonfinite += 1
         return {"learning_rate": lr, "nonfinite_updates": self.nonfinite}
 
-    def minibatch_step(
-        self,
-        new_logprob: torch.Tensor,
-        entropy: torch.Tensor,
-        new_value: torch.Tensor,
-        old_logprob: torch.Tensor,
-        old_value: torch.Tensor,
-        adv: torch.Tensor,
-        ret: torch.Tensor,
-        weight: torch.Tensor,
-        stats: dict[str, list[torch.Tensor]],
-        whole: torch.Tensor | None = None,
-    ) -> bool:
-        """One gradient step of the clipped PPO objective on a minibatch (weighted means). A loss or gradient
-        that is not finite: on the CPU no step and False; with ``sync_free`` (an accelerator) ``all_finite``
-        is cleared and from then on the steps change nothing, without a host read here. ``whole``
-        (data-parallel learners, :meth:`team_moments`): the whole minibatch's live samples, advantage sum
-        and sum of squares; the means are then over the whole minibatch (this learner's share of it)."""
+    def minibatch_step(self, mb: Minibatch, rows: list[torch.Tensor]) -> bool:
+        """One gradient step of the clipped PPO objective on ``mb``; its statistics row appended to ``rows``.
+        A loss or gradient that is not finite: on the CPU no step and False; with ``sync_free`` (an
+        accelerator) ``halt`` is set and from then on the steps change nothing, without a host read."""
         hp = self.hp
-        total, share = (weight.sum(), 1) if whole is None else (whole[0].float(), self.team.size)
-        total = total.clamp(min=1.0)
-        wmean = lambda x: (x * weight).sum() * share / total
-        logratio = new_logprob - old_logprob
-        ratio = logratio.exp()
-        with torch.no_grad():  # statistics stay tensors (no device sync per minibatch)
-            stats["approx_kl"].append(wmean((ratio - 1) - logratio))
-            stats["clipfrac"].append(wmean(((ratio - 1.0).abs() > hp.clip_coef).float()))
-        if hp.norm_adv:  # a lone live transition has no spread: keep it as is (torch.where: no sync)
-            if whole is None:
-                mean = wmean(adv)
-                var = wmean((adv - mean) ** 2)
-            else:
-                mean64 = whole[1] / whole[0].clamp(min=1.0)
-                var = (whole[2] / whole[0].clamp(min=1.0) - mean64**2).clamp(min=0.0)  # never below 0 by rounding
-                mean, var = mean64.float(), var.float()
-            std = (var * total / (total - 1).clamp(min=1e-8)).sqrt()
-            adv = torch.where(total > 1, (adv - mean) / (std + 1e-8), adv)
-        pg_loss = wmean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - hp.clip_coef, 1 + hp.clip_coef)))
-        if hp.clip_vloss:
-            v_clipped = old_value + (new_value - old_value).clamp(-hp.clip_coef, hp.clip_coef)
-            v_loss = 0.5 * wmean(torch.max((new_value - ret) ** 2, (v_clipped - ret) ** 2))
-        else:
-            v_loss = 0.5 * wmean((new_value - ret) ** 2)
-        entropy_loss = wmean(entropy)
-        loss = pg_loss - hp.ent_coef * entropy_loss + hp.vf_coef * v_loss
+        samples = 1 if mb.coef is not None else mb.old.shape[0]  # a plain mean: its size folded into the weights
+        weights, self.row_scale = self.loss_weights(samples), 1.0 / samples
+        loss, sums = self.loss_fn(mb, weights)
         self.optimizer.zero_grad(set_to_none=True)
         if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
             self.team.start_averaging(self.optimizer.params, loss)  # summed while backward runs
@@ -284,21 +388,58 @@ class Learner:
             loss.backward()
         if self.team is not None:
             loss = self.team.finish_averaging()
-        grad_norm = clip_grad_norm(self.optimizer.params, hp.max_grad_norm)
+        grad_norm, grad_scale = clipping(self.optimizer.params, hp.max_grad_norm)
         finite = torch.isfinite(loss.detach() + grad_norm)
         if self.sync_free:
-            self.all_finite &= finite
-            self.disabled_steps += (~self.all_finite).long()
-            self.optimizer.step(enabled=self.all_finite)
+            self.halt.logical_or_(~finite)
+            self.optimizer.step(self.halt, grad_scale)
         elif not bool(finite):  # a host read costs nothing on the CPU; the guarded step would cost two passes
             self.optimizer.zero_grad(set_to_none=True)
             return False
         else:
-            self.optimizer.step()
-        stats["policy_loss"].append(pg_loss.detach())
-        stats["value_loss"].append(v_loss.detach())
-        stats["entropy"].append(entropy_loss.detach())
+            self.optimizer.step(None, grad_scale)
+        rows.append(sums)
         return True
+
+    def forward_loss(self, mb: Minibatch, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy on ``mb`` and :class:`ClippedPPOLoss`: ``(loss, sums of the terms)``; what ``train.compile``
+        compiles, whole (the policy's forward and the loss, and from them their backward)."""
+        with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.low_precision):
+            if mb.old.shape[0] == 0:  # data-parallel: none of this minibatch is here; step with the others
+                nothing = torch.zeros(0, device=self.device)
+                new: tuple[torch.Tensor, ...] = (nothing,) * 3
+            elif mb.state is not None:
+                new = self.agent.evaluate(mb.obs, mb.actions, mb.state, mb.starts)
+            else:
+                new = self.agent.evaluate(mb.obs, mb.actions)
+        new_logprob, entropy, new_value = (x if x.dtype == torch.float32 else x.float() for x in new)
+        args = (mb.old, mb.coef, weights, self.hp.clip_coef, self.hp.clip_vloss)
+        return ClippedPPOLoss.apply(new_logprob, entropy, new_value, *args)
+
+    def loss_weights(self, samples: int) -> torch.Tensor:
+        """:class:`ClippedPPOLoss`'s ``weights`` for minibatches of ``samples`` (1: weighted means): the loss's
+        weights of the terms' sums and their derivatives (a squared error's is twice its error); made once
+        per minibatch size and coefficients (a tournament changes ``hp`` between updates)."""
+        hp = self.hp
+        key = (hp.vf_coef, hp.ent_coef, samples)
+        if key != self.weights_key:
+            rows = [[1.0, 0.5 * hp.vf_coef, -hp.ent_coef, 0, 0], [1.0, hp.vf_coef, -hp.ent_coef, 0, 0]]
+            self.weights_key, self.weights = key, torch.tensor(rows, device=self.device) / samples
+        return self.weights
+
+    def statistics(self, rows: list[torch.Tensor], data: dict[str, Any], returns: torch.Tensor) -> dict[str, float]:
+        """The epochs' mean losses and statistics, and the value function's explained variance (one read)."""
+        live = data["masks"].reshape(-1)
+        y_pred, y_true = data["values"].reshape(-1)[live], returns.reshape(-1)[live]
+        var_y = torch.var(y_true) if len(y_true) > 1 else torch.zeros((), device=y_true.device)
+        explained = torch.where(var_y == 0, float("nan"), 1 - torch.var(y_true - y_pred) / var_y).double()
+        scale = torch.tensor([1.0, 0.5, 1.0, 1.0, 1.0], dtype=torch.float64, device=explained.device) * self.row_scale
+        # rows: each minibatch's sums of (policy, value, entropy, approx_kl, clipfrac) terms
+        sums = torch.stack(rows).double().mean(0) if rows else torch.full((5,), float("nan"), dtype=torch.float64)
+        out = torch.cat([sums.to(explained.device) * scale, explained.reshape(1)])
+        if self.team is not None:  # each learner's statistics are its share of the whole minibatch's: average them
+            out = torch.cat([self.team.average(out[:5]), out[5:]])
+        return dict(zip((*STAT_KEYS, "explained_variance"), out.tolist()))
 
     def load_weights(self, state: Mapping[str, Any]) -> None:
         """Model and optimizer moments from a checkpoint's ``model`` and ``optimizer`` entries."""
@@ -308,3 +449,49 @@ class Learner:
     def state_dict(self) -> dict[str, Any]:
         """``model`` and ``optimizer`` entries of a checkpoint (:meth:`load_weights` reads them back)."""
         return {"model": self.agent.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+
+def with_advantage(packed: torch.Tensor, neg_adv: torch.Tensor) -> torch.Tensor:
+    """``packed`` with its advantage column replaced by ``neg_adv`` (what :class:`ClippedPPOLoss` reads)."""
+    return torch.cat([packed[..., :1], neg_adv.unsqueeze(-1), packed[..., 2:]], -1)
+
+
+def normalized(packed: torch.Tensor, weight: torch.Tensor | None, on: bool) -> torch.Tensor:
+    """``packed`` ``(minibatches, samples, 5)`` with each minibatch's advantages (column 1) normalized to mean
+    0 and standard deviation 1 (unbiased; weighted by ``weight`` when given) and negated; a minibatch of
+    one live sample keeps its advantage."""
+    adv = packed[..., 1]
+    if not on:
+        return with_advantage(packed, -adv)
+    if weight is None:
+        if adv.shape[1] < 2:
+            return with_advantage(packed, -adv)
+        var, mean = torch.var_mean(adv, dim=1, keepdim=True)
+        return with_advantage(packed, (mean - adv) / (var.sqrt() + 1e-8))
+    total = weight.sum(1, keepdim=True).clamp(min=1.0)
+    mean = (adv * weight).sum(1, keepdim=True) / total
+    var = ((adv - mean) ** 2 * weight).sum(1, keepdim=True) / total
+    std = (var * total / (total - 1).clamp(min=1e-8)).sqrt()
+    return with_advantage(packed, torch.where(total > 1, (mean - adv) / (std + 1e-8), -adv))
+
+
+def team_normalized(adv: torch.Tensor, whole: torch.Tensor, hp: TrainConfig) -> torch.Tensor:
+    """Data-parallel: ``-adv`` normalized with the whole minibatch's ``(live samples, sum, sum of squares)``."""
+    if not hp.norm_adv:
+        return -adv
+    total = whole[0].clamp(min=1.0)
+    mean = whole[1] / total
+    var = (whole[2] / total - mean**2).clamp(min=0.0)  # never below 0 by rounding
+    std = (var * total / (total - 1).clamp(min=1e-8)).sqrt().float()
+    return torch.where(whole[0] > 1, (mean.float() - adv) / (std + 1e-8), -adv)
+
+
+def clipping(params: list[torch.Tensor], max_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(total gradient norm, divisor)``: the optimizer divides the gradients by the divisor, which clips
+    their norm to ``max_norm`` as ``nn.utils.clip_grad_norm_`` does, without a step of its own."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        zero = torch.zeros((), device=params[0].device if params else None)
+        return zero, zero + 1
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    return total, (total / max_norm).clamp(min=1.0)

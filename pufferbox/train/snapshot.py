@@ -61,7 +61,7 @@ def put(trainer: Any, state: dict[str, Any], path: str | os.PathLike) -> None:
     trainer.global_step, trainer.update = int(state["global_step"]), int(state["update"])
     trainer.elapsed_before, trainer.start_time = float(state["wall_time"]), time.perf_counter()
     torch.set_rng_state(state["torch_rng"].cpu())
-    trainer.learner.generator.set_state(state["shuffle_rng"].cpu())
+    trainer.learner.restore_shuffle(state["shuffle_rng"])
     if state["cuda_rng"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     trainer.scores.load_state_dict(state)
