@@ -65,9 +65,10 @@ def check_env_kwargs(spec: EnvSpec, kwargs: dict, native: bool = True, backend: 
             validate(spec, role, fn, kwargs)
             continue
         if not open_:
+            more = f" (and {len(extra) - 1:,} more keys it does not accept)" if len(extra) > 1 else ""
             raise EnvArgumentError(
-                f"env.{extra[0]}: {spec.name} does not accept this key ({role} {qualname(fn)}); "
-                f"accepted: {', '.join(sorted(named)) or 'none'}"
+                f"env.{brief(extra[0])}: {spec.name} does not accept this key ({role} {qualname(fn)}){more}; "
+                f"accepted: {brief(', '.join(sorted(named))) or 'none'}"
             )
         probe(spec, role, fn, kwargs, extra)
 
@@ -88,17 +89,40 @@ def probe(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict, extra:
         raise refused(spec, kwargs, exc) from None
     except TypeError as exc:
         message = str(exc).splitlines()[0] if str(exc) else "TypeError"
-        bad = [key for key in extra if re.search(rf"\b{re.escape(key)}\b", message)]
+        bad = named_in(message, extra)
         if not bad:
             raise
-        reason = message.split(" was raised from the environment creator")[0]  # gymnasium.make's long suffix
+        reason = brief(message.split(" was raised from the environment creator")[0])  # gymnasium.make's long suffix
         hint = ", ".join(known_keys(spec))
         raise EnvArgumentError(
-            f"env.{bad[0]}: {spec.name} does not accept this key ({reason})" + (f"; known keys: {hint}" if hint else "")
+            f"env.{brief(bad[0])}: {spec.name} does not accept this key ({reason})"
+            + (f"; known keys: {brief(hint)}" if hint else "")
         ) from None
     close = getattr(env, "close", None)
     if callable(close):
         close()
+
+
+MESSAGE_CHARS = 300  # an error line quotes at most this much of a creator's message
+LISTED_KEYS = 5  # and names at most this many of the user's keys
+
+
+def named_in(message: str, keys: list[str]) -> list[str]:
+    """The ``keys`` that ``message`` names as whole words, in order: one pass over the message's words (a
+    regex per key would take minutes for 200,000 keys against a message that lists them all)."""
+    words = set(re.findall(r"\w+", message))
+
+    def named(key: str) -> bool:
+        if re.fullmatch(r"\w+", key):
+            return key in words
+        return re.search(rf"(?<!\w){re.escape(key)}(?!\w)", message) is not None
+
+    return [key for key in keys if named(key)]
+
+
+def brief(text: str) -> str:
+    """``text`` cut to :data:`MESSAGE_CHARS` characters, saying so."""
+    return text if len(text) <= MESSAGE_CHARS else f"{text[:MESSAGE_CHARS]}... ({len(text):,} characters)"
 
 
 def validate(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict) -> None:
@@ -116,8 +140,11 @@ def validate(spec: EnvSpec, role: str, fn: Callable[..., Any], kwargs: dict) -> 
 
 
 def refused(spec: EnvSpec, kwargs: dict, exc: ValueError) -> EnvArgumentError:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    given = ", ".join(f"env.{key}={value!r}" for key, value in sorted(kwargs.items()))
+    message = brief(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
+    items = sorted(kwargs.items())
+    given = ", ".join(brief(f"env.{key}={value!r}") for key, value in items[:LISTED_KEYS])
+    if len(items) > LISTED_KEYS:
+        given += f", ... ({len(items):,} keys)"
     return EnvArgumentError(f"{given}: {spec.name} refuses it: {message}")
 
 

@@ -61,3 +61,26 @@ def test_a_vector_env_is_refused_before_its_batch_spaces_or_envs_exist(monkeypat
     monkeypatch.setattr(memory, "available_memory", lambda: None)  # unknown: nothing refused
     with vector.make("cartpole", num_envs=2) as venv:
         assert venv.num_envs == 2
+
+
+@pytest.mark.parametrize("env", ["cartpole", "acrobot"])  # a native block listing every key; gymnasium.make
+def test_a_config_with_thousands_of_env_keys_is_refused_quickly_in_one_short_line(tmp_path, env):
+    """Before: 200,000 `[env]` keys took minutes (a regex per key over a message naming them all) and 5,000
+    made a 34 KB error line."""
+    import time
+
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    config = tmp_path / "big.toml"
+    config.write_text("[env]\n" + "".join(f"k{i} = {i}\n" for i in range(50_000)))
+    start = time.monotonic()
+    result = CliRunner().invoke(cli, ["train", env, "--config", str(config), "--run-dir", str(tmp_path / "run")])
+    assert time.monotonic() - start < 30
+    assert result.exit_code == 2, result.output[:2000]
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: env.k0: {env} does not accept this key"), lines[0][:500]
+    assert len(lines[0]) < 1000, len(lines[0])
+    assert not (tmp_path / "run").exists()
