@@ -297,14 +297,16 @@ def check_encoder_is_trusted(choice: str, source: str, explicit: str | None = No
 def registered_scripted_opponents() -> set[str]:
     """``module:function`` names of the scripted opponents that installed plugins' defaults name."""
     from pufferbox.registry import get_registry
+    from pufferbox.train.config import resolve_run_config
 
     names = set()
     for spec in get_registry().all_envs():
         for config in (spec.training.config, getattr(spec.training, "gpu_config", None) or {}):
-            league = config.get("league", {}) if isinstance(config, dict) else {}
-            if isinstance(league, dict) and isinstance(league.get("scripted_opponent"), str):
-                names.add(league["scripted_opponent"])
-    return names
+            try:
+                names.add(resolve_run_config(config).league.scripted_opponent)
+            except ConfigError:  # a plugin's broken defaults trust nothing
+                continue
+    return names - {""}
 
 
 def check_scripted_opponent_is_trusted(choice: str, source: str, explicit: str | None = None) -> None:
