@@ -222,18 +222,43 @@ def load_hub_folder(folder: Path) -> dict[str, Any]:
             f"{folder / HUB_WEIGHTS}: not written by `pufferbox export --to hub` (format {meta.get('format')!r})"
         )
     state: dict[str, Any] = {"env": meta.get("env"), "distribution": meta.get("distribution") or None}
-    state["config"] = config.read_text()
+    state["config"] = read_hub_config(config)
     state["model"] = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
+    if not weights_finite(state):
+        raise CheckpointError(f"{folder / HUB_WEIGHTS}: its weights hold NaN/inf; export a finite checkpoint again")
     normalizer = {k[len("normalizer.") :]: v for k, v in tensors.items() if k.startswith("normalizer.")}
     if normalizer:
         state["normalizer"] = normalizer
-    order = json.loads(meta.get("groups") or "[]")  # the run's group order (safetensors sorts its names)
+    order = hub_groups(folder / HUB_WEIGHTS, meta.get("groups") or "[]")  # the run's group order
     missing = [name for name in order if f"groups.{name}.slots" not in tensors]
     if missing:
         raise CheckpointError(f"{folder / HUB_WEIGHTS}: group {missing[0]!r} has no slots; export the run again")
     if order:
         state["groups"] = {name: {"slots": tensors[f"groups.{name}.slots"]} for name in order}
     return state
+
+
+def read_hub_config(path: Path) -> str:
+    """A hub folder's config.toml, checked to be TOML (a damaged one is one line naming it)."""
+    import tomllib
+
+    try:
+        text = path.read_text()
+        tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CheckpointError(f"{path}: not a readable config ({type(exc).__name__}: {exc}); export the run again") from None
+    return text
+
+
+def hub_groups(path: Path, text: str) -> list[str]:
+    """The group order a hub folder's metadata records (safetensors sorts its names): a JSON list of names."""
+    try:
+        order = json.loads(text)
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: its groups metadata is not JSON ({exc}); export the run again") from None
+    if not isinstance(order, list) or not all(isinstance(name, str) for name in order):
+        raise CheckpointError(f"{path}: its groups metadata is not a list of group names; export the run again")
+    return order
 
 
 def checkpoint_from_bytes(blob: bytes, name: str, map_location: str | torch.device = "cpu") -> dict[str, Any]:

@@ -14,8 +14,9 @@ from typing import Any, TextIO
 import numpy as np
 import torch
 
+from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
-from pufferbox.train.checkpoint import check_encoder_is_trusted, load_checkpoint
+from pufferbox.train.checkpoint import CheckpointError, check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
 from pufferbox.train.config import ConfigError, RunConfig, TrainConfig
 from pufferbox.train.hardware import auto_threads, policy_macs, usable_cores
@@ -57,6 +58,7 @@ def evaluate(
     config = RunConfig.from_toml(state["config"])
     check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
     env_kwargs = dict(config.env)
+    check_env_kwargs(spec, env_kwargs, native=config.vec.native)  # a checkpoint's [env] is checked as a run's
     visual = render or video is not None
     render_mode = None
     if visual:
@@ -69,14 +71,18 @@ def evaluate(
         env_kwargs=env_kwargs,
         native=config.vec.native and not visual,
     )
-    agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
+    try:
+        agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
+    except BaseException:
+        venv.close()
+        raise
     threads = config.train.torch_threads
     torch.set_num_threads(threads or auto_threads(usable_cores(), "serial", 0, policy_macs(agent, venv.obs_spec)))
     torch.manual_seed(seed)
     show = Frames(venv, render_mode, stream or sys.stdout)
     try:
         collector = HostCollector(venv, agent, horizon=1)
-        collector.norm = frozen_normalizer(venv, config.train, state)
+        collector.norm = frozen_normalizer(venv, config.train, state, str(checkpoint))
         collector.reset(seed)
         ended = collector.play(episodes, greedy=deterministic, on_step=show if visual else None)
     finally:
@@ -132,24 +138,42 @@ def choose_render_mode(spec: Any, env_kwargs: dict[str, Any], render: bool, vide
 
 
 def checkpoint_agent(spec: Any, venv: Any, config: RunConfig, state: dict[str, Any], checkpoint: str) -> Any:
-    """The checkpoint's policy in eval mode: one agent, or one per agent group on its own slots."""
-    if "groups" in state:
-        from pufferbox.group_layout import checkpoint_layout
-        from pufferbox.train.league import build_match_agent
+    """The checkpoint's policy in eval mode: one agent, or one per agent group on its own slots; weights that
+    do not fit the policy its config describes (a tampered or mixed-up file) are one :class:`CheckpointError`."""
+    try:
+        if "groups" in state:
+            from pufferbox.group_layout import checkpoint_layout
+            from pufferbox.train.league import build_match_agent
 
-        layout = checkpoint_layout(spec, dict(config.env), state, checkpoint)
-        return build_match_agent(spec, venv, config, layout, "", state, state)
-    agent = build_agent(venv.obs_spec, venv.act_spec, config.policy, spec.load_policy())
-    agent.load_state_dict(state["model"])
+            layout = checkpoint_layout(spec, dict(config.env), state, checkpoint)
+            return build_match_agent(spec, venv, config, layout, "", state, state)
+        agent = build_agent(venv.obs_spec, venv.act_spec, config.policy, spec.load_policy())
+        agent.load_state_dict(state["model"])
+    except (RuntimeError, KeyError, TypeError) as exc:  # load_state_dict: missing, unexpected, mis-shaped tensors
+        raise weights_mismatch(checkpoint, exc) from None
     agent.eval()
     return agent
 
 
-def frozen_normalizer(venv: Any, train: TrainConfig, state: dict) -> Any:
+def weights_mismatch(checkpoint: str, exc: BaseException) -> CheckpointError:
+    """One line for weights that do not fit their config: torch's first detail (the tensor and its shapes)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    detail = (lines[1] if len(lines) > 1 and lines[0].startswith("Error(s) in loading") else lines[0]) if lines else ""
+    detail = detail if len(detail) <= 300 else detail[:300] + "..."
+    return CheckpointError(
+        f"{checkpoint}: its weights do not fit the policy its config describes ({type(exc).__name__}: {detail}); "
+        "the file was changed or mixed up: export or train it again"
+    )
+
+
+def frozen_normalizer(venv: Any, train: TrainConfig, state: dict, checkpoint: str = "checkpoint") -> Any:
     """The normalizer the run trained with, its statistics as the checkpoint saved them, no longer updated."""
     norm = make_normalizer(venv.obs_spec, venv.num_agents, train)
     if norm is not None:
-        norm.load_state_dict(state.get("normalizer", {}))
+        try:
+            norm.load_state_dict(state.get("normalizer", {}))
+        except (RuntimeError, KeyError, TypeError) as exc:
+            raise weights_mismatch(checkpoint, exc) from None
         norm.frozen = True
     return norm
 
