@@ -286,3 +286,8 @@ def test_the_cli_records_the_profile_and_refuses_a_bad_one(tmp_path):
     bad = CliRunner().invoke(cli, ["train", "cartpole", "--profile", "fast", "--run-dir", str(tmp_path / "bad")])
     assert bad.exit_code == 2
     assert bad.output.strip().splitlines() == ["Error: --profile: expected one of auto, gpu, cpu, got 'fast'"]
+    resumed = CliRunner().invoke(cli, ["train", "--resume", str(run_dir), "--profile", "cpu"])  # keeps its record
+    assert resumed.exit_code == 2
+    assert resumed.output.strip().splitlines() == [
+        "Error: --profile: a resumed run keeps the settings it recorded; drop --profile"
+    ]
