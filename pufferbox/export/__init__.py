@@ -6,7 +6,10 @@
 * ``hub``: :mod:`pufferbox.export.hub`.
 
 The folder is written under a temporary name beside ``DIR`` and renamed when complete: a failed
-export leaves no partial folder.
+export leaves no partial folder. An existing empty ``DIR`` (a container volume's mount point) is kept:
+the files are written in a temporary folder inside it and moved up under an ``flock`` on ``DIR``. A
+storage fault (read-only, full, no permission) is one line naming the path; of two exports into one
+``DIR`` at once the second is one line; the folder and its files get the modes the umask allows.
 
 Example:
     >>> export_run("runs/cartpole-20250101-000000", "onnx", "exported/cartpole")  # doctest: +SKIP
@@ -15,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import shutil
@@ -49,22 +54,79 @@ def export_run(
     check_target(to, out_dir)
     run = load_run(run_dir, encoder)
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    inside = out.is_dir()  # an empty DIR (perhaps a mount point) is kept: staged inside it, moved up
+    staging: Path | None = None
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out if inside else out.parent))
         if to == "hub":
             from pufferbox.export.hub import write_hub
 
             summary = write_hub(run, Path(run_dir), staging, episodes)
         else:
             summary = {"graphs": write_graphs(run, to, staging)}
-        if out.exists():
-            out.rmdir()  # checked empty above
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        public(staging)
+        move_into(staging, out) if inside else rename_onto(staging, out)
+    except OSError as exc:
+        raise storage_error(exc, out) from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     return {"to": to, "dir": str(out), "env": run.spec.name, **summary}
+
+
+def taken(out: Path) -> ExportError:
+    return ExportError(f"{out}: another export filled it first; export into a new or empty DIR")
+
+
+def rename_onto(staging: Path, out: Path) -> None:
+    """``staging`` becomes ``out`` in one rename; an ``out`` that appeared meanwhile (another export) is refused."""
+    try:
+        os.rename(staging, out)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            raise taken(out) from None
+        raise
+
+
+def move_into(staging: Path, out: Path) -> None:
+    """``staging``'s files moved into the existing folder ``out`` (kept: it may be a mount point), under an
+    ``flock`` on ``out``; refused when another export filled it first."""
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if any(not p.name.startswith(".") for p in out.iterdir()):
+            raise taken(out)
+        for path in sorted(staging.iterdir()):
+            os.rename(path, out / path.name)
+        out.chmod(0o777 & ~current_umask())
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def public(folder: Path) -> None:
+    """The modes a plain ``mkdir``/``open`` would give under the umask (``mkdtemp`` and some writers make
+    them private): folders 0777, files 0666, less the umask."""
+    mask = current_umask()
+    folder.chmod(0o777 & ~mask)
+    for path in folder.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
+
+
+def storage_error(exc: OSError, out: Path) -> ExportError:
+    """One line for a storage fault while exporting into ``out`` (nothing is left of the export)."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    where = exc.filename or out
+    return ExportError(
+        f"{where}: {exc.strerror or exc} ({name}) while exporting into {out}; nothing was written there: "
+        "free some space or pick a DIR you can write to"
+    )
 
 
 def write_graphs(run: LoadedRun, to: str, folder: Path) -> list[dict[str, Any]]:

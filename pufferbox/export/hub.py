@@ -11,6 +11,7 @@ the env renders ``rgb_array``. ``pufferbox eval --checkpoint DIR`` plays it
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from importlib.metadata import PackageNotFoundError, version
@@ -55,6 +56,10 @@ def write_hub(run: LoadedRun, run_dir: Path, folder: Path, episodes: int = EVAL_
     return {"files": sorted(p.name for p in folder.iterdir()), "mean_return": result["mean_return"], "episodes": episodes}
 
 
+# Write errors that fail the export (the storage, not the renderer or the plot).
+STORAGE_FAULTS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
+
+
 def return_curve(run_dir: Path, path: Path) -> str | None:
     """``returns.png`` from the run's ``metrics.jsonl``; None (and why, in the card) when it has no returns."""
     from pufferbox.train.plot import plot_runs
@@ -64,6 +69,10 @@ def return_curve(run_dir: Path, path: Path) -> str | None:
         return None
     try:
         plot_runs([metrics.parent], path)
+    except OSError as exc:
+        if exc.errno in STORAGE_FAULTS:
+            raise
+        return None
     except Exception:  # no episode finished yet: nothing to draw
         return None
     return path.name if path.is_file() else None
@@ -84,6 +93,8 @@ def replay_gif(run: LoadedRun, folder: Path, path: Path) -> tuple[str | None, st
         evaluate(None, folder, episodes=1, video=path, seed=EVAL_SEED, encoder=run.encoder)
     except Exception as exc:  # a renderer failing must not lose the rest of the model folder
         path.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in STORAGE_FAULTS:
+            raise  # the folder cannot be written: the export fails (a full disk must not publish half a folder)
         return None, f"rendering {run.spec.name} failed ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
     return path.name, ""
 
