@@ -35,9 +35,11 @@ JOBS = {
     # data-parallel learners (issue 41): 2 learners of 8 envs each, one torch thread each
     "nethack-learners2": ["train", "nethack", "--total-steps", "16384", "--learners", "2", "--set", "train.torch_threads=1"],
     "cartpole-solve": ["train", "cartpole"],
+    # Ocean Pong with its 2-core defaults (stops when solved): launch to solved, and the steps it took
+    "pong-solve": ["train", "ocean/pong"],
 }
-SEEDED = {"cartpole-solve"}  # jobs that run seed repeat + 1; the others keep their default seed
-DONE = re.compile(r"done: .* steps in [\d.]+ s \(([\d,]+) steps/s\)")
+SEEDED = {"cartpole-solve", "pong-solve"}  # jobs that run seed repeat + 1; the others keep their default seed
+DONE = re.compile(r"done: \S+ ([\d,]+) steps in [\d.]+ s \(([\d,]+) steps/s\)")
 
 
 def checkout(rev: str, into: Path) -> Path:
@@ -56,8 +58,8 @@ def pythonpath(tree: Path) -> str:
     return os.pathsep.join([str(tree), *sorted(str(p) for p in tree.glob("plugins/*") if p.is_dir())])
 
 
-def run(tree: Path, job: list[str], workdir: Path) -> tuple[float, float]:
-    """(training steps/s from the ``done:`` line, wall seconds from launch to exit)."""
+def run(tree: Path, job: list[str], workdir: Path) -> tuple[float, float, int]:
+    """(training steps/s from the ``done:`` line, wall seconds from launch to exit, steps trained)."""
     env = {**os.environ, "PYTHONPATH": pythonpath(tree)}
     start = time.perf_counter()
     out = subprocess.run(
@@ -71,7 +73,7 @@ def run(tree: Path, job: list[str], workdir: Path) -> tuple[float, float]:
     match = DONE.search(out.stdout)
     if out.returncode != 0 or match is None:
         raise SystemExit(f"{tree.name}: {' '.join(job)} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
-    return float(match.group(1).replace(",", "")), wall
+    return float(match.group(2).replace(",", "")), wall, int(match.group(1).replace(",", ""))
 
 
 def main() -> None:
@@ -92,10 +94,11 @@ def main() -> None:
                     seed = ["--seed", str(repeat + 1)] if job in SEEDED else []
                     for side, tree in trees.items():
                         work = Path(tempfile.mkdtemp(dir=tmp))
-                        value, wall = run(tree, [*JOBS[job], *seed], work)
+                        value, wall, steps = run(tree, [*JOBS[job], *seed], work)
                         sps.setdefault((job, side), []).append(value)
                         walls.setdefault((job, side), []).append(round(wall, 2))
                         row = {"job": job, "side": side, "repeat": repeat, "sps": value, "wall_s": round(wall, 2)}
+                        row["steps"] = steps
                         print(json.dumps({**row, "load1": os.getloadavg()[0]}))
             for job in args.jobs:
                 base, head = statistics.median(sps[(job, "base")]), statistics.median(sps[(job, "head")])
