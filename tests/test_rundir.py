@@ -151,6 +151,7 @@ def test_concurrent_writes_of_one_update_never_collide_on_the_temp_file(tmp_path
     "args, needle",
     [
         (["--set", "policy.hidden_size=128"], "does not fit this config"),
+        (["--set", "train.optimizer=muon"], "the run's muon; fix: resume with --set train.optimizer=adam"),
         (["--set", "train.no_such_key=1"], "no_such_key"),
         (["--backend", "multiprocessing", "--num-workers", "3"], "3"),
     ],

@@ -167,10 +167,6 @@ class MuonAdam:
     def step_count(self) -> int:
         return self.adam.step_count
 
-    @step_count.setter
-    def step_count(self, value: int) -> None:
-        self.adam.step_count = value
-
     def set_lr(self, lr: float) -> None:
         self.adam.set_lr(lr)
         for group in self.muon.param_groups:

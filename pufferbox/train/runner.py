@@ -332,6 +332,8 @@ def load_resumed(trainer: Trainer, checkpoint: Path) -> None:
     """Load ``checkpoint``; a policy that does not fit (e.g. ``--set policy.hidden_size``) is a user error."""
     try:
         trainer.load_checkpoint(checkpoint)
+    except ConfigError as exc:  # names its own fix (e.g. the checkpoint's optimizer)
+        raise CheckpointError(f"--resume: {checkpoint}: {exc}") from None
     except (RuntimeError, KeyError, ValueError) as exc:
         first = str(exc).strip().splitlines()
         raise CheckpointError(
