@@ -278,6 +278,7 @@ def test_a_learner_that_stops_answering_ends_the_run_after_the_timeout(tmp_path)
     assert time.monotonic() - stopped_at < 40
     assert proc.returncode == 2, out + err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: a learner stopped answering") and "--resume" in lines[0], err
+    assert len(lines) == 1 and lines[0].startswith(f"Error: learner 1 (pid {child}, stopped"), err
+    assert "stopped answering" in lines[0] and "--resume" in lines[0], err
     assert latest_checkpoint(run_dir / "checkpoints") is not None
     assert not psutil.pid_exists(child)  # the stopped learner was killed and reaped

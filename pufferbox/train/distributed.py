@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import datetime
+import os
 import signal
 import socket
 import time
@@ -53,6 +54,17 @@ JOIN_S = 30.0  # rank 0 waits this long for the others to exit after a run that 
 
 class LearnerLost(ConfigError):
     """Another learner process ended or stopped answering; the message names it when rank 0 knows which."""
+
+
+def silent_learners(processes: Sequence[Any]) -> str:
+    """Which learners (rank, pid) are still there but silent: the stopped ones (SIGSTOP, a debugger) where
+    the kernel says so, else every learner still running, with its state."""
+    from pufferbox.vector.pool import process_state
+
+    found = [(rank, p.pid, process_state(p.pid)) for rank, p in enumerate(processes, start=1) if getattr(p, "pid", None)]
+    stopped = [f for f in found if f[2].startswith("stopped")]
+    named = ", ".join(f"learner {rank} (pid {pid}, {state})" for rank, pid, state in stopped or found)
+    return named or "a learner"
 
 
 class Team:
@@ -133,9 +145,10 @@ class Team:
     # -- faults and the end -----------------------------------------------------------------------
     def lost(self, exc: BaseException) -> LearnerLost:
         """What failed, in one line: rank 0 names the learner process that ended (or hangs)."""
-        if self.rank != 0:
+        if self.rank != 0:  # rank 0 may have died before it saved anything: promise no checkpoint
             return LearnerLost(
-                f"learner {self.rank}: lost the other learners ({first_line(exc)}); rank 0 keeps the checkpoint"
+                f"learner {self.rank} (pid {os.getpid()}): lost the other learners ({first_line(exc)}); only rank 0 "
+                "saves checkpoints: its own message (or its run dir) says whether one was saved"
             )
         deadline = time.monotonic() + 2.0  # the process whose connection closed is exiting: let it finish
         while time.monotonic() < deadline and all(p.exitcode is None for p in self.processes):
@@ -143,7 +156,7 @@ class Team:
         for rank, process in enumerate(self.processes, start=1):
             if process.exitcode is not None:
                 return LearnerLost(f"learner {rank} {how_process_ended(process)}")
-        return LearnerLost(f"a learner stopped answering ({first_line(exc)})")
+        return LearnerLost(f"{silent_learners(self.processes)} stopped answering ({first_line(exc)})")
 
     def close(self, wait: float = 0.0) -> None:
         """Leave the process group. Rank 0 first waits up to ``wait`` seconds for the other learners to
