@@ -33,3 +33,30 @@ def test_a_stopped_learner_is_named_by_rank_and_pid():
             p.kill()
             p.wait()
 
+
+def test_more_learner_processes_than_cores_are_refused_in_one_line(tmp_path):
+    """Before: `--learners 16` on 2 cores was accepted without a word and ran 16 processes taking turns."""
+    from click.testing import CliRunner
+
+    from pufferbox.cli import cli, load_commands
+
+    load_commands()
+    n = 8 * len(os.sched_getaffinity(0))
+    args = ["train", "cartpole", "--learners", str(n), "--num-envs", str(n), "--run-dir", str(tmp_path / "run")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: train.learners={n}: each learner is a process"), lines
+    assert f"--learners {len(os.sched_getaffinity(0))} or fewer" in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_only_rank_0_says_what_a_stop_signal_does(capsys):
+    """Every learner gets SIGTERM; before, each printed "saving a checkpoint after this update"."""
+    from pufferbox.train.runner import stop_on_signals
+
+    for rank in (0, 1, 2):
+        trainer = types.SimpleNamespace(stop_requested=False, team=types.SimpleNamespace(rank=rank))
+        stop_on_signals(trainer).handler(signal.SIGTERM, None)
+        assert trainer.stop_requested
+    assert capsys.readouterr().out.count("SIGTERM: saving a checkpoint after this update") == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,11 +128,27 @@ def refuse_learners(spec: EnvSpec, run: RunConfig) -> None:
     if tc.device.startswith("cuda:"):
         raise ConfigError(f"train.device={tc.device}: with --learners {n}, learner R trains on cuda:R; use --device cuda")
     local = tc.learners_on == "processes"  # on Ray, the others' GPUs are the cluster's (train/ray_learners.py)
+    cores = affinity_cores()
+    if local and n > cores:
+        raise ConfigError(
+            f"train.learners={n}: each learner is a process of its own and this machine has {cores} usable cores "
+            f"(the learners would take turns, about {n / cores:.0f}x slower); fix: --learners {cores} or fewer, "
+            "or spread them over a Ray cluster with --ray-address"
+        )
     if local and pick_device(tc.device).type == "cuda" and torch.cuda.device_count() < n:
         raise ConfigError(
             f"train.learners={n}: each learner trains on a GPU of its own and torch sees "
             f"{torch.cuda.device_count()}; fix: --learners {torch.cuda.device_count()} or --device cpu"
         )
+
+
+def affinity_cores() -> int:
+    """The cores this process may run on (its affinity mask: a container's cpuset), not lowered by
+    ``OMP_NUM_THREADS`` (that bounds one process's threads, not how many processes fit)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def learner_share(vc: VecConfig, learners: int) -> VecConfig:
