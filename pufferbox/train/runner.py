@@ -367,7 +367,9 @@ class stop_on_signals:
         self.trainer.stop_requested = True
         self.signum = signum
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
+        team = getattr(self.trainer, "team", None)
+        if team is None or team.rank == 0:  # said once: every learner gets the signal, rank 0 saves
+            print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
         if signal.SIGALRM in self.previous:
             signal.setitimer(signal.ITIMER_REAL, self.grace_s)
 
