@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 
 import click
@@ -68,7 +70,7 @@ def sweep(
         from pufferbox.train.runner import default_run_dir
 
         run_dir = default_run_dir(f"{get_registry().get(env, plugin=plugin).name}-sweep")
-    run_sweep(
+    result = run_sweep(
         env,
         trials,
         run_dir,
@@ -86,3 +88,5 @@ def sweep(
         callbacks=tracker_factory(tracking, default_group=study_name or Path(run_dir).resolve().name),
     )
     show(run_dir)
+    if result.stop_signal == signal.SIGTERM:
+        sys.exit(128 + signal.SIGTERM)  # as `train` does: supervisors expect 143 after a TERM

@@ -93,7 +93,8 @@ from pufferbox.tournament.settings import SCORE_OPPONENTS, TournamentSettings, s
 def tournament(ray_address, overrides, run_dir, resume, as_json, **flags) -> None:
     """Population training of ENV: pods on Ray, a leaderboard, a generator and an updater.
 
-    --resume continues the tournament in --run-dir with the settings it started with (its env's plugin too).
+    --resume continues the tournament in --run-dir with the settings it started with (its env's plugin too);
+    a --total-steps or --hours given with it is the tournament's new budget.
     """
     from pufferbox.tournament.orchestrator import run_tournament
     from pufferbox.tournament.settings import TournamentError

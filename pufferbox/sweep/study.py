@@ -48,6 +48,7 @@ class SweepResult:
     study: Any
     run_dir: Path
     objective: Objective
+    stop_signal: int | None = None  # the signal (SIGINT, SIGTERM) that stopped a trial, and so the sweep
 
     @property
     def best(self) -> list[Any]:
@@ -187,8 +188,8 @@ def sweep(
         job = {key: meta[key] for key in ("env", "distribution", "storage", "study_name")}
         job.update(objective=obj, prune=pruner != "none" and not obj.multi)
         with make_executor(parallel, ray_address) as submit:
-            drive(study, trials, parallel, submit, space, config, run_dir, job, callbacks, log)
-        return SweepResult(study, run_dir, obj)
+            stop_signal = drive(study, trials, parallel, submit, space, config, run_dir, job, callbacks, log)
+        return SweepResult(study, run_dir, obj, stop_signal)
     except Exception as exc:
         fault = storage_fault(exc, meta["storage"], run_dir)
         if fault is None:
@@ -292,6 +293,12 @@ def check_resume(run_dir: Path, meta: dict) -> None:
                 f"{run_dir}: this sweep has {key} {old.get(key)!r}, not {meta[key]!r}; "
                 f"use the same settings to continue it or a new --run-dir"
             )
+    if "overrides" in old and sorted(old["overrides"]) != sorted(meta["overrides"]):  # one study, one set of fixed settings
+        given = " ".join(f"--set {text}" for text in old["overrides"]) or "no --set"
+        raise SweepError(
+            f"{run_dir}: this sweep fixes {given}, not {' '.join(meta['overrides']) or 'none'} (its trials would mix "
+            f"settings); continue it with {given}, or start a new --run-dir"
+        )
 
 
 def counted(trial: Any) -> bool:
@@ -329,13 +336,14 @@ def drive(
     job: dict,
     callbacks: Callable | None,
     log: Callable[[str], None],
-) -> None:
+) -> int | None:
     """Ask for trials while fewer than ``trials`` are finished or running; tell each outcome. A trial cut
-    short by its storage (a full disk) stops the sweep: :class:`SweepError` once the others are told."""
+    short by its storage (a full disk) stops the sweep: :class:`SweepError` once the others are told.
+    Returns the signal that interrupted a trial (the sweep stops after the trials in flight), or None."""
     import optuna
 
     pending: dict[cf.Future, Any] = {}
-    stopping, stopped = False, None
+    stopping, stopped, stop_signal = False, None, None
     while True:
         done = sum(counted(t) for t in study.get_trials(deepcopy=False))
         while not stopping and len(pending) < parallel and done + len(pending) < trials:
@@ -356,7 +364,7 @@ def drive(
         if not pending and stopped:
             raise SweepError(f"{stopped}; the sweep stopped: " + RETRY)
         if not pending:
-            return
+            return stop_signal
         finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
         for future in finished:
             trial = pending.pop(future)
@@ -365,6 +373,7 @@ def drive(
             stopping = stopping or outcome.state in ("interrupted", "storage")
             if outcome.state == "storage":
                 stopped = f"trial {trial.number}: {(outcome.error or '').split('; ')[0]}"
+            stop_signal = stop_signal or outcome.stop_signal
 
 
 def outcome_of(future: cf.Future) -> TrialOutcome:

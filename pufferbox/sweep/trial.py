@@ -52,6 +52,7 @@ class TrialOutcome:
     global_step: int = 0
     wall_time: float = 0.0
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")  # where it trained
+    stop_signal: int | None = None  # "interrupted": the signal that stopped it (SIGINT, SIGTERM)
 
 
 class Reporter:
@@ -118,7 +119,9 @@ def run_trial(job: TrialJob, trial: Any = None) -> TrialOutcome:
     except Exception as exc:  # a trial's failure is the sweep's data, not its end
         return TrialOutcome("fail", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     if result.interrupted:
-        return TrialOutcome("interrupted", global_step=result.global_step, wall_time=result.wall_time)
+        return TrialOutcome(
+            "interrupted", global_step=result.global_step, wall_time=result.wall_time, stop_signal=result.stop_signal
+        )
     summary = {
         "episode_return": result.episode_return,
         "solved_at_step": result.solved_at_step,

@@ -40,7 +40,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -509,10 +509,25 @@ def reopen(run_dir: Path, asked: TournamentSettings) -> tuple[Leaderboard, Tourn
     board.capacity, board.keep_recent = settings.capacity, settings.pods
     try:
         check_same_plugin(run_dir, settings, asked.plugin)
+        budget = new_budget(settings, asked)
+        if budget is not settings:  # --total-steps or --hours on a resume: the new budget, recorded
+            budget.check()
+            board.set_state("settings", budget.as_dict())
+            settings = budget
     except BaseException:
         board.close()
         raise
     return board, settings, RunConfig.from_dict(board.get_state("config"), f"{run_dir}'s recorded config")
+
+
+def new_budget(settings: TournamentSettings, asked: TournamentSettings) -> TournamentSettings:
+    """The recorded settings with the budget a resume asks for (``--total-steps`` or ``--hours``), if any:
+    continuing a finished tournament for longer is what a new budget on ``--resume`` means."""
+    if asked.total_steps is not None and asked.total_steps != settings.total_steps:
+        return replace(settings, total_steps=asked.total_steps, hours=None)
+    if asked.hours is not None and asked.hours != settings.hours:
+        return replace(settings, hours=asked.hours, total_steps=None)
+    return settings
 
 
 def check_same_plugin(run_dir: Path, settings: TournamentSettings, asked: str | None) -> None:
