@@ -52,12 +52,26 @@ def grouped_state(path: str | Path) -> dict[str, Any]:
     from pufferbox.train.checkpoint import load_checkpoint
 
     state = load_checkpoint(path)
-    if "groups" not in state:
-        raise ConfigError(
-            f"{path}: holds one shared policy, not agent groups; matches need a checkpoint of a "
-            "run with [groups] (or an env that declares groups, e.g. tag)"
-        )
-    return state
+    return state if "groups" in state else seats_state(state, path)
+
+
+def seats_state(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """A shared policy's checkpoint as one group per seat (each agent slot, named by its agent), every seat
+    holding the shared weights: so the one policy can play any seat of a match (a third-party two-player
+    game registered without groups trains this way)."""
+    from pufferbox.registry import get_registry
+
+    spec = get_registry().get_trained(str(state.get("env")), state.get("distribution"))
+    raw = spec.make_raw(**dict(RunConfig.from_toml(state["config"]).env))
+    try:
+        agents = [str(a) for a in getattr(raw, "possible_agents", [])]
+    finally:
+        raw.close()
+    if len(agents) < 2:
+        raise ConfigError(f"{path}: {spec.name} has one agent; a match needs an env with two or more seats")
+    groups = {agent: {"slots": torch.tensor([slot])} for slot, agent in enumerate(agents)}
+    model = {f"groups.{agent}.{key}": value for agent in agents for key, value in state["model"].items()}
+    return {**state, "groups": groups, "model": model}
 
 
 def build_match_agent(
