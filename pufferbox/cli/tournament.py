@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import click
@@ -132,9 +133,12 @@ def tournament(ray_address, overrides, run_dir, resume, as_json, **flags) -> Non
         click.echo(json.dumps(result.summary()))
     else:
         click.echo(
-            f"tournament finished: best score {result.best_score}, {result.total_steps} steps, "
-            f"overhead {result.overhead:.1%}; leaderboard: pufferbox leaderboard {run_dir}"
+            f"tournament {'stopped' if result.stop_signal else 'finished'}: best score {result.best_score}, "
+            f"{result.total_steps} steps, overhead {result.overhead:.1%}; leaderboard: pufferbox leaderboard {run_dir}"
+            + (f"; continue with `pufferbox tournament --resume --run-dir {run_dir}`" if result.stop_signal else "")
         )
+    if result.stop_signal == signal.SIGTERM:
+        sys.exit(128 + signal.SIGTERM)  # as `train` does: supervisors expect 143 after a TERM
 
 
 @cli.command()

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 import random
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -79,6 +81,7 @@ class TournamentResult:
     truncated_slices: int = 0
     eval_steps: int = 0  # env steps spent evaluating (not part of total_steps)
     events: list[dict] = field(default_factory=list, repr=False)
+    stop_signal: int | None = None  # SIGINT/SIGTERM that stopped the driver after the slices in flight
 
     def summary(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "events"}
@@ -175,6 +178,7 @@ class Tournament:
 
         self.board, self.settings, self.config, self.run_dir = board, settings, config, run_dir
         self.resume, self.on_event = resume, on_event
+        self.stop_signal: int | None = None  # set by StopSignals: the driver stops after the slices in flight
         self.progress = Progress.from_board(board.get_state("progress"))
         self.hyper = base_hyperparams(config)
         # About one finished episode per env (and a few dozen at least) before a pod is judged.
@@ -231,6 +235,8 @@ class Tournament:
         return {slot.running.ref: slot for slot in self.slots.values() if slot.running is not None}
 
     def budget_open(self) -> bool:
+        if self.stop_signal is not None:  # SIGINT/SIGTERM: no new slice; those in flight finish
+            return False
         if self.settings.total_steps is not None:
             committed = sum(slot.running.task.steps for slot in self.running().values() if slot.running)
             return self.progress.steps + committed < self.settings.total_steps
@@ -268,18 +274,23 @@ class Tournament:
             **({"score_group": s.score_group, "score_opponent": s.score_opponent} if s.score_group else {}),
         )
         try:
-            while self.schedule():
-                ready, _ = self.ray.wait(list(self.running()), num_returns=1, timeout=POLL_SECONDS)
-                if not ready:
-                    self.evaluate()
-                for ref in ready:
-                    self.collect(self.running()[ref])
+            with StopSignals(self):
+                self.loop()
         finally:
             for index in list(self.slots):
                 self.release(index)
             self.progress.wall_time = round(self.wall_time(), 4)
             self.save_progress()
         return self.result()
+
+    def loop(self) -> None:
+        """Schedule, wait, collect, until nothing is in flight."""
+        while self.schedule():
+            ready, _ = self.ray.wait(list(self.running()), num_returns=1, timeout=POLL_SECONDS)
+            if not ready:
+                self.evaluate()
+            for ref in ready:
+                self.collect(self.running()[ref])
 
     def schedule(self) -> bool:
         """Size the pool to the cluster and give free slots tasks while the budget lasts; False once
@@ -480,6 +491,7 @@ class Tournament:
             truncated_slices=progress.truncated,
             eval_steps=progress.eval_steps,
             events=self.events,
+            stop_signal=self.stop_signal,
         )
         self.emit("done", **result.summary())
         self.board.close()
@@ -572,6 +584,34 @@ def slice_config(config: RunConfig) -> RunConfig:
     sliced = {"anneal_lr": False, "checkpoint_interval": 0, "stop_on_solve": False, "total_steps": 10**15}
     league = {"snapshot_interval": 0} if config.league.frozen else {}
     return config.updated({"train": sliced, "league": league}, "tournament slices")
+
+
+class StopSignals:
+    """SIGINT or SIGTERM to the driver (docker stop, Slurm, Ctrl-C): one line, no new slice; the slices in
+    flight finish and are recorded, then the driver returns (the CLI exits 143 after SIGTERM). A second
+    signal interrupts at once. Installed over Ray's own handler, which ends the driver with a crash dump."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, tournament: Tournament):
+        self.tournament = tournament
+        self.previous: dict[int, Any] = {}
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.tournament.stop_signal is not None:
+            raise KeyboardInterrupt
+        self.tournament.stop_signal = signum
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\n{name}: the tournament stops after the slices in flight (again to abort)", flush=True)
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {signum: signal.signal(signum, self.handler) for signum in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
 
 
 def run_tournament(
