@@ -30,10 +30,12 @@ def limited() -> None:
         ["bench", "cartpole", "--no-native", "--num-envs", "10000000"],
         ["bench", "cartpole", "--backend", "multiprocessing", "--num-envs", "100000000"],
         ["check", "cartpole", "--num-envs", "100000000"],
+        ["bench", "cartpole", "--backend", "multiprocessing", "--num-envs", "100000", "--num-workers", "100000"],
+        ["train", "cartpole", "--backend", "multiprocessing", "--num-envs", "100000", "--num-workers", "100000"],
     ],
-    ids=["bench", "bench-emulated", "bench-multiprocessing", "check"],
+    ids=["bench", "bench-emulated", "bench-multiprocessing", "check", "bench-workers", "train-workers"],
 )
-def test_every_command_that_builds_envs_refuses_a_size_that_cannot_fit(args):
+def test_every_command_that_builds_envs_refuses_a_size_that_cannot_fit(args, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pufferbox", *args],
         capture_output=True,
@@ -41,12 +43,14 @@ def test_every_command_that_builds_envs_refuses_a_size_that_cannot_fit(args):
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         timeout=120,
         preexec_fn=limited,
+        cwd=tmp_path,  # train's default run dir (runs/...) would go here: none may be left
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cartpole: "), proc.stderr
     for needle in ["envs need at least", "GiB", "env buffers", "memory available", "fix: lower --num-envs"]:
         assert needle in lines[0], lines[0]
+    assert not list(tmp_path.rglob("config.toml"))
 
 
 def test_a_vector_env_is_refused_before_its_batch_spaces_or_envs_exist(monkeypatch):

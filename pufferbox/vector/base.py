@@ -192,9 +192,10 @@ class EnvFactory:
         return [a.flat_space for _, a in specs]
 
 
-def refuse_oversized(factory: EnvFactory, num_envs: int, batch_envs: int | None = None) -> None:
-    """One line (:class:`VectorConfigError`) when ``num_envs`` of the factory's envs cannot fit in the memory
-    available, before anything of theirs is allocated (see :mod:`pufferbox.vector.memory`)."""
+def refuse_oversized(factory: EnvFactory, num_envs: int, batch_envs: int | None = None, processes: int = 0) -> None:
+    """One line (:class:`VectorConfigError`) when ``num_envs`` of the factory's envs (in ``processes`` worker
+    processes) cannot fit in the memory available, before anything of theirs is allocated or started
+    (see :mod:`pufferbox.vector.memory`)."""
     from pufferbox.vector.memory import env_memory_needed, refuse_oversized_envs
 
     obs_spec, act_spec, agents_per_env = factory.layout()
@@ -207,6 +208,7 @@ def refuse_oversized(factory: EnvFactory, num_envs: int, batch_envs: int | None 
         rows=num_envs * agents_per_env,
         batch_rows=(batch_envs or num_envs) * agents_per_env,
         emulated=0 if factory.native else num_envs,
+        processes=processes,
     )
     refuse_oversized_envs(factory.spec.name, num_envs, needs, VectorConfigError)
 

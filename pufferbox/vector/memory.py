@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import resource
 
-__all__ = ["EMULATED_ENV_BYTES", "available_memory", "env_memory_needed", "read_int", "refuse_oversized_envs"]
+__all__ = [
+    "EMULATED_ENV_BYTES",
+    "WORKER_PROCESS_BYTES",
+    "available_memory",
+    "env_memory_needed",
+    "read_int",
+    "refuse_oversized_envs",
+]
 
 # A lower bound on one emulated env's own objects (a Gymnasium CartPole and its emulator take about 5 KiB
 # of Python objects, PettingZoo's tic-tac-toe about 11 KiB; real games far more).
 EMULATED_ENV_BYTES = 4096
+# A lower bound on one env worker process (a Python interpreter with numpy: 25-40 MiB when spawned; a
+# forked one shares its parent's pages until it writes them, so less is counted).
+WORKER_PROCESS_BYTES = 16 * 2**20
 GIB = 2**30
 
 
@@ -70,18 +80,27 @@ def available_memory() -> int | None:
 
 
 def env_memory_needed(
-    flat_size: int, obs_itemsize: int, act_bytes: int, act_elems: int, rows: int, batch_rows: int, emulated: int
+    flat_size: int,
+    obs_itemsize: int,
+    act_bytes: int,
+    act_elems: int,
+    rows: int,
+    batch_rows: int,
+    emulated: int,
+    processes: int = 0,
 ) -> dict[str, int]:
     """Bytes a vector env of ``rows`` agent rows takes (a lower bound): its buffers (observations twice:
     the rows and the final observations; actions; rewards and three flags), the batch spaces of its
     ``batch_rows`` (low, high and two bound flags per observation element; 16 bytes per action element)
-    and ``emulated`` envs' own objects."""
+    ``emulated`` envs' own objects and ``processes`` worker processes."""
     needs = {
         "env buffers": rows * (2 * flat_size * obs_itemsize + act_bytes + 4 + 3),
         "batch spaces": batch_rows * (flat_size * (2 * obs_itemsize + 2) + 16 * act_elems),
     }
     if emulated:
         needs["emulated envs"] = emulated * EMULATED_ENV_BYTES
+    if processes:
+        needs["worker processes"] = processes * WORKER_PROCESS_BYTES
     return needs
 
 
@@ -94,4 +113,5 @@ def refuse_oversized_envs(name: str, num_envs: int, needs: dict[str, int], error
     raise error(
         f"{name}: {num_envs:,} envs need at least {total / GIB:,.1f} GiB ({parts}) but this machine has "
         f"{free / GIB:,.1f} GiB memory available; fix: lower --num-envs"
+        + (" or --num-workers" if "worker processes" in needs else "")
     )

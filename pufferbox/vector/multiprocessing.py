@@ -55,6 +55,7 @@ from pufferbox.vector.base import (
     WorkerError,
     WorkerTimeoutError,
     check_step_timeout,
+    refuse_oversized,
 )
 from pufferbox.vector.pool import NoAsyncCallError, Resources, WorkerPool, main_process_error
 from pufferbox.vector.shm import SharedArrays, backend_layout, buffers_of
@@ -151,6 +152,7 @@ class MultiprocessingVectorEnv(VectorEnv):
         if unused:
             raise VectorConfigError(f"multiprocessing backend got unsupported options: {', '.join(sorted(unused))}")
         num_workers = plan_workers(num_envs, num_workers, batch_size, main_envs)
+        refuse_oversized(factory, num_envs, batch_size, processes=num_workers)  # before a worker starts
         self.setup_layout(factory, num_envs, batch_size)
         self.configure(num_workers, main_envs, zero_copy, spin_s)
         self.step_timeout = check_step_timeout(step_timeout)
