@@ -104,14 +104,21 @@ solve_throughput() {  # Pong end to end at its GPU profile, a fixed budget (no s
   train_run pong-gpu-profile ocean/pong "$GPU_PROFILE_STEPS" --profile gpu --set train.stop_on_solve=false $GPU_SOLVE_ARGS
 }
 
+solve_graphs() {  # the same with the whole update's forward and loss compiled into replayed CUDA graphs
+  # shellcheck disable=SC2086
+  train_run pong-gpu-graphs ocean/pong "$GPU_PROFILE_STEPS" --profile gpu --set train.stop_on_solve=false \
+    --compile --set train.compile_mode=reduce-overhead $GPU_SOLVE_ARGS
+}
+
 export OUT
-export -f install summarize_run train_run train_pair train_variant train_ocean_cuda solve solve_throughput
+export -f install summarize_run train_run train_pair train_variant train_ocean_cuda solve solve_throughput solve_graphs
 echo "# GPU session $(date -u +%FT%TZ)" >"$OUT/summary.md"
 [ "${GPU_SESSION_INSTALL:-1}" = 0 ] || step install 150 install
 # issue 51 first: launch to solved for Pong, Breakout and Snake at their GPU profiles, 3 seeds, steps/s and
 # the update's share; then Pong's end-to-end throughput at that profile
 step solve "${GPU_SOLVE_SECONDS:-300}" solve
 step solve-throughput 120 solve_throughput
+step solve-graphs 180 solve_graphs  # train.compile's cost (first update) and gain (steady steps/s) on a GPU
 step doctor 60 pufferbox doctor --strict
 step pytest-gpu 240 python3 -m pytest -m gpu -q -p no:cacheprovider --timeout 120 tests
 step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_continuous --cuda && pufferbox check cuda_cartpole --cuda"
