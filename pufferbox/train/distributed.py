@@ -47,7 +47,7 @@ from pufferbox.train.config import ConfigError
 if TYPE_CHECKING:
     from pufferbox.train.normalize import Normalizer
 
-__all__ = ["LearnerLost", "Team", "free_address", "join_as_rank_zero", "join_group"]
+__all__ = ["LearnerLost", "Solo", "Team", "free_address", "join_as_rank_zero", "join_group"]
 
 JOIN_S = 30.0  # rank 0 waits this long for the others to exit after a run that ended (then ends them)
 
@@ -65,6 +65,31 @@ def silent_learners(processes: Sequence[Any]) -> str:
     stopped = [f for f in found if f[2].startswith("stopped")]
     named = ", ".join(f"learner {rank} (pid {pid}, {state})" for rank, pid, state in stopped or found)
     return named or "a learner"
+
+
+class Solo:
+    """The team of one learner: where data-parallel learners meet (:class:`Team`), one learner meets only
+    itself, so the learner's update has no case for being alone. Every collective returns its input."""
+
+    rank, size = 0, 1
+
+    def all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def average(self, value: torch.Tensor) -> torch.Tensor:
+        return value
+
+    def all_true(self, flag: bool) -> bool:
+        return flag
+
+    def offset_and_total(self, count: int) -> tuple[int, int]:
+        return 0, count
+
+    def start_averaging(self, params: Sequence[torch.Tensor], loss: torch.Tensor) -> None:
+        self.loss = loss
+
+    def finish_averaging(self) -> torch.Tensor:
+        return self.loss.detach()
 
 
 class Team:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import torch
 
 from pufferbox.train.config import TrainConfig
+from pufferbox.train.distributed import Solo, Team
 from pufferbox.train.hardware import pick_autocast
 from pufferbox.train.optim import make_optimizer
 from pufferbox.train.policies import Agent
@@ -61,7 +62,7 @@ def gae(
     steps = values.shape[1] - 1
     nonterminal = 1.0 - starts[:, 1:].float()
     delta = rewards[:, :steps] + gamma * values[:, 1:] * nonterminal - values[:, :steps]
-    adv = discounted_suffix_sums(delta, starts[:, 1:], gamma * lam)
+    adv = discounted_suffix_sums(delta.float(), starts[:, 1:], gamma * lam)  # float32, as turn_gae's
     return adv, adv + values[:, :steps]
 
 
@@ -187,8 +188,9 @@ class Learner:
     """Owns the optimizer and the minibatch shuffle generator (on the agent's device) of one agent;
     ``hp`` its hyperparameters."""
 
-    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Any = None):
-        self.agent, self.hp, self.team = agent, hp, team
+    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Team | None = None):
+        self.agent, self.hp = agent, hp
+        self.team: Team | Solo = Solo() if team is None else team
         # train.compile: the minibatch's forward and loss as one graph, and their backward as another (AOTAutograd)
         self.loss_fn = torch.compile(self.forward_loss, mode=hp.compile_mode) if compile else self.forward_loss
         device = next(agent.parameters()).device
@@ -228,7 +230,7 @@ class Learner:
             acting = batch["masks"] if waiting else None
             adv, returns = gae(batch["rewards"], batch["values"], batch["starts"], hp.gamma, hp.gae_lambda, acting)
         finite = bool(torch.isfinite(returns).all())
-        if not (finite if self.team is None else self.team.all_true(finite)):  # a NaN/inf reward or value: skip
+        if not self.team.all_true(finite):  # a NaN/inf reward or value anywhere: every learner skips
             return self.skipped(lr)
         data = self.prepare(batch, adv, returns)
         if data["whole"] == 0:
@@ -257,7 +259,7 @@ class Learner:
             units = None if bool(masks.all()) else masks.reshape(-1).nonzero().squeeze(-1)
             count = masks.numel() if units is None else len(units)
         # data-parallel: this learner's units are positions offset.. of the whole batch's (learners in rank order)
-        offset, whole = (0, count) if self.team is None else self.team.offset_and_total(count)
+        offset, whole = self.team.offset_and_total(count)
         return data | {"units": units, "count": count, "offset": offset, "whole": whole}
 
     def epochs(self, data: dict[str, Any]) -> list[torch.Tensor] | None:
@@ -285,9 +287,7 @@ class Learner:
     def kl_stopped(self, rows: list[torch.Tensor], per_epoch: int) -> bool:
         """Whether ``target_kl`` ends the epochs here (the last epoch's mean approximate KL); with
         ``sync_free`` the later epochs run with their steps disabled instead of a host read."""
-        recent_kl = torch.stack(rows[-max(1, per_epoch) :])[:, 3].mean() * self.row_scale
-        if self.team is not None:
-            return float(self.team.average(recent_kl)) > self.hp.target_kl
+        recent_kl = self.team.average(torch.stack(rows[-max(1, per_epoch) :])[:, 3].mean() * self.row_scale)
         if self.sync_free:
             self.halt.logical_or_(recent_kl > self.hp.target_kl)
             return False
@@ -306,7 +306,7 @@ class Learner:
         """One epoch's minibatches: a shuffle of the whole batch's units cut into ``mb_size`` slices (the
         remainder left out). One learner: the shuffle drawn on the device and every tensor gathered once
         in its order, the minibatches slices of that. Data-parallel: see :meth:`team_minibatches`."""
-        if self.team is not None:
+        if self.team.size > 1:
             return self.team_minibatches(data, mb_size)
         cuts = data["whole"] // mb_size
         order = torch.randperm(data["whole"], generator=self.generator, device=self.device)[: cuts * mb_size]
@@ -355,7 +355,7 @@ class Learner:
             weight = data["masks"][idx].float() if recurrent else torch.ones(len(idx), device=self.device)
             a, w = data["packed"][idx][..., 1].reshape(-1).double(), weight.reshape(-1).double()
             parts.append((idx, weight, torch.stack([w.sum(), (w * a).sum(), (w * a * a).sum()])))
-        moments = self.team.all_reduce(torch.stack([p[2] for p in parts])) if parts else []
+        moments: Any = self.team.all_reduce(torch.stack([p[2] for p in parts])) if parts else []
         out = []
         for (idx, weight, _), whole_mb in zip(parts, moments):
             packed = with_advantage(data["packed"][idx], team_normalized(data["packed"][idx][..., 1], whole_mb, self.hp))
@@ -382,12 +382,11 @@ class Learner:
         weights, self.row_scale = self.loss_weights(samples), 1.0 / samples
         loss, sums = self.loss_fn(mb, weights)
         self.optimizer.zero_grad(set_to_none=True)
-        if self.team is not None:  # data-parallel: every learner steps with the gradients' mean over all of them
-            self.team.start_averaging(self.optimizer.params, loss)  # summed while backward runs
+        # data-parallel: every learner steps with the gradients' mean over all of them (summed while backward runs)
+        self.team.start_averaging(self.optimizer.params, loss)
         if loss.requires_grad:  # not when none of a data-parallel minibatch is here (its gradients: zero)
             loss.backward()
-        if self.team is not None:
-            loss = self.team.finish_averaging()
+        loss = self.team.finish_averaging()
         grad_norm, grad_scale = clipping(self.optimizer.params, hp.max_grad_norm)
         finite = torch.isfinite(loss.detach() + grad_norm)
         if self.sync_free:
@@ -436,9 +435,8 @@ class Learner:
         scale = torch.tensor([1.0, 0.5, 1.0, 1.0, 1.0], dtype=torch.float64, device=explained.device) * self.row_scale
         # rows: each minibatch's sums of (policy, value, entropy, approx_kl, clipfrac) terms
         sums = torch.stack(rows).double().mean(0) if rows else torch.full((5,), float("nan"), dtype=torch.float64)
-        out = torch.cat([sums.to(explained.device) * scale, explained.reshape(1)])
-        if self.team is not None:  # each learner's statistics are its share of the whole minibatch's: average them
-            out = torch.cat([self.team.average(out[:5]), out[5:]])
+        # data-parallel: each learner's statistics are its share of the whole minibatch's: their average
+        out = torch.cat([self.team.average(sums.to(explained.device) * scale), explained.reshape(1)])
         return dict(zip((*STAT_KEYS, "explained_variance"), out.tolist()))
 
     def load_weights(self, state: Mapping[str, Any]) -> None:
