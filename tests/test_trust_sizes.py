@@ -88,3 +88,21 @@ def test_a_config_with_thousands_of_env_keys_is_refused_quickly_in_one_short_lin
     assert len(lines) == 1 and lines[0].startswith(f"Error: env.k0: {env} does not accept this key"), lines[0][:500]
     assert len(lines[0]) < 1000, len(lines[0])
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("hidden", ["9223372036854775807", "1000000"])
+def test_a_policy_too_wide_for_the_memory_is_refused_in_one_line(tmp_path, hidden):
+    """Also found: `--set policy.hidden_size=<int64 max>` was a torch traceback ("Storage size calculation
+    overflowed"), and 1,000,000 would allocate terabytes of weights."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pufferbox", "train", "cartpole", "--run-dir", str(tmp_path / "run")]
+        + ["--no-tensorboard", "--set", f"policy.hidden_size={hidden}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limited,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: policy.hidden_size={int(hidden):,} need at least"), lines
+    assert "fix: lower policy.hidden_size" in lines[0] and not (tmp_path / "run").exists()

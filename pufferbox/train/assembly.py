@@ -175,9 +175,13 @@ def memory_needed(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyConfi
         + 2  # starts, masks
         + 2 * 4 * lstm  # the LSTM state per step
     )
+    hidden = pc.hidden_size + lstm
     return {
         "rollout": 2 * segments * (tc.num_steps + 1) * per_step,
         "env buffers": Buffers.nbytes_for(obs_spec, act_spec, rows),
+        # a hidden-to-hidden layer (every built-in encoder has one at least that big) and the heads, in float32
+        # with their gradients and Adam's two moments (a lower bound)
+        "policy": 4 * 4 * hidden * (hidden + math.prod(act_spec.shape) + 1),
     }
 
 
@@ -199,9 +203,15 @@ def refuse_oversized(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyCo
         return
     gib = 2**30
     parts = ", ".join(f"{name} {size / gib:,.1f} GiB" for name, size in needs.items())
+    sizes = f"vec.num_envs={vc.num_envs:,} x train.num_steps={tc.num_steps:,}"
+    fix = "lower --num-envs or train.num_steps"
+    lstm = (pc.lstm_size or pc.hidden_size) if pc.lstm else 0
+    if needs["policy"] > total / 2:  # the policy's width, not the batch, is what does not fit
+        sizes = f"policy.hidden_size={pc.hidden_size:,}" + (f", lstm_size={lstm:,}" if lstm else "")
+        fix = "lower policy.hidden_size"
     raise ConfigError(
-        f"vec.num_envs={vc.num_envs:,} x train.num_steps={tc.num_steps:,} need at least {total / gib:,.1f} GiB "
-        f"({parts}) but this machine has {free / gib:,.1f} GiB {where}; fix: lower --num-envs or train.num_steps"
+        f"{sizes} need at least {total / gib:,.1f} GiB ({parts}) but this machine has {free / gib:,.1f} GiB "
+        f"{where}; fix: {fix}"
     )
 
 
