@@ -70,3 +70,25 @@ def test_eval_of_a_tampered_hub_folder_is_one_line(hub, tmp_path, tamper):
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], result.output
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "full-disk"])
+def test_a_video_that_cannot_be_written_is_one_line(hub, tmp_path, monkeypatch, where):
+    """Also found: `eval --video /etc/passwd/x.gif` played its episode, then a FileExistsError traceback."""
+    import errno
+
+    import pufferbox.train.evaluate as evaluate
+
+    video = tmp_path / "a-file" / "x.gif"
+    (tmp_path / "a-file").write_text("not a folder\n")
+    if where == "full-disk":
+        video = tmp_path / "x.gif"
+
+        def full(frames, path, fps=30):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+        monkeypatch.setattr(evaluate, "save_video", full)
+    result = CliRunner().invoke(cli, ["eval", "--checkpoint", str(hub), "--episodes", "1", "--video", str(video)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {video}: cannot write the video"), result.output

@@ -217,6 +217,11 @@ def eval_(
 
     if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
         raise UserError(f"{video}: video must end in .gif or .mp4")  # before any episode runs
+    if video is not None:
+        try:
+            Path(video).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file where a folder should be, read-only storage, no permission
+            raise UserError(f"{video}: cannot write the video there ({exc.strerror}); pass a writable --video") from None
     if plugin and env:
         env = get_registry().get(env, plugin=plugin).name
     if checkpoint is None:
@@ -232,17 +237,22 @@ def eval_(
         # rgb_array frames need no window; without this, pygame-drawn envs ask SDL for a display
         # and print "XDG_RUNTIME_DIR is invalid" on headless machines and in containers.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    result = evaluate(
-        env,
-        checkpoint,
-        episodes=episodes,
-        render=render,
-        video=video,
-        deterministic=deterministic,
-        seed=seed,
-        stream=sys.stderr if render else None,
-        encoder=encoder,
-    )
+    try:
+        result = evaluate(
+            env,
+            checkpoint,
+            episodes=episodes,
+            render=render,
+            video=video,
+            deterministic=deterministic,
+            seed=seed,
+            stream=sys.stderr if render else None,
+            encoder=encoder,
+        )
+    except OSError as exc:  # the video could not be written (a full disk, read-only storage)
+        if video is None or not exc.filename:
+            raise
+        raise UserError(f"{exc.filename}: cannot write the video ({exc.strerror}); pass a writable --video") from None
     click.echo(json.dumps(result))
 
 
