@@ -104,3 +104,24 @@ def test_a_hub_export_that_cannot_write_its_gif_fails_in_one_line(run_dir, tmp_p
     result = CliRunner().invoke(cli, ["export", str(run_dir), "--to", "hub", str(tmp_path / "hub"), "--episodes", "1"])
     one_line_error(result, "ENOSPC", "replay.gif")
     assert list(tmp_path.iterdir()) == []  # nothing published
+
+
+def test_sigterm_mid_export_is_one_line_exit_143_and_leaves_nothing(run_dir, tmp_path):
+    """Also found: SIGTERM mid-export left a private `.DIR.xxxx` staging folder behind, and no word."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "hub"
+    cmd = [sys.executable, "-m", "pufferbox", "export", str(run_dir), "--to", "hub", str(out), "--episodes", "200"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(".hub.*")) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip().splitlines() == ["Error: SIGTERM: export stopped; nothing was written"], err
+    assert list(tmp_path.iterdir()) == []

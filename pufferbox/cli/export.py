@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 
 import click
 
@@ -31,4 +33,11 @@ def export(run_dir, out_dir, to, episodes, encoder):
     """
     from pufferbox.export import export_run
 
+    signal.signal(signal.SIGTERM, stopped)  # the staging folder is removed on the way out, as on any failure
     click.echo(json.dumps(export_run(run_dir, to, out_dir, episodes=episodes, encoder=encoder)))
+
+
+def stopped(signum: int, frame: object) -> None:
+    """SIGTERM mid-export: one line, exit 143, nothing left (export_run removes its staging folder)."""
+    click.echo(f"Error: {signal.Signals(signum).name}: export stopped; nothing was written", err=True)
+    sys.exit(128 + signum)
