@@ -43,6 +43,8 @@ def train(run_dir, *args: str) -> subprocess.CompletedProcess:
         ("train.clip_coef=1e300", "train.clip_coef: must be at most 3.403e+38 (float32)"),
         ("train.seed=-5", "Error: train.seed: must be >= 0, got -5 (--set train.seed=-5)"),  # not blamed on envs
         ("train.seed=4294967296", "train.seed: must be at most 4294967295 (the envs' seeds derive from it)"),
+        # an update that never ends: a stop signal is looked at between updates only
+        ("train.update_epochs=9223372036854775807", "train.update_epochs: must be at most 1000 (passes over one rollout"),
     ],
 )
 def test_extreme_settings_are_refused_in_one_line_before_a_run_dir_exists(tmp_path, setting, needle):

@@ -181,7 +181,7 @@ def memory_needed(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyConfi
         "env buffers": Buffers.nbytes_for(obs_spec, act_spec, rows),
         # a hidden-to-hidden layer (every built-in encoder has one at least that big) and the heads, in float32
         # with their gradients and Adam's two moments (a lower bound)
-        "policy": 4 * 4 * hidden * (hidden + math.prod(act_spec.shape) + 1),
+        "policy and optimizer": 4 * 4 * hidden * (hidden + math.prod(act_spec.shape) + 1),
     }
 
 
@@ -206,7 +206,7 @@ def refuse_oversized(spec: EnvSpec, tc: TrainConfig, vc: VecConfig, pc: PolicyCo
     sizes = f"vec.num_envs={vc.num_envs:,} x train.num_steps={tc.num_steps:,}"
     fix = "lower --num-envs or train.num_steps"
     lstm = (pc.lstm_size or pc.hidden_size) if pc.lstm else 0
-    if needs["policy"] > total / 2:  # the policy's width, not the batch, is what does not fit
+    if needs["policy and optimizer"] > total / 2:  # the policy's width, not the batch, is what does not fit
         sizes = f"policy.hidden_size={pc.hidden_size:,}" + (f", lstm_size={lstm:,}" if lstm else "")
         fix = "lower policy.hidden_size"
     raise ConfigError(

@@ -287,6 +287,8 @@ AT_MOST_ONE = {"train.gamma", "train.gae_lambda"}  # discounts: past 1 the retur
 AT_MOST = {
     "train.learning_rate": (1.0, "Adam's step per weight"),
     "train.seed": (2**32 - 1, "the envs' seeds derive from it"),
+    # an update runs every epoch before a stop signal is looked at: 1e18 epochs never end (PPO uses 1-30)
+    "train.update_epochs": (1000, "passes over one rollout in each update"),
 }
 FLOAT32_MAX = 3.4028234663852886e38  # float settings meet float32 tensors: a larger one overflows there
 FLAG_AT_LEAST_ONE = {"vec.num_workers"}  # 0 in a config means "the backend decides"; as a flag it is a mistake

@@ -171,6 +171,34 @@ def run(
             lock.release()
 
 
+def resolve_run(
+    env: str | None,
+    config: RunConfig | Mapping[str, Any] | None,
+    config_file: str | Path | None,
+    overrides: list[str] | None,
+    flags: Mapping[str, Any] | None,
+    resume: str | Path | None,
+    profile: str,
+) -> tuple[str, RunConfig, Path | None, str | None, Plan | dict | None]:
+    """``(env, run config, checkpoint to resume, distribution that trained it, plan or its record)``: a
+    resumed run's recorded settings, else the plugin's defaults planned for this machine (train/plan.py),
+    else ``config`` as given."""
+    if profile not in PROFILES:
+        raise ConfigError(f"--profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
+    if resume is not None and profile != "auto":
+        raise ConfigError("--profile: a resumed run keeps the settings it recorded; drop --profile")
+    if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
+        env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
+        recorded = load_toml(Path(resume) / "config.toml").get("run", {})
+        return env, run, checkpoint, recorded.get("distribution"), recorded.get("plan")
+    if env is None:
+        raise ConfigError("run(): name an env")
+    if config is None:
+        run, plan = planned_config(get_registry().get(env), config_file, overrides, flags, profile=profile)
+        return env, run, None, None, plan
+    return env, RunConfig.of(config), None, None, None
+
+
 def run_locked(
     env: str | None,
     config: RunConfig | Mapping[str, Any] | None,
@@ -187,21 +215,7 @@ def run_locked(
     ray_address: str | None = None,
     profile: str = "auto",
 ) -> TrainResult:
-    checkpoint, distribution, plan = None, None, None
-    if profile not in PROFILES:
-        raise ConfigError(f"--profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
-    if resume is not None and profile != "auto":
-        raise ConfigError("--profile: a resumed run keeps the settings it recorded; drop --profile")
-    if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
-        env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
-        recorded = load_toml(Path(resume) / "config.toml").get("run", {})
-        distribution, plan = recorded.get("distribution"), recorded.get("plan")
-    elif env is None:
-        raise ConfigError("run(): name an env")
-    elif config is None:  # the plugin's defaults scaled to this machine (train/plan.py)
-        run, plan = planned_config(get_registry().get(env), config_file, overrides, flags, profile=profile)
-    else:
-        run = RunConfig.of(config)
+    env, run, checkpoint, distribution, plan = resolve_run(env, config, config_file, overrides, flags, resume, profile)
     registry = get_registry()  # a resume trains the env of the plugin it trained before
     spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
     check_env_kwargs(spec, dict(run.env), native=run.vec.native, backend=run.vec.backend)
