@@ -151,10 +151,10 @@ def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_
         "--set",
         "train.stop_on_solve=false",
     ]
-    # long trials: a worker that survived the kill would still be training when we look
-    proc = subprocess.Popen(
-        [*cmd, "--set", "train.total_steps=1000000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    # trials of ~30 updates: killed right after their first, and short enough to rerun (a continued sweep
+    # keeps its fixed settings: its trials never mix budgets)
+    cmd += ["--set", "train.total_steps=60000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 240
         while time.time() < deadline and not all((run_dir / "trials" / n / "metrics.jsonl").is_file() for n in ("0", "1")):
@@ -167,7 +167,7 @@ def test_killing_a_parallel_sweep_stops_its_workers_and_rerun_requeues_both(tmp_
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"workers outlived the killed sweep: {alive}"
     assert [t.state.name for t in study_of(run_dir).trials] == ["RUNNING", "RUNNING"]
-    result = subprocess.run([*cmd, "--set", "train.total_steps=4000"], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     trials = study_of(run_dir).trials
     assert [t.state.name for t in trials] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
@@ -223,15 +223,9 @@ def test_a_hopeless_trial_is_pruned_and_stops_training(tmp_path):
     common = ["train.total_steps=16384", "vec.num_envs=8", "train.checkpoint_interval=0", "train.stop_on_solve=false"]
     sweep("cartpole", 1, tmp_path / "sw", overrides=common, objective="return", prune_startup=1, log=lambda s: None)
     # a learning rate of 1e-9 cannot learn: its curve stays below the first trial's and the pruner stops it
-    sweep(
-        "cartpole",
-        2,
-        tmp_path / "sw",
-        overrides=[*common, "train.learning_rate=1e-9"],
-        objective="return",
-        prune_startup=1,
-        log=lambda s: None,
-    )
+    # (queued as the next trial's parameters: a continued sweep keeps its fixed settings)
+    study_of(tmp_path / "sw").enqueue_trial({"train.learning_rate": 1e-9}, skip_if_exists=False)
+    sweep("cartpole", 2, tmp_path / "sw", overrides=common, objective="return", prune_startup=1, log=lambda s: None)
     trials = study_of(tmp_path / "sw").trials
     assert [t.state.name for t in trials] == ["COMPLETE", "PRUNED"]
     steps = [json.loads(line)["global_step"] for line in (tmp_path / "sw" / "trials" / "1" / "metrics.jsonl").open()]
