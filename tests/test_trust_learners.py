@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 import types
 
 import torch
 
 from pufferbox.train.distributed import Team, silent_learners
+from pufferbox.vector.pool import process_state
 
 
 def test_a_learner_that_lost_rank_0_names_itself_and_promises_no_checkpoint():
@@ -23,6 +25,9 @@ def test_a_stopped_learner_is_named_by_rank_and_pid():
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
     try:
         os.kill(sleepers[1].pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10  # the signal is delivered asynchronously: wait for the kernel to say so
+        while not process_state(sleepers[1].pid).startswith("stopped") and time.monotonic() < deadline:
+            time.sleep(0.01)
         processes = [types.SimpleNamespace(pid=p.pid, exitcode=None) for p in sleepers]
         assert silent_learners(processes) == f"learner 2 (pid {sleepers[1].pid}, stopped (SIGSTOP?))"
         os.kill(sleepers[1].pid, signal.SIGCONT)
