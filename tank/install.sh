@@ -19,7 +19,7 @@ fi
 # torch first and pinned: an unpinned torch anywhere pulls GBs of CUDA wheels.
 # Its CUDA wheels (Linux, no local CPU wheel) are pinned in constraints-cuda.txt.
 "$PY" -m pip install --quiet -c tank/constraints.txt -c tank/constraints-cuda.txt torch
-targets=(".[ray,test,sb3,sweep,wandb,export]")
+targets=(".[ray,test,sb3,sweep,wandb,export,docs]")
 for plugin in plugins/*/; do
   [ -f "$plugin/pyproject.toml" ] && targets+=("$plugin")
 done
