@@ -1,7 +1,8 @@
-"""Every command in the README's shell blocks is run by some test (issue 19: a newcomer copies them).
+"""Every command in the README's and the docs' shell blocks is run by some test (issue 19: a newcomer
+copies them; issue 53: the tutorials moved to docs/).
 
-The commands are the lines of the README's ```bash blocks (a trailing ``# comment`` dropped). Each
-one is, in exactly one of these tables:
+The commands are the lines of the ```bash blocks of README.md and every page under docs/ (a trailing
+``# comment`` dropped). Each one is, in exactly one of these tables:
 
 - ``RUN_HERE``: run by this file in a fresh working directory with a fresh HOME (so ``runs/`` and
   caches start empty), verbatim except for a lower step budget (``--total-steps``) where the
@@ -14,8 +15,8 @@ one is, in exactly one of these tables:
   machine), so only its command line is checked against ``--help`` (every flag it shows exists);
   each entry says why it is not run.
 
-A command in the README and in none of the tables fails ``test_every_readme_command_is_covered``
-with the line to add.
+A command in the README or the docs and in none of the tables fails ``test_every_readme_command_is_covered``
+with the line to add (and the page that shows it).
 """
 
 from __future__ import annotations
@@ -159,16 +160,25 @@ def string_constants(path: Path, function: str) -> str | None:
     return None
 
 
+def shown_commands() -> dict[str, str]:
+    """Every command of README.md's and the docs pages' bash blocks -> the first file that shows it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    shown: dict[str, str] = {}
+    for page in pages:
+        for command in readme_commands(page.read_text()):
+            shown.setdefault(command, str(page.relative_to(ROOT)))
+    return shown
+
+
 def test_every_readme_command_is_covered():
-    commands = readme_commands((ROOT / "README.md").read_text())
-    assert len(commands) > 30, "the README's bash blocks were not found"
+    shown = shown_commands()
+    commands = list(shown)
+    assert len(commands) > 30, "the bash blocks of README.md and docs/ were not found"
     tables = (RUN_HERE, RUN_BY, CHECKED_ONLY)
-    missing = [c for c in commands if not any(c in table for table in tables)]
-    assert not missing, "README commands no test runs; add each to RUN_HERE, RUN_BY or CHECKED_ONLY:\n  " + "\n  ".join(
-        missing
-    )
+    missing = [f"{c}    (in {shown[c]})" for c in commands if not any(c in table for table in tables)]
+    assert not missing, "commands no test runs; add each to RUN_HERE, RUN_BY or CHECKED_ONLY:\n  " + "\n  ".join(missing)
     stale = [c for table in tables for c in table if c not in commands]
-    assert not stale, "entries for commands the README no longer shows (remove them):\n  " + "\n  ".join(stale)
+    assert not stale, "entries for commands neither the README nor docs/ shows (remove them):\n  " + "\n  ".join(stale)
     assert all(len(reason.split()) >= 3 for reason in CHECKED_ONLY.values()), "each command not run says why"
 
 

@@ -140,6 +140,11 @@ def where_used() -> dict[str, Callable[[], str]]:
         "vec.device": lambda: "gpu or host, with `--backend cuda` only (`pufferbox/vector/cuda.py`)",
         "train.device": lambda: "auto, cpu, cuda or cuda:N, a GPU torch sees (`pufferbox/train/hardware.py`)",
         "league.random_opponent": lambda: "below 1, for agent groups on a host backend (`pufferbox/train/assembly.py`)",
+        "policy.encoder": lambda: (
+            "auto, mlp, cnn, or a `module:Class` a plugin registers or you pass (`pufferbox/train/policies.py`)"
+        ),
+        "league.frozen": lambda: "names of the env's agent groups (`pufferbox/train/groups.py`)",
+        "league.pool_source": lambda: "empty or one of the env's agent groups (`pufferbox/train/groups.py`)",
         "league.scripted_share": lambda: "between 0 and 1 (`pufferbox/train/scripted_seats.py`)",
         "league.scripted_opponent": lambda: "empty or an importable `module:function` (`pufferbox/train/scripted_seats.py`)",
     }
@@ -178,7 +183,7 @@ def config_bounds(section: str, key: str) -> list[str]:
         bounds.append("one of " + ", ".join(config.CHOICES[name]))
     if name in CHECKED_WHERE_USED:
         bounds.append(CHECKED_WHERE_USED[name]())
-    return bounds
+    return bounds or ["any string"]
 
 
 def field_notes(cls: type) -> dict[str, str]:
