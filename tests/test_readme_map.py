@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def architecture_block() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("## Architecture")
-    return text[start : text.index("\n## ", start + 1)]
+    end = text.find("\n## ", start + 1)  # the next section, or the end of the README
+    return text[start : end if end != -1 else len(text)]
 
 
 def test_the_architecture_map_names_every_module():

@@ -302,7 +302,8 @@ def envs_page() -> str:
 def architecture_page() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("## Architecture")
-    section = text[start : text.index("\n## ", start + 1)]
+    end = text.find("\n## ", start + 1)  # the next section, or the end of the README
+    section = text[start : end if end != -1 else len(text)]
     body = section.split("\n", 1)[1]
     intro = "The map of the code, kept in README.md (where a test checks that it names every module)."
     return f"# Architecture\n\n{intro}\n{body}"
