@@ -23,18 +23,18 @@
 #include "c/arena.h"
 #include "c/go.h"
 
-static const OceanGame GAMES[] = {
-    PONG_GAME,
-    BREAKOUT_GAME,
-    TETRIS_GAME,
-    SNAKE_GAME,
-    TRASH_GAME,
-    CONNECT4_GAME,
-    TRIPLETRIAD_GAME,
-    ENDURO_GAME,
-    ARENA_GAME,
-    GO_GAME,
-};
+/* The table, in this order (the plugin registers the games from it: games()). */
+#define OCEAN_GAME_ROWS                                                                                        \
+    PONG_GAME BREAKOUT_GAME TETRIS_GAME SNAKE_GAME TRASH_GAME CONNECT4_GAME TRIPLETRIAD_GAME ENDURO_GAME        \
+        ARENA_GAME GO_GAME
+
+/* Every row twice (c/ocean.h): first each game's typed wrappers, then the table pointing at them. */
+#define OCEAN_GAME OCEAN_GAME_WRAPPERS
+OCEAN_GAME_ROWS
+#undef OCEAN_GAME
+#define OCEAN_GAME OCEAN_GAME_ROW
+static const OceanGame GAMES[] = {OCEAN_GAME_ROWS};
+#undef OCEAN_GAME
 #define N_GAMES ((int)(sizeof(GAMES) / sizeof(GAMES[0])))
 
 enum { B_STATE, B_PARAMS, B_OBS, B_REWARDS, B_TERMINALS, B_TRUNCATIONS, B_FINAL, B_RETURN, B_LENGTH,
@@ -58,10 +58,11 @@ static void Kernel_release(Kernel *self)
     self->bound = 0;
 }
 
-static void Kernel_dealloc(Kernel *self)
+static void Kernel_dealloc(PyObject *op)
 {
+    Kernel *self = (Kernel *)op;
     Kernel_release(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_TYPE(op)->tp_free(op);
 }
 
 /* Each buffer must be C-contiguous and hold at least `need` bytes. */
@@ -75,8 +76,10 @@ static int check_size(Kernel *self, int i, Py_ssize_t need)
     return 0;
 }
 
-static int Kernel_init(Kernel *self, PyObject *args, PyObject *kwds)
+static int Kernel_init(PyObject *op, PyObject *args, PyObject *kwds)
 {
+    Kernel *self = (Kernel *)op;
+    (void)kwds;
     const char *name;
     Py_ssize_t num_envs;
     PyObject *objects[N_BUFFERS];
@@ -127,8 +130,10 @@ static int require_bound(Kernel *self)
 }
 
 /* configure(): every env reads the parameters; returns -(index+1) of the first bad one, else 0. */
-static PyObject *Kernel_configure(Kernel *self, PyObject *unused)
+static PyObject *Kernel_configure(PyObject *op, PyObject *unused)
 {
+    Kernel *self = (Kernel *)op;
+    (void)unused;
     if (require_bound(self)) return NULL;
     const OceanGame *g = self->game;
     uint8_t *state = VIEW(self, B_STATE, uint8_t);
@@ -141,8 +146,9 @@ static PyObject *Kernel_configure(Kernel *self, PyObject *unused)
 }
 
 /* reset(seeds): seeds each env's generator from the uint64 array, then starts an episode in every env. */
-static PyObject *Kernel_reset(Kernel *self, PyObject *seeds_obj)
+static PyObject *Kernel_reset(PyObject *op, PyObject *seeds_obj)
 {
+    Kernel *self = (Kernel *)op;
     if (require_bound(self)) return NULL;
     Py_buffer seeds;
     if (PyObject_GetBuffer(seeds_obj, &seeds, PyBUF_C_CONTIGUOUS) < 0) return NULL;
@@ -170,8 +176,9 @@ static PyObject *Kernel_reset(Kernel *self, PyObject *seeds_obj)
 
 /* step(actions): one step of every env. Returns the number of episodes that ended (their records in
  * the ended_* arrays), or -(flat index + 1) of the first action out of range (nothing stepped). */
-static PyObject *Kernel_step(Kernel *self, PyObject *actions_obj)
+static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
 {
+    Kernel *self = (Kernel *)op;
     if (require_bound(self)) return NULL;
     const OceanGame *g = self->game;
     Py_buffer actions;
@@ -225,17 +232,19 @@ static PyObject *Kernel_step(Kernel *self, PyObject *actions_obj)
     return PyLong_FromSsize_t(ended);
 }
 
-static PyObject *Kernel_close(Kernel *self, PyObject *unused)
+static PyObject *Kernel_close(PyObject *op, PyObject *unused)
 {
+    Kernel *self = (Kernel *)op;
+    (void)unused;
     Kernel_release(self);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef Kernel_methods[] = {
-    {"configure", (PyCFunction)Kernel_configure, METH_NOARGS, "Every env reads the parameters; 0 or -(index+1) of a bad one."},
-    {"reset", (PyCFunction)Kernel_reset, METH_O, "Seed each env (uint64 array) and start an episode in each."},
-    {"step", (PyCFunction)Kernel_step, METH_O, "Step every env; the number of ended episodes, or -(index+1) of a bad action."},
-    {"close", (PyCFunction)Kernel_close, METH_NOARGS, "Release the buffer views."},
+    {"configure", Kernel_configure, METH_NOARGS, "Every env reads the parameters; 0 or -(index+1) of a bad one."},
+    {"reset", Kernel_reset, METH_O, "Seed each env (uint64 array) and start an episode in each."},
+    {"step", Kernel_step, METH_O, "Step every env; the number of ended episodes, or -(index+1) of a bad action."},
+    {"close", Kernel_close, METH_NOARGS, "Release the buffer views."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -245,14 +254,16 @@ static PyTypeObject KernelType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Steps a block of envs of one Ocean game into caller-owned buffers.",
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Kernel_init,
-    .tp_dealloc = (destructor)Kernel_dealloc,
+    .tp_init = Kernel_init,
+    .tp_dealloc = Kernel_dealloc,
     .tp_methods = Kernel_methods,
 };
 
 /* games(): {name: (env_size, agents, obs_bytes, act_len, (act_n...), n_params, n_metrics)} */
 static PyObject *games(PyObject *module, PyObject *unused)
 {
+    (void)module;
+    (void)unused;
     PyObject *out = PyDict_New();
     if (!out) return NULL;
     for (int g = 0; g < N_GAMES; g++) {
@@ -278,7 +289,8 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef games_module = {PyModuleDef_HEAD_INIT, "_games", "Ocean games in C.", -1, module_methods};
+static struct PyModuleDef games_module = {PyModuleDef_HEAD_INIT, "_games", "Ocean games in C.", -1, module_methods,
+                                         NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__games(void)
 {

@@ -11,7 +11,7 @@ import importlib
 
 from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_ocean import envs, native
-from pufferbox_ocean.block import native_factory
+from pufferbox_ocean.block import LAYOUTS, native_factory
 from pufferbox_ocean.cuda import ocean_cuda
 from pufferbox_ocean.games.common import Game
 
@@ -43,8 +43,9 @@ TUNED = {
 }
 
 
-# The C games (c/NAME.h, stepped through _games.c) with their references (games/NAME.py).
-GAME_NAMES = ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
+# The C games, in the order of the compiled table (_games.c: one row per c/NAME.h), each with its
+# reference (games/NAME.py): a game added to the table is registered, none is listed twice.
+GAME_NAMES = tuple(LAYOUTS)
 
 
 def defaults_for(name: str, steps: int) -> dict:
@@ -59,7 +60,7 @@ def summary(cls: type) -> str:
 
 
 def games() -> list[Game]:
-    """The compiled games: each ``games/NAME.py``'s ``GAME`` record, in ``GAME_NAMES`` order."""
+    """The compiled games: each ``games/NAME.py``'s ``GAME`` record, in the C table's order."""
     return [importlib.import_module(f"pufferbox_ocean.games.{name}").GAME for name in GAME_NAMES]
 
 

@@ -74,8 +74,26 @@ typedef struct {
     ocean_step_fn step;
 } OceanGame;
 
-#define OCEAN_GAME(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                         \
+/* Each game's header ends with its table row, written once:
+ *   #define PONG_GAME OCEAN_GAME(pong, Pong, agents, obs bytes, action length, action sizes, params, metrics)
+ * and the binding expands every NAME_GAME twice, with OCEAN_GAME defined first as OCEAN_GAME_WRAPPERS
+ * (three functions of exactly the table's pointer types that call the game's own functions on its
+ * struct: no function pointer is ever cast) and then as OCEAN_GAME_ROW (the table's row, pointing at
+ * them). The wrappers convert `void *` to the game's types the way C allows implicitly. */
+#define OCEAN_GAME_WRAPPERS(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                \
+    static int NAME##_configure_any(void *env, const int64_t *params)                                          \
+    {                                                                                                          \
+        return NAME##_configure((TYPE *)env, params);                                                          \
+    }                                                                                                          \
+    static void NAME##_reset_any(void *env, void *obs) { NAME##_reset((TYPE *)env, obs); }                      \
+    static int NAME##_step_any(void *env, const int64_t *actions, void *obs, float *rewards, uint8_t *terminals, \
+                               uint8_t *truncations, double *metrics)                                          \
+    {                                                                                                          \
+        return NAME##_step((TYPE *)env, actions, obs, rewards, terminals, truncations, metrics);               \
+    }
+
+#define OCEAN_GAME_ROW(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                     \
     {#NAME, sizeof(TYPE), AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS,                             \
-     (ocean_configure_fn)NAME##_configure, (ocean_reset_fn)NAME##_reset, (ocean_step_fn)NAME##_step}
+     NAME##_configure_any, NAME##_reset_any, NAME##_step_any},
 
 #endif
