@@ -41,7 +41,8 @@ def prose(docstring: str | None) -> str:
 
 
 def code(text: Any) -> str:
-    return f"`{cell(text)}`" if str(text) != "" else ""
+    """``text`` as a code span in a table cell (the table extension does not split a row at a pipe inside one)."""
+    return f"`{' '.join(str(text).split())}`" if str(text) != "" else ""
 
 
 # ---------------------------------------------------------------- command line
