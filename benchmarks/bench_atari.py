@@ -15,8 +15,8 @@ all envs. Rows:
 Each configuration runs ``--rounds`` times, the rows interleaved within a round so that all of them
 see the same background load; a cell is the median (min-max). Beside steps/s, the steps per CPU-second
 of the stepping process (all its threads; not measured for multiprocessing, whose workers are other
-processes). ``--write`` replaces the "Atari stepping: the latest bench_atari.py table" section of
-benchmarks/RESULTS.md with the table, the load before and after, and the command.
+processes). ``--write`` writes the table, the load before and after and the command to
+benchmarks/results/atari_stepping.json and re-renders its table in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_atari.py --seconds 3 --rounds 3 --write
 """
@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import peer_venvs
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 import pufferbox.vector
 from pufferbox.throughput import bench, random_actions
 
-SECTION = "## Atari stepping: the latest bench_atari.py table"  # the prose is in "Atari stepping (issue 41, ...)"
+COLUMNS = ["configuration", "steps/s, median (min-max)", "vs EnvPool", "steps per CPU-second", "vs EnvPool"]
 PEER = Path(__file__).with_name("envpool_peer.py")
 
 
@@ -111,21 +111,17 @@ def ratio(values: list[float], peer: list[float]) -> str:
     return f"{statistics.median(values) / statistics.median(peer):.2f}x" if values and peer else "-"
 
 
-def render(results: dict[str, list[Timing]], command: str, before: str, after: str) -> str:
-    """The table; each row's ratios are against the EnvPool row of its group (all cores, then one)."""
+def table_rows(results: dict[str, list[Timing]]) -> list[list[str]]:
+    """The table's rows; each row's ratios are against the EnvPool row of its group (all cores, then one)."""
     labels = list(results)
-    lines = [SECTION, "", f"Before: {before}. After: {after}.", "", f"Reproduce: `{command}`", ""]
-    lines += [
-        "| configuration | steps/s, median (min-max) | vs EnvPool | steps per CPU-second | vs EnvPool |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    out = []
     for i, label in enumerate(labels):
         peer = results[labels[i - i % 3]]
         wall = [t[0] for t in results[label]]
         cpu = [t[1] for t in results[label] if t[1] is not None]
         peer_wall, peer_cpu = [t[0] for t in peer], [t[1] for t in peer if t[1] is not None]
-        lines.append(f"| {label} | {cell(wall)} | {ratio(wall, peer_wall)} | {cell(cpu)} | {ratio(cpu, peer_cpu)} |")
-    return "\n".join(lines) + "\n"
+        out.append([label, cell(wall), ratio(wall, peer_wall), cell(cpu), ratio(cpu, peer_cpu)])
+    return out
 
 
 def main() -> None:
@@ -135,7 +131,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
     args = parser.parse_args()
-    before = machine_summary()
+    before = load()
     configurations = rows(args.num_envs, args.seconds)
     results: dict[str, list[Timing]] = {label: [] for label, _ in configurations}
     for round_ in range(args.rounds):
@@ -148,10 +144,13 @@ def main() -> None:
         f".venv/bin/python benchmarks/bench_atari.py --num-envs {args.num_envs} --seconds {args.seconds:g} "
         f"--rounds {args.rounds}"
     )
-    text = render(results, command, before, machine_summary())
-    print(text)
-    if args.write:
-        write_section(SECTION, text)
+    meta = {
+        "command": command,
+        "machine": machine(),
+        "load": f"{before} before, {load()} after",
+        "peer": "EnvPool 0.8.4 (CleanRL's venv)",
+    }
+    publish("atari_stepping", COLUMNS, table_rows(results), meta, args.write)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ For NetHack, Breakout, LunarLander, BipedalWalker, MiniGrid DoorKey, Crafter, Mu
 and Humanoid, MiniHack Room-5x5, Procgen bigfish and two PettingZoo envs: a raw single-env loop
 (random actions, reset on episode end), Gymnasium's vectorizers as peers (single-agent
 envs), Procgen's own batched gym3 env, and pufferbox through ``pufferbox.throughput.bench``
-(serial, multiprocessing, native). Multi-agent rows count agent steps. Writes its
-section of benchmarks/RESULTS.md with the machine, the load and the command.
+(serial, multiprocessing, native). Multi-agent rows count agent steps. Writes its table to
+benchmarks/results/env_plugins.json with the machine, the load and the command, and re-renders it in
+RESULTS.md (``--no-write``: print only).
 
     .venv/bin/python benchmarks/bench_envs.py --seconds 1.5
 """
@@ -14,47 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 import numpy as np
-from results import timed, write_section
+from results import load, machine, publish, timed
 
 from pufferbox.registry import get_registry
 from pufferbox.throughput import bench
 
-SECTION = "## Environment plugins"
-NOTE = (
-    "Notes: the load average above says how busy the 2 cores were. The PettingZoo raw loops draw each "
-    "agent's random action with a numpy call per agent per step (pufferbox's rows use pre-drawn batches), "
-    "which is why they trail. Procgen's native block copies frames into the shared buffers and tracks "
-    "episode statistics, the bare gym3 row does neither."
-)
-# Training runs of the issue's acceptance list, on the same 2-core machine (plots next to this file).
-TRAININGS = """### Training runs (CPU, 2 cores, shared with other jobs)
-
-All with the plugins' default hyperparameters; returns are the trainer's per-update episode
-means, grouped by part of the run (episode-weighted).
-
-- **NetHack**: `script -q -c "pufferbox train nethack --total-steps 200000 --run-dir runs/nethack-200k"`
-  (the rich dashboard needs a terminal; `script` gives it one). 200,704 steps in 455 s
-  (441 steps/s, 8 envs, serial backend), two checkpoints, metrics.jsonl and TensorBoard files.
-  Mean episode return by thirds of the run: 23.4 (46 episodes), 24.4 (55), 34.3 (55).
-  Random actions score 23.85 +- 34.95 (`python benchmarks/bench_envs.py --random-return nethack
-  --episodes 50`); the final checkpoint scores 42.0 +- 54.9 over 30 episodes
-  (`pufferbox eval nethack --checkpoint runs/nethack-200k --episodes 30`). A real but small gain:
-  NetHackScore returns are heavy-tailed, so 200k steps give a noisy curve.
-  Plot: `pufferbox plot runs/nethack-200k --output benchmarks/nethack-200k.png`.
-- **Breakout**: `pufferbox train breakout --total-steps 50000 --run-dir runs/breakout-50k`:
-  50,176 steps in 347 s (145 steps/s, NatureCNN, 8 envs). Clipped episode return: 0.95 over the
-  first half (131 episodes), 1.81 over the second (118). Plot: `benchmarks/breakout-50k.png`.
-- **Procgen bigfish**: `pufferbox train procgen/bigfish --total-steps 100000 --run-dir runs/bigfish-100k`: 114,688 steps
-  (7 updates of 64 envs x 256 steps) in 1,364 s (84 steps/s: the IMPALA ResNet on 2 shared cores is the
-  cost; the env block alone does 26k steps/s above). Mean episode return per update: 0.54, 0.87, 0.74,
-  1.06, 0.85, 1.01, 0.96 (about 140 episodes each). Plot: `benchmarks/bigfish-100k.png`.
-"""
+COLUMNS = ["env", "configuration", "steps/s", "vs the env's first row"]
 
 
 def raw_gymnasium(name: str, seconds: float) -> float:
@@ -234,30 +205,9 @@ def workloads(seconds: float) -> dict[str, list[tuple[str, Callable[[], float]]]
     return out
 
 
-def render(results: dict[str, list[tuple[str, float]]], command: str, load_before: str, load_after: str) -> str:
-    lines = [
-        SECTION,
-        "",
-        f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
-        f"load average before the run {load_before}, after {load_after} (other jobs shared the cores: "
-        "compare rows within one table, not absolute numbers).",
-        "",
-        f"Reproduce: `{command}`",
-        "",
-        NOTE,
-        "",
-    ]
-    for env, rows in results.items():
-        base = rows[0][1]
-        lines += [f"### {env}", "", "| configuration | steps/s | vs first row |", "|---|---:|---:|"]
-        lines += [f"| {label} | {sps:,.0f} | {sps / base:.2f}x |" for label, sps in rows]
-        lines.append("")
-    lines.append(TRAININGS)
-    return "\n".join(lines)
-
-
-def load() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+def table_rows(results: dict[str, list[tuple[str, float]]]) -> list[list[str]]:
+    """One row per configuration, each env's ratios against its first row."""
+    return [[env, label, f"{sps:,.0f}", f"{sps / rows[0][1]:.2f}x"] for env, rows in results.items() for label, sps in rows]
 
 
 def main() -> None:
@@ -289,10 +239,13 @@ def main() -> None:
             print(f"{env:28s} {label:62s} {sps:12,.0f}", flush=True)
             results[env].append((label, sps))
     command = ".venv/bin/python benchmarks/bench_envs.py --seconds " + f"{args.seconds:g}"
-    text = render(results, command, load_before, load())
-    print(text)
-    if not args.no_write and not args.only:
-        write_section(SECTION, text)
+    meta = {
+        "command": command,
+        "machine": f"{machine()}, other jobs sharing the cores",
+        "load": f"{load_before} before, {load()} after",
+        "peer": "Gymnasium SyncVectorEnv and AsyncVectorEnv",
+    }
+    publish("env_plugins", COLUMNS, table_rows(results), meta, not args.no_write and not args.only, align="llrr")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Throughput of the Ocean envs: native batched block vs one emulated env per slot (serial backend).
 
-Usage: .venv/bin/python benchmarks/bench_native_ocean.py [--num-envs 256] [--seconds 1.0]
-Prints a Markdown table of agent-steps/s and the native/emulated ratio (same run, same machine).
+Usage: .venv/bin/python benchmarks/bench_native_ocean.py [--num-envs 256] [--seconds 1.0] [--write]
+Prints a Markdown table of agent-steps/s and the native/emulated ratio (same run, same machine);
+``--write`` writes it to benchmarks/results/ocean_native.json and re-renders it in RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import time
 
 import numpy as np
+from results import load, machine, publish
 
 import pufferbox.vector
 from pufferbox.registry import Registry
@@ -39,16 +41,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-envs", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     args = parser.parse_args()
     registry = Registry(only=["ocean"])
-    print(f"num_envs={args.num_envs}, load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
-    print("| env | native agent-steps/s | emulated agent-steps/s | native / emulated |")
-    print("|---|---:|---:|---:|")
+    before, rows = load(), []
     for name in OCEAN:
         spec = registry.get(name)
         fast = steps_per_second(spec, args.num_envs, True, args.seconds)
         slow = steps_per_second(spec, args.num_envs, False, args.seconds)
-        print(f"| {name} | {fast:,.0f} | {slow:,.0f} | {fast / slow:.1f}x |")
+        rows.append([name, f"{fast:,.0f}", f"{slow:,.0f}", f"{fast / slow:.1f}x"])
+        print(" | ".join(rows[-1]), flush=True)
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_native_ocean.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load": f"{before} before, {load()} after",
+        "peer": "the same envs through the Gymnasium emulator (serial backend)",
+    }
+    columns = ["env", "native agent-steps/s", "emulated agent-steps/s", "native / emulated"]
+    publish("ocean_native", columns, rows, meta, args.write)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ native block, the latter also with ``main_envs`` (the main process steps a share
 envs itself, so two processes use the two cores) when the backend has that option.
 Peers: Gymnasium SyncVectorEnv/AsyncVectorEnv, SB3 DummyVecEnv/SubprocVecEnv, PufferLib
 3.0 when its venv exists (``benchmarks/pufferlib_peer.py``; skipped with a note
-otherwise). ``--write`` replaces the ``### nethack`` table in the "Vectorization
-backends" section of benchmarks/RESULTS.md.
+otherwise). ``--write`` writes the table to
+benchmarks/results/vec_nethack.json and re-renders it in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_nethack.py --seconds 3 --write
     .venv/bin/python benchmarks/bench_nethack.py --cpu-time   # single-process ratios on a busy machine
@@ -36,9 +36,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_vectorization import pufferlib_peer, replace_block
+from bench_vectorization import publish_tables, pufferlib_peer
 
-BLOCK = "nethack"
 TABLE_ROWS = 1024
 NUM_ACTIONS = 23  # NetHackScore-v0's action space
 
@@ -231,21 +230,6 @@ def run(seconds: float, n: int, repeats: int, peers: bool = True, parallel: bool
     return rows
 
 
-def markdown(rows: list[tuple[str, float]], command: str, load_before: tuple, load_after: tuple) -> str:
-    base = rows[0][1]
-    lines = [
-        "### nethack",
-        "",
-        f"Load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f}, "
-        f"after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. Reproduce: `{command}`",
-        "",
-        f"| configuration | {'steps per CPU-second' if CLOCK is time.process_time else 'steps/s'} | vs raw 1 env |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for name, value in rows]
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per configuration")
@@ -270,10 +254,11 @@ def main() -> None:
         global CLOCK
         CLOCK = time.process_time
     rows = run(args.seconds, args.num_envs, args.repeats, peers=not args.skip_peers, parallel=not args.cpu_time)
-    text = markdown(rows, " ".join([".venv/bin/python", *sys.argv]), load_before, os.getloadavg())
-    print(f"\n{text}(took {time.perf_counter() - start:.0f} s)")
-    if args.write:
-        replace_block(BLOCK, text)
+    unit = "steps per CPU-second" if CLOCK is time.process_time else "steps/s"
+    command = " ".join([".venv/bin/python", *sys.argv])
+    table = [("nethack", name, value) for name, value in rows]
+    publish_tables(table, command, load_before, os.getloadavg(), args.write, "vs raw 1 env", unit)
+    print(f"(took {time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ plugin defaults, wall time from launch to the step the recent mean return first 
 trainer with its shipped config for that game right after each seed and reports its time from launch
 to its logged score first reaching the same return (Pong: points won - points lost). ``cuda``: env steps/s of each game's
 kernel (KernelEnv, random actions written on the device).
+
+``--write`` writes each part's table to benchmarks/results/ (``ocean_speed.json``, or ``ocean_speed_GAME...``
+for ``--games``; ``ocean_solve_GAME.json``; ``gpu_ocean_kernels.json``) and re-renders it in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import peer_venvs
+from results import load, machine, publish
 
 # pufferbox game, its kwargs -> PufferLib 3.0 class, its kwargs (None: no such game in PufferLib)
 PEERS = {
@@ -124,46 +128,76 @@ def part_cpu(args: argparse.Namespace) -> None:
         print(
             json.dumps({"game": label, "pufferbox": rows[-1][1], "pufferlib": rows[-1][2], "load": rows[-1][3]}), flush=True
         )
-    print(f"\n`benchmarks/bench_ocean.py --part cpu --num-envs {args.num_envs} --repeats {args.repeats}`, one core each\n")
-    print("| game | pufferbox agent steps/s | PufferLib 3.0 | ratio | load |")
-    print("|---|---:|---:|---:|---:|")
-    for label, mine, theirs, load in rows:
-        ratio = f"{mine / theirs:.2f}x" if theirs else "no peer"
-        theirs_text = f"{theirs / 1e6:.2f}M" if theirs else "-"
-        print(f"| {label} | {mine / 1e6:.2f}M | {theirs_text} | {ratio} | {load:.1f} |")
+    table = []
+    for label, mine, theirs, row_load in rows:
+        ratio = f"{mine / theirs:.2f}x" if theirs else "-"
+        theirs_text = f"{theirs / 1e6:.2f}M" if theirs else "no such game"
+        table.append([label, f"{mine / 1e6:.2f}M", theirs_text, ratio, f"{row_load:.1f}"])
+    name = "ocean_speed" + "".join(f"_{g}" for g in args.games)
+    meta = {
+        "command": command_line(),
+        "machine": f"{machine()}, one process each",
+        "load": f"{load()} (at the end; per row in the table)",
+        "peer": "PufferLib 3.0, its own venv",
+    }
+    columns = ["game", "pufferbox agent steps/s", "PufferLib 3.0", "ratio", "load"]
+    publish(name, columns, table, meta, args.write)
+
+
+def command_line() -> str:
+    return " ".join([".venv/bin/python", "benchmarks/bench_ocean.py", *sys.argv[1:]])
 
 
 def part_solve(args: argparse.Namespace) -> None:
-    pufferbox = Path(sys.executable).parent / "pufferbox"
-    print("| game | seed | launch to solved (s) | steps | solved |")
-    print("|---|---:|---:|---:|---|")
     for game in args.games or ["pong"]:
+        table = []
         for seed in args.seeds:
-            with tempfile.TemporaryDirectory() as tmp:
-                start = time.perf_counter()
-                out = subprocess.run(
-                    [str(pufferbox), "train", f"ocean/{game}", "--seed", str(seed), "--run-dir", f"{tmp}/run",
-                     "--no-tensorboard", *args.extra],
-                    capture_output=True, text=True,
-                )  # fmt: skip
-                wall = time.perf_counter() - start
-            done = [line for line in out.stdout.splitlines() + out.stderr.splitlines() if line.startswith("done:")]
-            summary = done[-1] if done else out.stderr.strip().splitlines()[-1:]
-            solved = bool(done) and "solved (recent mean" in done[-1]
-            steps = done[-1].split(" steps in ")[0].split()[-1] if done else "?"
-            print(f"| {game} | {seed} | {wall:.1f} | {steps} | {solved} |", flush=True)
-            if not solved:
-                print(f"  {summary}", file=sys.stderr)
+            table.append(solve_ours(game, seed, args.extra))
+            print(" | ".join(table[-1]), flush=True)
             if args.peer and game in PEER_TRAINERS:
-                from pufferbox.api import get_registry
+                table.append(solve_peer(game, seed, args.peer_seconds))
+                print(" | ".join(table[-1]), flush=True)
+        meta = {
+            "command": command_line(),
+            "machine": machine(),
+            "load": f"{load()} (at the end)",
+            "peer": f"PufferLib 3.0 {PEER_TRAINERS[game][0]}, its shipped config"
+            if args.peer and game in PEER_TRAINERS
+            else "",
+        }
+        columns = ["trainer", "seed", "launch to the level", "steps then"]
+        publish(f"ocean_solve_{game}", columns, table, meta, args.write, align="lrrr")
 
-                threshold = get_registry().get(f"ocean/{game}").training.solved_return
-                t, peer_steps, best = peer_time_to(game, seed, threshold, args.peer_seconds)
-                reached = f"{t:.1f}" if t is not None else f"not within {args.peer_seconds:.0f} s (best {best})"
-                print(
-                    f"| {game}: PufferLib 3.0 trainer, its config | {seed} | {reached} | {peer_steps} | {t is not None} |",
-                    flush=True,
-                )
+
+def solve_ours(game: str, seed: int, extra: list[str]) -> list[str]:
+    """`pufferbox train ocean/GAME` from launch to its solve: the row of the table."""
+    pufferbox = Path(sys.executable).parent / "pufferbox"
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        out = subprocess.run(
+            [str(pufferbox), "train", f"ocean/{game}", "--seed", str(seed), "--run-dir", f"{tmp}/run",
+             "--no-tensorboard", *extra],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+    done = [line for line in out.stdout.splitlines() + out.stderr.splitlines() if line.startswith("done:")]
+    summary = done[-1] if done else (out.stderr.strip().splitlines() or ["no output"])[-1]
+    solved = bool(done) and "solved (recent mean" in done[-1]
+    steps = done[-1].split(" steps in ")[0].split()[-1] if done else "?"
+    label = f"`pufferbox train ocean/{game}` (defaults{', ' + ' '.join(extra) if extra else ''})"
+    return [label, str(seed), f"{wall:.1f} s" if solved else f"not solved: {summary}", steps]
+
+
+def solve_peer(game: str, seed: int, seconds: float) -> list[str]:
+    """PufferLib 3.0's trainer with its shipped config, to the same level: the row of the table."""
+    from pufferbox.api import get_registry
+
+    threshold = get_registry().get(f"ocean/{game}").training.solved_return
+    t, peer_steps, best = peer_time_to(game, seed, threshold, seconds)
+    label = f"PufferLib 3.0 `{PEER_TRAINERS[game][0]}`, its shipped config on CPU"
+    if t is not None:
+        return [label, str(seed), f"{t:.1f} s", f"{peer_steps:,}"]
+    return [label, str(seed), f"not within {seconds:.0f} s (best {best})", f"{peer_steps or 0:,} at {seconds:.0f} s"]
 
 
 # pufferbox game -> PufferLib 3.0's env name for its trainer (its shipped config file), the field of its logs
@@ -207,9 +241,7 @@ def part_cuda(args: argparse.Namespace) -> None:
     from pufferbox.api import get_registry
     from pufferbox.cuda.runtime import KernelEnv
 
-    print(f"GPU: {torch.cuda.get_device_name(0)}\n")
-    print("| game | envs | env steps/s | agent steps/s |")
-    print("|---|---:|---:|---:|")
+    table = []
     for game in games():
         if not game.cuda_type or (args.games and game.name not in args.games):
             continue
@@ -227,7 +259,10 @@ def part_cuda(args: argparse.Namespace) -> None:
             steps += 1
         torch.cuda.synchronize()
         rate = steps * args.cuda_envs / (time.perf_counter() - start)
-        print(f"| {game.name} | {args.cuda_envs:,} | {rate:,.0f} | {rate * env.num_agents:,.0f} |", flush=True)
+        table.append([game.name, f"{args.cuda_envs:,}", f"{rate:,.0f}", f"{rate * env.num_agents:,.0f}"])
+        print(" | ".join(table[-1]), flush=True)
+    meta = {"command": command_line(), "machine": f"{torch.cuda.get_device_name(0)}, {machine()}", "load": load()}
+    publish("gpu_ocean_kernels", ["game", "envs", "env steps/s", "agent steps/s"], table, meta, args.write)
 
 
 def main() -> None:
@@ -241,6 +276,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--peer", action="store_true", help="with --part solve: PufferLib's trainer to the same return")
     parser.add_argument("--peer-seconds", type=float, default=600.0, help="its time budget per seed")
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     parser.add_argument("extra", nargs="*", help="with --part solve: extra `pufferbox train` arguments after --")
     args = parser.parse_args()
     if args.num_envs < 1 or args.repeats < 1 or args.seconds <= 0:

@@ -12,7 +12,8 @@ targets) and ``overlap+none`` (the same, PPO's clipped ratio as the only lag cor
     .venv/bin/python benchmarks/bench_overlap.py --part efficiency --seeds 3            # cartpole + ocean
     .venv/bin/python benchmarks/bench_overlap.py --part speed --backend multiprocessing  # needs ale-py, nle
 
-Writes its tables into benchmarks/RESULTS.md (section "Overlapped simulation and learning").
+Writes its tables to benchmarks/results/overlap_efficiency.json and overlap_throughput.json and re-renders
+them in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import os
 import statistics
 import time
 
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
 from pufferbox.train.trainer import Trainer
 
-SECTION = "## Overlapped simulation and learning"
+EFFICIENCY_COLUMNS = ["env", "arm", "steps to threshold per seed", "median", "solved"]
+SPEED_COLUMNS = ["env", "arm", "steps", "training steps/s", "final mean return", "load avg (1 min)"]
 ARMS = {
     "exact": ["train.overlap=false"],
     "overlap+vtrace": ["train.overlap=true", "train.lag_correction=vtrace"],
@@ -72,8 +74,8 @@ def fmt(x: float | None, spec: str = ",.0f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def efficiency(seeds: int, vec: list[str], envs: list[str]) -> list[str]:
-    lines = ["| env | arm | steps to threshold per seed | median | solved |", "|---|---|---|---:|---:|"]
+def efficiency(seeds: int, vec: list[str], envs: list[str]) -> list[list[str]]:
+    lines = []
     for env, cap in EFFICIENCY.items():
         if envs and env not in envs:
             continue
@@ -84,24 +86,19 @@ def efficiency(seeds: int, vec: list[str], envs: list[str]) -> list[str]:
             solved = [r["solved_at"] for r in rows if r["solved_at"] is not None]
             per_seed = ", ".join(fmt(r["solved_at"]) if r["solved_at"] is not None else f">{cap:,}" for r in rows)
             median = statistics.median(solved) if len(solved) == len(rows) else None
-            lines.append(f"| {env} | {arm} | {per_seed} | {fmt(median)} | {len(solved)}/{len(rows)} |")
+            lines.append([env, arm, per_seed, fmt(median), f"{len(solved)}/{len(rows)}"])
     return lines
 
 
-def speed(vec: list[str], envs: list[str]) -> list[str]:
-    lines = [
-        "| env | arm | steps | training steps/s | final mean return | load avg (1 min) |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
+def speed(vec: list[str], envs: list[str]) -> list[list[str]]:
+    lines = []
     for env, steps in SPEED.items():
         if envs and env not in envs:
             continue
         for arm in ARMS:
             r = run(env, arm, 1, steps, vec, solve=False)
             print(r, flush=True)
-            lines.append(
-                f"| {env} | {arm} | {r['steps']:,} | {fmt(r['sps'])} | {fmt(r['return'], '.2f')} | {r['load']:.2f} |"
-            )
+            lines.append([env, arm, f"{r['steps']:,}", fmt(r["sps"]), fmt(r["return"], ".2f"), f"{r['load']:.2f}"])
     return lines
 
 
@@ -116,35 +113,17 @@ def main() -> None:
     vec = [f"vec.backend={args.backend}"] + (
         [f"vec.num_workers={args.num_workers}"] if args.backend == "multiprocessing" else []
     )
-    lines = [
-        SECTION,
-        "",
-        f"Machine: {machine_summary()} (at the end).",
-        "",
-        f"Reproduce: `.venv/bin/python benchmarks/bench_overlap.py --part {args.part} --seeds {args.seeds} "
-        f"--backend {args.backend}" + (f" --envs {' '.join(args.envs)}" if args.envs else "") + "`",
-        "",
-        "Each env's plugin defaults; arms differ only in `train.overlap` / `train.lag_correction`.",
-    ]
+    command = (
+        f".venv/bin/python benchmarks/bench_overlap.py --part {args.part} --seeds {args.seeds} --backend {args.backend}"
+        + (f" --envs {' '.join(args.envs)}" if args.envs else "")
+    )
+    meta = {"command": command, "machine": machine(), "peer": "exact PPO (`train.overlap=false`)"}
     if args.part in ("efficiency", "both"):
-        lines += [
-            "",
-            (
-                "Env steps until the last-20-episode mean return reaches the env's `solved_return` "
-                "(sample efficiency: independent of machine load)."
-            ),
-            "",
-            *efficiency(args.seeds, vec, args.envs),
-        ]
+        rows = efficiency(args.seeds, vec, args.envs)
+        publish("overlap_efficiency", EFFICIENCY_COLUMNS, rows, {**meta, "load": f"{load()} (at the end)"}, True, "lllrr")
     if args.part in ("speed", "both"):
-        lines += [
-            "",
-            "Training steps/s after the first update on a fixed budget (load-dependent).",
-            "",
-            *speed(vec, args.envs),
-        ]
-    write_section(SECTION, "\n".join(lines))
-    print("\n".join(lines))
+        rows = speed(vec, args.envs)
+        publish("overlap_throughput", SPEED_COLUMNS, rows, {**meta, "load": f"{load()} (at the end)"}, True, "llrrrr")
 
 
 if __name__ == "__main__":

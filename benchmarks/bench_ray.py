@@ -10,7 +10,8 @@ carries >= 10 ms), plus PufferLib 3.0's ``pufferlib.vector.Ray`` when its venv e
 Cluster (``ray.cluster_utils.Cluster``: several raylets on this machine, each ``--cpus-per-node``
 CPUs): remote rollouts of the 1 ms env with one actor per node CPU, 1, 2 then 3 nodes; ideal =
 actors x 1,000 steps/s (one 1 ms step at a time per actor), capped by this machine's cores.
-``--write`` replaces the "Ray scaling" section of RESULTS.md.
+``--write`` writes benchmarks/results/ray_uneven.json, ray_nethack.json and ray_cluster.json and
+re-renders their tables in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_ray.py --seconds 5 --write
     .venv/bin/python benchmarks/bench_ray.py --seconds 0.5 --sections cluster   # smoke run
@@ -28,14 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 from bench_vectorization import pufferlib_peer
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 from pufferbox.registry import get_registry
 from pufferbox.throughput import bench
 from pufferbox.vector.base import EnvFactory
 from pufferbox.vector.testenvs import env_spec_for
 
-SECTION = "## Ray scaling"
 MEAN_STEP_S = 1e-3
 
 
@@ -172,26 +172,19 @@ def cluster_scaling(seconds: float, cpus_per_node: int, max_nodes: int) -> list[
     return out
 
 
-def markdown(machine_rows: list, cluster_rows: list, command: str, cpus_per_node: int) -> str:
-    lines = [SECTION, "", f"{machine_summary()}. Reproduce: `{command}`", ""]
+def publish_tables(machine_rows: list, cluster_rows: list, command: str, cpus_per_node: int, write: bool) -> None:
+    meta = {"command": command, "machine": machine(), "load": load()}
+    peer = "PufferLib 3.0 Ray backend"
     for workload in dict.fromkeys(r[0] for r in machine_rows):
         group = [r for r in machine_rows if r[0] == workload]
-        lines += [
-            f"### {workload} (one machine, random actions)",
-            "",
-            "| configuration | steps/s | vs first row |",
-            "|---|---:|---:|",
-        ]
-        lines += [f"| {name} | {value:,.0f} | {value / group[0][2]:.2f}x |" for _, name, value in group] + [""]
+        rows = [[name, f"{value:,.0f}", f"{value / group[0][2]:.2f}x"] for _, name, value in group]
+        columns = ["configuration", "steps/s", "vs first row"]
+        publish(f"ray_{workload}", columns, rows, {**meta, "peer": peer}, write)
     if cluster_rows:
-        lines += [
-            f"### simulated cluster, 1 ms env, {cpus_per_node} CPU(s) per node, one actor per CPU",
-            "",
-            "| nodes | CPUs | steps/s | % of ideal (CPUs x 1,000) | % of this machine's limit |",
-            "|---:|---:|---:|---:|---:|",
-        ]
-        lines += [f"| {n} | {c} | {s:,.0f} | {p:.0f}% | {m:.0f}% |" for n, c, s, p, m in cluster_rows] + [""]
-    return "\n".join(lines)
+        columns = ["nodes", "CPUs", "steps/s", "% of ideal (CPUs x 1,000)", "% of this machine's limit"]
+        rows = [[n, c, f"{s:,.0f}", f"{p:.0f}%", f"{m:.0f}%"] for n, c, s, p, m in cluster_rows]
+        cluster = f"{meta['machine']} (a simulated cluster, {cpus_per_node} CPU(s) per node, one actor per CPU)"
+        publish("ray_cluster", columns, rows, {**meta, "machine": cluster}, write, align="rrrrr")
 
 
 def main() -> None:
@@ -209,10 +202,8 @@ def main() -> None:
     # The cluster first: one process joins one Ray at a time, and the local one stays up until exit.
     cluster_rows = cluster_scaling(args.seconds, args.cpus_per_node, args.nodes) if "cluster" in sections else []
     machine_rows = one_machine(args.seconds, args.nethack_envs) if "machine" in sections else []
-    text = markdown(machine_rows, cluster_rows, " ".join([".venv/bin/python", *sys.argv]), args.cpus_per_node)
-    print("\n" + text)
-    if args.write:
-        write_section(SECTION, text)
+    command = " ".join([".venv/bin/python", *sys.argv])
+    publish_tables(machine_rows, cluster_rows, command, args.cpus_per_node, args.write)
 
 
 if __name__ == "__main__":

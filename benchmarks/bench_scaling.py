@@ -1,4 +1,4 @@
-"""Scaling on one host: training on a multi-node Ray cluster simulated here (issue 41 item 4).
+"""Scaling on one host: training on a multi-node Ray cluster simulated here.
 
 The cluster is ``ray.cluster_utils.Cluster``: a head that runs no actors (0 CPUs: the driver, rank 0, is
 there) and 1, 2, 4 nodes of ``--cpus-per-node`` CPUs each, every node a raylet of its own. Three tables:
@@ -14,7 +14,8 @@ there) and 1, 2, 4 nodes of ``--cpus-per-node`` CPUs each, every node a raylet o
   the update that lost it took against the others.
 
 Each measurement trains ``--seconds`` after a warm-up update; steps/s are agent steps trained per second.
-``--write`` replaces the "Scaling on one host" section of RESULTS.md.
+``--write`` writes benchmarks/results/scaling_rollouts.json (the lost node as its note) and
+scaling_learners.json, and re-renders their tables in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_scaling.py --nodes 1,2,4 --seconds 20 --write
     .venv/bin/python benchmarks/bench_scaling.py --nodes 1,2 --seconds 3 --sections rollouts   # smoke run
@@ -36,9 +37,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from results import machine_summary, write_section
+from results import load, machine, publish
 
-SECTION = "## Scaling on one host: simulated Ray cluster (issue 41, session 23)"
+ROLLOUT_COLUMNS = [
+    "nodes",
+    "rollout actors",
+    "steps/s, Ray cluster",
+    "% of ideal",
+    "% of host limit",
+    "local procs",
+    "Ray / local",
+]
+LEARNER_COLUMNS = ["learners", "Ray nodes", "steps/s", "vs one learner"]
 STEP_S = 1e-3  # the uneven env's mean step time
 ENVS_PER_WORKER, HORIZON = 2, 64
 
@@ -83,7 +93,7 @@ def trained_sps(trainer: Any, seconds: float) -> float:
     return (trainer.global_step - start_step) / (time.perf_counter() - start)
 
 
-def rollout_rows(nodes: list[int], cpus: int, seconds: float) -> list[str]:
+def rollout_rows(nodes: list[int], cpus: int, seconds: float) -> list[list]:
     rows = []
     for n in nodes:
         workers = n * cpus
@@ -101,10 +111,10 @@ def rollout_rows(nodes: list[int], cpus: int, seconds: float) -> list[str]:
         ideal = workers / STEP_S
         limit = min(workers, os.cpu_count() or 1) / STEP_S
         rows.append(
-            f"| {n} | {workers} | {on_ray:,.0f} | {on_ray / ideal:.0%} | {on_ray / limit:.0%} | {local:,.0f} | "
-            f"{on_ray / local:.2f}x |"
+            [n, workers, f"{on_ray:,.0f}", f"{on_ray / ideal:.0%}", f"{on_ray / limit:.0%}", f"{local:,.0f}"]
+            + [f"{on_ray / local:.2f}x"]
         )
-        print(rows[-1], flush=True)
+        print(*rows[-1], sep=" | ", flush=True)
     return rows
 
 
@@ -121,18 +131,18 @@ def train_cli_sps(args: list[str], seconds: float) -> float:
     return float(match.group(1).replace(",", ""))
 
 
-def learner_rows(nodes: list[int], cpus: int, seconds: float) -> list[str]:
+def learner_rows(nodes: list[int], cpus: int, seconds: float) -> list[list]:
     one = train_cli_sps(["--learners", "1"], seconds)
-    rows = [f"| 1 learner, this process | - | {one:,.0f} | 1.00x |"]
-    print(rows[-1], flush=True)
+    rows = [["1 learner, this process", "-", f"{one:,.0f}", "1.00x"]]
+    print(*rows[-1], sep=" | ", flush=True)
     for n in nodes:
         if n == 1:
             continue
         with cluster(n - 1, cpus) as made:
             on_ray = train_cli_sps(["--learners", str(n), "--ray-address", made.address], seconds)
         local = train_cli_sps(["--learners", str(n)], seconds)
-        rows.append(f"| {n} learners: rank 0 here, {n - 1} on Ray nodes | {n - 1} | {on_ray:,.0f} | {on_ray / one:.2f}x |")
-        rows.append(f"| {n} learners: local processes (this machine's limit) | - | {local:,.0f} | {local / one:.2f}x |")
+        rows.append([f"{n} learners: rank 0 here, {n - 1} on Ray nodes", n - 1, f"{on_ray:,.0f}", f"{on_ray / one:.2f}x"])
+        rows.append([f"{n} learners: local processes (this machine's limit)", "-", f"{local:,.0f}", f"{local / one:.2f}x"])
         print(*rows[-2:], sep="\n", flush=True)
     return rows
 
@@ -174,23 +184,23 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="replace the section in RESULTS.md")
     args = parser.parse_args()
     nodes, sections = [int(n) for n in args.nodes.split(",")], args.sections.split(",")
-    before = machine_summary()
-    parts = []
-    if "rollouts" in sections:
-        head = "| nodes | rollout actors | steps/s, Ray cluster | % of ideal | % of host limit | local procs | Ray / local |"
-        parts += ["### Rollout workers (`--backend ray`), 1 ms env", "", head, "|---:|---:|---:|---:|---:|---:|---:|"]
-        parts += rollout_rows(nodes, args.cpus_per_node, args.seconds) + [""]
-    if "learners" in sections:
-        parts += ["### Learners (`--learners N --ray-address`), CartPole", ""]
-        parts += ["| learners | Ray nodes | steps/s | vs one learner |", "|---|---:|---:|---:|"]
-        parts += learner_rows(nodes, args.cpus_per_node, args.seconds) + [""]
-    if "lost" in sections:
-        parts += ["### One node lost mid-run", "", lost_node(args.cpus_per_node, 4), ""]
+    before = load()
+    rollouts = rollout_rows(nodes, args.cpus_per_node, args.seconds) if "rollouts" in sections else []
+    learners = learner_rows(nodes, args.cpus_per_node, args.seconds) if "learners" in sections else []
+    lost = [lost_node(args.cpus_per_node, 4)] if "lost" in sections else []
     command = f".venv/bin/python benchmarks/bench_scaling.py --nodes {args.nodes} --seconds {args.seconds:g} --write"
-    text = "\n".join([SECTION, "", f"Before: {before}. After: {machine_summary()}. Reproduce: `{command}`", "", *parts])
-    print(text)
-    if args.write:
-        write_section(SECTION, text)
+    meta = {
+        "command": command,
+        "machine": f"{machine()} (a Ray head without CPUs plus {args.cpus_per_node}-CPU nodes)",
+        "load": f"{before} before, {load()} after",
+        "peer": "the same workers as local processes",
+    }
+    if rollouts:
+        publish("scaling_rollouts", ROLLOUT_COLUMNS, rollouts, meta, args.write, align="rrrrrrr", notes=lost)
+    elif lost:
+        print(lost[0])
+    if learners:
+        publish("scaling_learners", LEARNER_COLUMNS, learners, {**meta, "peer": "one learner"}, args.write)
 
 
 if __name__ == "__main__":

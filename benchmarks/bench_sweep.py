@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 from pufferbox.registry import get_registry
 from pufferbox.sweep import sweep
@@ -87,23 +87,23 @@ def bench_env(env: str, args: argparse.Namespace, out: Path) -> dict:
     return row
 
 
-def table(rows: list[dict], args: argparse.Namespace) -> str:
-    lines = [
-        "## Sweeps: best trial vs plugin defaults (benchmarks/bench_sweep.py)",
-        "",
-        f"{machine_summary()}. {args.trials} trials per sweep (objective: steps to solved_return), "
-        f"evaluated on seeds {', '.join(map(str, args.seeds))} (unsolved seeds count as the cap).",
-        "",
-        "| env | threshold | defaults: median steps (solved) | best trial: median steps (solved) | ratio |",
-        "|---|---|---|---|---|",
-    ]
+COLUMNS = ["env", "threshold", "defaults: median steps (solved)", "best trial: median steps (solved)", "ratio"]
+
+
+def table_rows(rows: list[dict], args: argparse.Namespace) -> list[list[str]]:
+    out = []
     for r in rows:
         d, b = r["defaults"], r["best"]
-        lines.append(
-            f"| {r['env']} | {r['solved_return']} | {d['median']:,.0f} ({d['solved']}/{len(args.seeds)}) | "
-            f"{b['median']:,.0f} ({b['solved']}/{len(args.seeds)}) | {b['median'] / d['median']:.2f}x |"
+        out.append(
+            [
+                r["env"],
+                r["solved_return"],
+                f"{d['median']:,.0f} ({d['solved']}/{len(args.seeds)})",
+                f"{b['median']:,.0f} ({b['solved']}/{len(args.seeds)})",
+                f"{b['median'] / d['median']:.2f}x",
+            ]
         )
-    return "\n".join(lines) + "\n"
+    return out
 
 
 def main() -> None:
@@ -122,9 +122,17 @@ def main() -> None:
     for env in args.envs:
         rows.append(bench_env(env, args, out))
         print(json.dumps(rows[-1]), flush=True)
-    print(table(rows, args))
-    if args.write_results:
-        write_section(table(rows, args).splitlines()[0], table(rows, args))
+    command = (
+        f".venv/bin/python benchmarks/bench_sweep.py --trials {args.trials} --seeds {' '.join(map(str, args.seeds))}"
+        " --write-results"
+    )
+    meta = {
+        "command": command,
+        "machine": f"{machine()} (steps, not seconds)",
+        "load": load(),
+        "peer": "the plugin defaults",
+    }
+    publish("sweeps", COLUMNS, table_rows(rows, args), meta, args.write_results, align="lllll")
 
 
 if __name__ == "__main__":

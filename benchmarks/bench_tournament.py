@@ -13,7 +13,8 @@ Runs, in one process each, one after the other on this machine:
     .venv/bin/python benchmarks/bench_tournament.py            # T=500k, C=1, ARGS="--halving --slice-steps 8192"
     .venv/bin/python benchmarks/bench_tournament.py --tournament-args "" --cpus-per-pod 0.5   # the defaults
 
-Writes its table into benchmarks/RESULTS.md (section "Tournament vs single run"; --no-write: print only).
+Writes its table to benchmarks/results/tournament.json (the computed verdict as its note) and re-renders it in
+RESULTS.md (--no-write: print only).
 """
 
 from __future__ import annotations
@@ -30,51 +31,26 @@ import tempfile
 import time
 from pathlib import Path
 
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = "## Tournament vs single run"
+COLUMNS = [
+    "seed",
+    "arm",
+    "steps to 475",
+    "+ eval steps",
+    "wall s to 475",
+    "total wall s",
+    "best monotonic",
+    "truncated slices",
+    "overhead",
+    "solver's settings",
+    "load",
+]
+ALIGN = "rlrrrrlrrlr"
 PUFFERBOX = [sys.executable, "-m", "pufferbox"]
 SOLVED = 475.0
 DEFAULT_TOURNAMENT_ARGS = "--halving --slice-steps 8192"
-# Measured separately (a long run, not repeated by this script): the issue's <10% scheduling-overhead target.
-OVERHEAD = (
-    "Scheduling overhead (time pods spend not training: actor start, waiting, evaluation, checkpoint copy), "
-    "measured with the default schedule and no halving: `pufferbox tournament cartpole --pods 4 --cpus-per-pod 0.5 "
-    "--total-steps 8000000 --json` (slices grow from 31k to 500k steps over five generations; 2 CPUs, load "
-    "average 3.8 at the end from other jobs): 30 slices, 85.7 s wall, pod time 329.9 s, of which training 300.4 s "
-    "and evaluation 12.0 s: overhead **8.9%**, under the 10% target (7.3% before the slice schedule, with fixed "
-    "500k-step slices). Short slices cost more: 24.8% with fixed 94k-step slices, and the step-efficient "
-    "settings above (8k slices, halving) spend most pod time idle or evaluating by design."
-)
-READING = (
-    "Where the tournament's steps go: the first generation trains four founders (the base settings and three "
-    "perturbed ones, 8k steps each), the second two branches; from then on successive halving leaves one "
-    "branch, so its total is about one lineage plus ~32k steps of search, plus whatever a lineage loses when "
-    "the next slice restarts from an older agent. A single lineage continued slice by slice with the base "
-    "settings (one pod, no exploration; an exploratory run with a throwaway driver, 6 seeds) reached an "
-    "evaluated 475 at a median of ~124k steps (107k-149k): earlier than the single run's own criterion, "
-    "because an evaluation of the current weights does not lag the way a mean of the last 20 training "
-    "episodes does (on 64 envs a 500-step episode spans ~16 updates), and the board's best is the maximum of "
-    "many noisy evaluations. So the tournament beats the single run in steps only when its search finds "
-    "settings that learn faster per step than the defaults, which are tuned for wall time, and wastes little "
-    "on the way. Such settings exist (single runs, 4 seeds: `--set train.num_steps=16 --set "
-    "train.update_epochs=10` solved at 75k-101k, `train.update_epochs=10` at 102k-112k, the defaults at "
-    "121k-145k); three perturbed founders and one-knob children find some of them (the table's last column: "
-    "what the solving agent ran with). What changed this round, each measured with this script: (1) lineage "
-    "tips are kept: a continued agent whose 10-episode evaluation was unlucky used to fall off the 8-entry "
-    "board with its checkpoint; (2) a parent's maturity is its generation (a founder whose long rollouts "
-    "overshot the 8k slice by 64 steps used to win the first exploit over better-scoring founders); with "
-    "both, 20 seeds gave a median of 152k steps (1.03x the single run, worst 297k); (3) a lineage is now "
-    "continued unless it collapsed (score below a quarter of the best) instead of unless it fell two standard "
-    "errors behind: a PPO agent's evaluated score swings between slices (415, 184, 264 within 16k steps of "
-    "one lineage) by more than its episodes' spread says, and going back to a better-scoring older agent threw "
-    "the lineage's steps away; that is the table above. Tried and dropped on 10-20 seeds each: perturbations "
-    "that always move the knob (median above 200k, 3 of 10 not reached), founders perturbed once instead of "
-    "twice, first slices of 4k, annealing each slice's learning rate by its lineage's steps (median 152k on 10 "
-    "seeds). Runs of one seed differ (pods' timing decides which founder finishes first), so read the "
-    "medians, not single rows."
-)
 
 
 def single_run(total_steps: int, seed: int, workdir: Path) -> dict:
@@ -197,7 +173,7 @@ def verdict(rows: list[dict], seeds: list[int]) -> str:
     return (
         f"Median steps to 475 over {len(seeds)} seeds: single run {k(single)}, tournament {k(tour)} "
         f"({tour / single:.2f}x; {k(tour_eval)} = {tour_eval / single:.2f}x counting its evaluation steps); "
-        f"the tournament did not reach 475 within the budget on {missed}. Seed by seed, the tournament was "
+        f"the tournament missed 475 within the budget on {missed} seeds. Seed by seed, the tournament was "
         f"no later in training steps on {train} of {len(seeds)}, counting evaluation steps on {both}, in wall "
         f"time on {wall}. The leaderboard's best {'never decreased' if monotonic else 'DECREASED'} in any run."
     )
@@ -218,44 +194,35 @@ def settings(row: dict) -> str:
     )
 
 
-def write_results(rows: list[dict], args: argparse.Namespace) -> None:
+def write_results(rows: list[dict], args: argparse.Namespace, write: bool) -> None:
     targs = f' --tournament-args "{args.tournament_args}"' if args.tournament_args != DEFAULT_TOURNAMENT_ARGS else ""
-    lines = [
-        SECTION,
-        "",
-        f"Machine: {machine_summary()} (at the end); load average (1 min) per run in the table.",
-        "",
-        f"Reproduce: `.venv/bin/python benchmarks/bench_tournament.py --total-steps {args.total_steps} "
-        f"--pods {args.pods} --cpus-per-pod {args.cpus_per_pod} --seeds {' '.join(map(str, args.seeds))}"
-        f"{targs}`",
-        "",
-        f"Both arms get {args.total_steps:,} env steps in total. Single run: `pufferbox train cartpole "
-        f"--total-steps {args.total_steps}` (its own settings), steps until the mean of its last 20 training "
-        f"episodes reaches 475. Tournament: `pufferbox tournament cartpole --pods {args.pods} --cpus-per-pod "
-        f"{args.cpus_per_pod} {args.tournament_args}`; steps = training steps of all pods together (finished, "
-        "truncated and still-running slices) when the leaderboard's best evaluated score (10 episodes, mean) "
-        "first reaches 475; eval steps = evaluation episodes' steps by then, not included in steps. "
-        "Wall s to 475: from the start of training (the single run's trainer; the tournament's driver, so "
-        "Ray and pod start-up are included). "
-        "Overhead: share of pod time not spent training.",
-        "",
-        "Solver's settings: rollout length / PPO epochs / minibatches / learning rate of the first agent that "
-        "reached 475 (the single run: the env's defaults).",
-        "",
-        "| seed | arm | steps to 475 | + eval steps | wall s to 475 | total wall s | best monotonic | "
-        "truncated slices | overhead | solver's settings | load |",
-        "|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|",
+    command = (
+        f".venv/bin/python benchmarks/bench_tournament.py --total-steps {args.total_steps} --pods {args.pods} "
+        f"--cpus-per-pod {args.cpus_per_pod} --seeds {' '.join(map(str, args.seeds))}{targs}"
+    )
+    meta = {
+        "command": command,
+        "machine": machine(),
+        "load": f"{load()} (at the end); 1-minute load per run in the table",
+        "peer": "a single run with the env's defaults",
+    }
+    table = [
+        [
+            r["seed"],
+            r["kind"],
+            fmt(r["solved_step"]),
+            fmt(r.get("solved_eval_steps", "")),
+            fmt(r["solved_wall"], ".1f"),
+            f"{r['wall']:.1f}",
+            r.get("best_monotonic", ""),
+            r.get("truncated", ""),
+            "" if "overhead" not in r else format(r["overhead"], ".1%"),
+            settings(r),
+            f"{r['load']:.2f}",
+        ]
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['seed']} | {r['kind']} | {fmt(r['solved_step'])} | {fmt(r.get('solved_eval_steps', ''))} | "
-            f"{fmt(r['solved_wall'], '.1f')} | {r['wall']:.1f} | {r.get('best_monotonic', '')} | "
-            f"{r.get('truncated', '')} | "
-            f"{'' if 'overhead' not in r else format(r['overhead'], '.1%')} | {settings(r)} | "
-            f"{r['load']:.2f} |"
-        )
-    lines += ["", "Reading: " + verdict(rows, args.seeds) + " " + READING, "", OVERHEAD]
-    write_section(SECTION, "\n".join(lines))
+    publish("tournament", COLUMNS, table, meta, write, align=ALIGN, notes=[verdict(rows, args.seeds)])
 
 
 def main() -> None:
@@ -293,8 +260,7 @@ def main() -> None:
                 rows.append(arm)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if not args.no_write:
-        write_results(rows, args)
+    write_results(rows, args, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_venvs
-from results import machine_summary, write_section
+import render_results
+from results import load, machine, publish
 
 ROOT = Path(__file__).resolve().parent.parent
 PUFFERBOX = (str(Path(sys.executable).with_name("pufferbox")),)
@@ -356,13 +357,22 @@ def loads_text(rows: list[dict]) -> str:
     return ", ".join(f"{r['load_before'][0]:.1f}→{r['load_after'][0]:.1f}" for r in rows)
 
 
-def table(results: list[dict]) -> str:
-    """Markdown: one row per env and arm, medians over seeds, ratio to the peer's steady steps/s."""
-    header = (
-        "| env | arm | steady steps/s | vs peer | env / inference / update s | return, last quarter "
-        "(episodes) | return unit | load (1 min) before→after |"
-    )
-    lines = [header, "|---|---|---:|---:|---|---:|---|---|"]
+COLUMNS = [
+    "env",
+    "arm",
+    "steady steps/s",
+    "vs peer",
+    "env / inference / update s",
+    "return, last quarter (episodes)",
+    "return unit",
+    "load (1 min) before→after",
+]
+ALIGN = "llrrlrll"
+
+
+def table_rows(results: list[dict]) -> list[list[str]]:
+    """One row per env and arm, medians over seeds, ratio to the peer's steady steps/s."""
+    out = []
     for env in dict.fromkeys(r["env"] for r in results):
         peer = next(p for p in PEERS.values() if p.env == env)
         peer_sps = median_of([r for r in results if r["env"] == env and r["arm"] == "peer"], "steady_sps")
@@ -375,11 +385,16 @@ def table(results: list[dict]) -> str:
             label = peer.name if arm == "peer" else f"pufferbox {arm}"
             ret = median_of(rows, "return_last_quarter")
             episodes = sum(r["episodes_last_quarter"] for r in rows)
-            lines.append(
-                f"| {env} | {label} | {fmt(sps)} | {ratio} | {phase_text(rows)} | {fmt(ret, 2)} ({episodes}) "
-                f"| {rows[0].get('return_unit', '')} | {loads_text(rows)} |"
+            out.append(
+                [env, label, fmt(sps), ratio, phase_text(rows), f"{fmt(ret, 2)} ({episodes})"]
+                + [rows[0].get("return_unit", ""), loads_text(rows)]
             )
-    return "\n".join(lines)
+    return out
+
+
+def table(results: list[dict]) -> str:
+    """The Markdown table, as RESULTS.md shows it."""
+    return render_results.render_table({"columns": COLUMNS, "align": ALIGN, "rows": table_rows(results)})
 
 
 def parse_budgets(items: list[str], envs: list[str]) -> dict[str, int]:
@@ -494,30 +509,16 @@ def main() -> None:
                     row = run_arm(arm, PEERS[env], seed, budgets[env], threads, work, pufferbox, parts=args.parts)
                     results.append(row)
                     print(json.dumps(row), flush=True)
-    text = table(results)
-    print(text)
-    if args.write:
-        command = " ".join(["benchmarks/bench_train_peers.py", *sys.argv[1:]])
-        write_section(
-            "## Training vs peers",
-            "\n\n".join(
-                [
-                    "## Training vs peers",
-                    f"Machine: {machine_summary()} (at the end). Reproduce: `.venv/bin/python {command}`",
-                    "Steady steps/s: from the end of the first update to the end of the last (median over seeds). "
-                    "Phases: seconds over the same updates (pufferbox's own timers; PufferLib's rollout split into vecenv "
-                    "send/recv and the rest by `benchmarks/pufferlib_train_peer.py`; CleanRL reports none). Return: mean "
-                    "over the episodes that ended in the last quarter of the budget, in the unit named. Torch threads: "
-                    + (f"{threads} (OMP_NUM_THREADS for the peers). " if threads else "each trainer's default. ")
-                    + "Peers: "
-                    + "; ".join(
-                        f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs
-                    )
-                    + ".",
-                    text,
-                ]
-            ),
-        )
+    command = " ".join(["benchmarks/bench_train_peers.py", *sys.argv[1:]])
+    peers = "; ".join(f"{p.name} ({p.notes}, {p.num_envs} envs x {p.num_steps})" for k, p in PEERS.items() if k in envs)
+    threads_text = f"{threads} (OMP_NUM_THREADS for the peers)" if threads else "each trainer's default"
+    meta = {
+        "command": f".venv/bin/python {command}",
+        "machine": machine(),
+        "load": f"{load()} (at the end); per row in the table",
+        "peer": f"{peers}; torch threads: {threads_text}",
+    }
+    publish("train_peers", COLUMNS, table_rows(results), meta, args.write, align=ALIGN)
 
 
 if __name__ == "__main__":

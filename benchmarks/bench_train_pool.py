@@ -8,7 +8,7 @@ mean 1 ms, std = mean), same total steps; only the vector settings differ.
 
     .venv/bin/python benchmarks/bench_train_pool.py [--steps 16384] [--hidden 256]
 
-Writes its table into benchmarks/RESULTS.md (section "Training with an async pool").
+Writes its table to benchmarks/results/train_pool.json and re-renders it in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from results import machine_summary, write_section
+from results import load, machine, publish
 
 from pufferbox.train.config import resolve_config
 from pufferbox.train.trainer import Trainer
 from pufferbox.vector.testenvs import env_spec_for
 
-SECTION = "## Training with an async pool"
+COLUMNS = ["vector configuration", "training steps/s", "vs sync multiprocessing"]
 
 CONFIGS = [
     ("serial, 4 envs (sync)", {"backend": "serial", "num_envs": 4, "num_workers": 0, "batch_size": 0}),
@@ -74,21 +74,14 @@ def main() -> None:
         rows.append((name, sps))
         print(f"{name}: {sps:,.0f} training steps/s", flush=True)
     base = rows[1][1]
-    lines = [
-        SECTION,
-        "",
-        f"Machine: {machine_summary()} (at the end).",
-        "",
-        f"Reproduce: `.venv/bin/python benchmarks/bench_train_pool.py --steps {args.steps} --hidden {args.hidden}`",
-        "",
-        "PPO training steps/s (rollout + update) on an env whose steps busy-wait an exponential time "
-        "(mean 1 ms, std = mean); the two-core simulation limit is about 2,000 steps/s.",
-        "",
-        "| vector configuration | training steps/s | vs sync multiprocessing |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| {name} | {sps:,.0f} | {sps / base:.2f}x |" for name, sps in rows]
-    write_section(SECTION, "\n".join(lines))
+    meta = {
+        "command": f".venv/bin/python benchmarks/bench_train_pool.py --steps {args.steps} --hidden {args.hidden}",
+        "machine": machine(),
+        "load": f"{load()} (at the end)",
+        "peer": "synchronous multiprocessing",
+    }
+    table = [[name, f"{sps:,.0f}", f"{sps / base:.2f}x"] for name, sps in rows]
+    publish("train_pool", COLUMNS, table, meta, True)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ Workloads: gymnasium CartPole (per-step overhead), an env whose step time varies
 (its C kernel, its numpy reference kernel, PufferLib's C CartPole; ``--workloads native``
 runs just that section). NetHack is ``benchmarks/bench_nethack.py``. PufferLib runs in its own venv
 (``$PUFFERLIB_VENV``, default the one ``bench_train_peers.py --setup`` builds) through ``pufferlib_peer.py``;
-without that venv its rows are skipped with a printed note. ``--write`` replaces this
-script's tables in the "Vectorization backends" section of benchmarks/RESULTS.md (with
-the load average and the exact command), leaving the section's prose alone.
+without that venv its rows are skipped with a printed note. ``--write`` writes the tables to
+benchmarks/results/vec_cartpole.json, vec_uneven.json and vec_native.json (with the load average and the
+exact command) and re-renders them in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_vectorization.py --seconds 2 --write
     .venv/bin/python benchmarks/bench_vectorization.py --workloads native --seconds 2
@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -28,13 +26,11 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import peer_venvs
-from results import timed
+from results import machine, publish, timed
 
 from pufferbox.throughput import bench
 from pufferbox.vector.testenvs import UnevenStepEnv, env_spec_for
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
-SECTION = "## Vectorization backends"
 PEER = Path(__file__).with_name("pufferlib_peer.py")
 
 
@@ -42,7 +38,7 @@ def pufferlib_peer(workload: str, seconds: float, num_envs: int) -> dict[str, fl
     """PufferLib 3.0's rows for ``workload``, run in its own venv; {} with a note when absent."""
     python = Path(os.environ.get("PUFFERLIB_VENV") or peer_venvs.PUFFERLIB_VENV) / "bin" / "python"
     if not python.exists():
-        print(f"note: PufferLib peer skipped: {python} not found (build its venv: see RESULTS.md)", flush=True)
+        print(f"note: PufferLib peer skipped: {python} not found (build it with bench_train_peers.py --setup)", flush=True)
         return {}
     cmd = [str(python), str(PEER), workload, "--seconds", str(seconds), "--num-envs", str(num_envs)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -259,38 +255,35 @@ def run(seconds: float, workloads: list[str]) -> list[tuple[str, str, float]]:
     return rows
 
 
-def replace_block(name: str, block: str) -> None:
-    """Put ``block`` (starting ``### name``) into the section, replacing the old one of that name."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    section_re = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    match = section_re.search(text)
-    section = match.group(0) if match else SECTION + "\n\n"
-    block_re = re.compile(rf"^### {re.escape(name)}\n.*?(?=^### |^## |\Z)", re.S | re.M)
-    block = block.rstrip() + "\n\n"
-    section = block_re.sub(lambda m: block, section) if block_re.search(section) else section.rstrip() + "\n\n" + block
-    text = text[: match.start()] + section + text[match.end() :] if match else text.rstrip() + "\n\n" + section
-    RESULTS.write_text(text)
+PEERS = {
+    "cartpole": "Gymnasium 1.2 vector envs, SB3 VecEnvs, PufferLib 3.0",
+    "uneven": "Gymnasium AsyncVectorEnv, SB3 SubprocVecEnv, PufferLib 3.0",
+    "native": "PufferLib 3.0's C CartPole",
+    "nethack": "Gymnasium vector envs, SB3 VecEnvs, PufferLib 3.0",
+}
 
 
-def tables(rows: list[tuple[str, str, float]], command: str, load_before: tuple, load_after: tuple) -> dict[str, str]:
-    out = {}
-    machine = f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs"
+def loads_text(before: tuple, after: tuple) -> str:
+    return f"{' / '.join(f'{x:.2f}' for x in before)} before, {' / '.join(f'{x:.2f}' for x in after)} after"
+
+
+def publish_tables(
+    rows: list[tuple[str, str, float]],
+    command: str,
+    load_before: tuple,
+    load_after: tuple,
+    write: bool,
+    ratio: str,
+    unit: str = "steps/s",
+) -> None:
+    """One table per workload (``results/vec_<workload>.json``), each row's ratio against its first row."""
+    meta = {"command": command, "machine": machine(), "load": loads_text(load_before, load_after)}
     for workload in dict.fromkeys(r[0] for r in rows):
         group = [r for r in rows if r[0] == workload]
         base = group[0][2]
-        lines = [
-            f"### {workload}",
-            "",
-            f"{machine}; load average (1/5/15 min) before {load_before[0]:.2f} / {load_before[1]:.2f} / "
-            f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}. "
-            f"Reproduce: `{command}`",
-            "",
-            "| configuration | steps/s | vs first row |",
-            "|---|---:|---:|",
-        ]
-        lines += [f"| {name} | {value:,.0f} | {value / base:.2f}x |" for _, name, value in group]
-        out[workload] = "\n".join(lines) + "\n"
-    return out
+        table = [[name, f"{value:,.0f}", f"{value / base:.2f}x"] for _, name, value in group]
+        columns = ["configuration", unit, ratio]
+        publish(f"vec_{workload}", columns, table, {**meta, "peer": PEERS.get(workload, "")}, write)
 
 
 def main() -> None:
@@ -307,12 +300,8 @@ def main() -> None:
         parser.error(f"--workloads takes cartpole, uneven, native (got {sorted(unknown)}); --seconds must be > 0")
     load_before = os.getloadavg()
     rows = run(args.seconds, workloads)
-    blocks = tables(rows, " ".join([".venv/bin/python", *sys.argv]), load_before, os.getloadavg())
-    for block in blocks.values():
-        print("\n" + block)
-    if args.write:
-        for name, block in blocks.items():
-            replace_block(name, block)
+    command = " ".join([".venv/bin/python", *sys.argv])
+    publish_tables(rows, command, load_before, os.getloadavg(), args.write, "vs first row")
 
 
 if __name__ == "__main__":

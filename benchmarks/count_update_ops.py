@@ -8,6 +8,11 @@ no kernel) are counted apart.
 
     python benchmarks/count_update_ops.py                          # Ocean Pong's shapes, 2,048 x 64, 8 x 2
     python benchmarks/count_update_ops.py --rows 2048 --horizon 64 --minibatches 8 --epochs 2 --json out.json
+    python benchmarks/count_update_ops.py [--sync-free] --record after   # into benchmarks/results/update_ops.json
+
+``--record REVISION`` keeps the run in ``benchmarks/results/update_ops.json`` under that revision's name (the
+table compares the first revision recorded, "before (<commit>)", with the last, for each path) and
+re-renders its table in RESULTS.md.
 
 The batch is random (rewards, actions), the agent the MLP policy Ocean Pong trains (8 floats, 3 actions).
 """
@@ -19,6 +24,7 @@ import collections
 import json
 import sys
 import time
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -140,6 +146,38 @@ def count(args: argparse.Namespace) -> dict:
     }
 
 
+RESULTS_JSON = Path(__file__).resolve().parent / "results" / "update_ops.json"
+PATHS = {False: "CPU (host reads allowed)", True: "accelerator (`sync_free`: NaN guard on the device)"}
+
+
+def table_rows(runs: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Columns and rows: per path, the first recorded revision against the last, and how many fewer ops."""
+    revisions = list(dict.fromkeys(r["revision"] for r in runs))
+    first, last = revisions[0], revisions[-1]
+    rows = []
+    for sync_free, name in PATHS.items():
+        by = {r["revision"]: r for r in runs if r["sync_free"] == sync_free}
+        if first not in by or last not in by:
+            continue
+        cells = [f"{by[v]['ops_per_update']:,} ({by[v]['ops_per_minibatch']:.1f} per minibatch)" for v in (first, last)]
+        rows.append([name, *cells, f"{by[first]['ops_per_update'] / by[last]['ops_per_update']:.2f}x"])
+    return ["path", first, last, "fewer"], rows
+
+
+def record(result: dict, revision: str, path: Path = RESULTS_JSON) -> None:
+    """Keep ``result`` as ``revision``'s run of its path in the results JSON; rewrite the table, re-render."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import results
+
+    data = json.loads(path.read_text()) if path.exists() else {"runs": []}
+    runs = [r for r in data["runs"] if (r["revision"], r["sync_free"]) != (revision, result["sync_free"])]
+    data["runs"] = [*runs, {**result, "revision": revision}]
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    columns, rows = table_rows(data["runs"])
+    meta = {**data.get("meta", {}), "date": results.today(), "machine": f"{results.machine()}, torch {torch.__version__}"}
+    results.write_table(path.stem, columns, rows, meta, align="lrrr")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2048)
@@ -153,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sync-free", action="store_true", help="the accelerator's path (no host reads in the epochs)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--json", help="also write the result here")
+    parser.add_argument("--record", metavar="REVISION", help="keep it in benchmarks/results/update_ops.json")
     args = parser.parse_args(argv)
     result = count(args)
     print(
@@ -166,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
+    if args.record:
+        record(result, args.record)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ together every 100 steps; the few that end early, every runner caught, would ske
 vec.device=host``; the GPU run drops that for the GPU).
 
 Writes OUT.json (every run, rewritten after each one so a run cut short keeps the finished ones; runs of
-envs and seeds not run this time are kept) and OUT.md (a Markdown table of them).
+envs and seeds not run this time are kept; beside them the table RESULTS.md renders from them: its
+columns, rows and metadata) and OUT.md (that table). When RESULTS.md shows OUT.json's table (the default
+OUT, ``benchmarks/results/gpu_profiles``), it is re-rendered after each run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+import render_results
+import results
 
 ENVS = ["ocean/pong", "ocean/breakout", "ocean/snake", "cartpole", "tag"]
 TAG_TARGET = 1.0  # tags per episode by the tagger against the frozen update-0 runners
@@ -142,21 +147,45 @@ def one_run(env: str, seed: int, threads: int, overrides: list[str], device: str
     return result
 
 
-def table(runs: list[dict]) -> str:
-    lines = [
-        "| env | seed | reached | steps to measure | updates | wall s | steps/s | update share | load |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
+COLUMNS = ["env", "seed", "reached", "steps to measure", "updates", "wall s", "steps/s", "update share", "load"]
+ALIGN = "lrlrrrrrr"
+
+
+def table_rows(runs: list[dict]) -> list[list[str]]:
+    out = []
     for r in sorted(runs, key=lambda r: (ENVS.index(r["env"]) if r["env"] in ENVS else 99, r["env"], r["seed"])):
         steps = f"{r['steps_to_measure']:,}" if r["steps_to_measure"] else f"not at {r['steps'] or 0:,}"
         share = f"{r['learn_share']:.0%}" if r.get("learn_share") is not None else "-"
         sps = f"{r['steps_per_s']:,}" if r.get("steps_per_s") else "-"
         updates = r["updates_to_measure"] or r["updates"]
-        lines.append(
-            f"| {r['env']} | {r['seed']} | {'yes' if r['reached'] else 'no'} | {steps} | {updates} | {r['wall_s']} | "
-            f"{sps} | {share} | {r['load']} |"
+        out.append(
+            [r["env"], str(r["seed"]), "yes" if r["reached"] else "no", steps, str(updates), str(r["wall_s"])]
+            + [sps, share, str(r["load"])]
         )
-    return "\n".join(lines) + "\n"
+    return out
+
+
+def table_data(runs: list[dict], meta: dict) -> dict:
+    """The keys RESULTS.md's table is rendered from (``render_results``), beside the raw runs."""
+    return {"meta": meta, "columns": COLUMNS, "align": list(ALIGN), "rows": table_rows(runs)}
+
+
+def table(runs: list[dict]) -> str:
+    return render_results.render_table(table_data(runs, {}))
+
+
+def save_runs(out: Path, machine: dict, meta: dict, runs: list[dict]) -> None:
+    """OUT.json (raw runs and the table's data) and OUT.md; re-render RESULTS.md if it shows OUT.json."""
+    json_path = out.with_suffix(".json")
+    data = {"machine": machine, "runs": runs, **table_data(runs, meta)}
+    json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    out.with_suffix(".md").write_text(table(runs))
+    try:
+        rel = json_path.resolve().relative_to(results.RESULTS.parent).as_posix()
+    except ValueError:
+        return
+    if rel in render_results.references(results.RESULTS.read_text()):
+        render_results.render_file(results.RESULTS)
 
 
 def main() -> None:
@@ -181,11 +210,16 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"),
     }
 
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/gpu_profiles.py", *sys.argv[1:]]),
+        "machine": results.machine(),
+        "load": f"{results.load()} before; per row in the table",
+        "date": machine["date"],
+    }
+
     def save(result: dict) -> None:
         done[(result["env"], result["seed"])] = result
-        runs = list(done.values())
-        out.with_suffix(".json").write_text(json.dumps({"machine": machine, "runs": runs}, indent=1) + "\n")
-        out.with_suffix(".md").write_text(table(runs))
+        save_runs(out, machine, meta, list(done.values()))
         print(json.dumps(result), flush=True)
 
     jobs = [(env, seed) for env in args.envs for seed in args.seeds]

@@ -88,6 +88,23 @@ def write_table(
     return referenced
 
 
+def publish(
+    name: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    meta: dict,
+    write: bool,
+    align: str | Sequence[str] | None = None,
+    notes: Sequence[str] = (),
+) -> None:
+    """Print the table as RESULTS.md will show it; with ``write``, also write its JSON and re-render."""
+    align = list(align) if align is not None else ["l"] + ["r"] * (len(columns) - 1)
+    table = {"meta": {"date": today(), **meta}, "columns": list(columns), "align": align, "rows": rows}
+    print(render_results.render_table({**table, "notes": list(notes)}))
+    if write:
+        write_table(name, columns, rows, meta, align=align, notes=notes)
+
+
 def timed(step: Callable[[], int], seconds: float) -> float:
     """Calls ``step`` (returning the steps it did) for ``seconds`` after one warm-up call; steps/s."""
     step()
@@ -95,17 +112,3 @@ def timed(step: Callable[[], int], seconds: float) -> float:
     while time.perf_counter() - start < seconds:
         steps += step()
     return steps / (time.perf_counter() - start)
-
-
-def write_section(title: str, text: str) -> None:
-    """Replace the section headed ``title`` (up to the next ``## ``) with ``text``, or append it."""
-    import re
-
-    current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = text.rstrip("\n") + "\n"
-    if pattern.search(current):
-        current = pattern.sub(lambda _: text + "\n", current).rstrip("\n") + "\n"
-    else:
-        current = current.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(current)

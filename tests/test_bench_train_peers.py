@@ -102,8 +102,10 @@ def test_table_ratio_against_the_peer():
     assert "| nethack | pufferbox defaults | 250 | 2.50x | not reported | n/a (0) |" in text
 
 
-def test_main_writes_one_results_section(monkeypatch, capsys):
-    """--write replaces the "## Training vs peers" section with the same table it prints."""
+def test_main_writes_the_table_it_prints(monkeypatch, capsys):
+    """--write writes results/train_peers.json with the same rows as the table it prints."""
+    import results
+
     written = {}
 
     def fake_arm(arm, peer, seed, budget, threads, work, pufferbox, parts):
@@ -121,16 +123,14 @@ def test_main_writes_one_results_section(monkeypatch, capsys):
         }
 
     monkeypatch.setattr(bench, "run_arm", fake_arm)
-    monkeypatch.setattr(bench, "write_section", lambda title, text: written.update({title: text}))
+    monkeypatch.setattr(results, "write_table", lambda name, columns, rows, meta, **kw: written.update({name: rows}))
     monkeypatch.setattr(
         sys, "argv", ["bench_train_peers.py", "--envs", "nethack", "--arms", "defaults", "--seeds", "1", "3", "--write"]
     )
     bench.main()
-    section = written["## Training vs peers"]
-    assert (
-        "| nethack | pufferbox defaults | 200 | n/a | 1.0 / 2.0 / 3.0 | 5.00 (4) | NetHackScore | 0.5→0.7, 0.5→0.7 |"
-    ) in section
-    assert section.split("\n\n")[-1] in capsys.readouterr().out
+    line = "| nethack | pufferbox defaults | 200 | n/a | 1.0 / 2.0 / 3.0 | 5.00 (4) | NetHackScore | 0.5→0.7, 0.5→0.7 |"
+    assert line in capsys.readouterr().out
+    assert written["train_peers"] == [line.strip("| ").split(" | ")]
 
 
 def test_unknown_arm_is_an_error(monkeypatch):
@@ -174,7 +174,7 @@ def test_an_extra_arm_adds_its_settings_to_the_defaults(monkeypatch):
     seen = []
     monkeypatch.setattr(bench, "ARM_SETTINGS", dict(bench.ARM_SETTINGS))
     monkeypatch.setattr(bench, "run_arm", lambda arm, *args, **kw: seen.append((arm, bench.ARM_SETTINGS.get(arm))) or {})
-    monkeypatch.setattr(bench, "table", lambda results: "")
+    monkeypatch.setattr(bench, "table_rows", lambda results: [])
     argv = ["bench_train_peers.py", "--envs", "breakout", "--arms", "e2", "--arm", "e2=train.update_epochs=2,vec.num_envs=4"]
     monkeypatch.setattr(sys, "argv", argv)
     bench.main()
@@ -194,7 +194,7 @@ def test_keep_runs_in_the_named_directory_and_leaves_it(tmp_path, monkeypatch):
         return {}
 
     monkeypatch.setattr(bench, "run_arm", fake_arm)
-    monkeypatch.setattr(bench, "table", lambda results: "")
+    monkeypatch.setattr(bench, "table_rows", lambda results: [])
     keep = tmp_path / "runs" / "bigfish-3M"
     argv = ["bench_train_peers.py", "--envs", "bigfish", "--arms", "defaults", "--keep", str(keep), "--parts", "10"]
     monkeypatch.setattr(sys, "argv", argv)
