@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's GPU checks in one batch, for a lent GPU machine (the device tool) or any CUDA box.
+# The GPU checks in one batch, for any machine with a CUDA GPU (copied there with this tree).
 #
 #   bash benchmarks/gpu_session.sh OUT_DIR        # every log and table lands in OUT_DIR
 #
@@ -125,12 +125,12 @@ step check-cuda 150 bash -c "pufferbox check tag --cuda && pufferbox check tag_c
 step bench-cuda 180 python3 benchmarks/bench_cuda.py --part table
 step bench-cuda-sweep 120 python3 benchmarks/bench_cuda.py --part sweep
 step bench-cuda-kernels 150 python3 benchmarks/bench_cuda.py --part kernels
-# where 1000-agent Tag's observe kernel spends its time (the largest phase of that step: RESULTS.md, session 19)
+# where 1000-agent Tag's observe kernel spends its time (the largest phase of that step: RESULTS.md, "GPU: kernels")
 step ncu-tag-observe 240 ncu -k tag_observe --launch-skip 20 --launch-count 1 --section SpeedOfLight \
   --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
   python3 benchmarks/bench_cuda.py --part kernels
 step bench-cuda-train 180 python3 benchmarks/bench_cuda_train.py --updates 30 --warmup 1 --plot "$OUT/tag-rate-cuda.png"
-# the end-to-end Tag update is 72% of a --backend cuda run (session 19): the same run with torch.compile's
+# the end-to-end Tag update is most of a --backend cuda run (RESULTS.md): the same run with torch.compile's
 # CUDA graphs, then its torch ops and launch overhead
 step bench-cuda-train-graphs 240 python3 benchmarks/bench_cuda_train.py --updates 20 --warmup 2 --skip-peer \
   --set train.compile=true --set train.compile_mode=reduce-overhead --plot "$OUT/tag-rate-cuda-graphs.png"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Wheels that benchmarks/gpu_session.sh installs on a lent GPU machine, built here into ./.whl.
+# Wheels that benchmarks/gpu_session.sh installs on a GPU machine, built here into ./.whl.
 #
-#   bash benchmarks/gpu_wheels.sh        # then: the device tool's run with carry [".whl"]
+#   bash benchmarks/gpu_wheels.sh        # then copy ./.whl to the GPU machine with the tree
 #
 # That machine has Python 3.12, a CUDA torch and no package index: everything else pufferbox and the
 # warp/classic/nethack/atari/ocean plugins need comes from here, at the tank's pins. pycuda has no

@@ -9,7 +9,7 @@ loss probability of about 0 (at 0.5% a 200-game evaluation still loses once 63% 
 
 A run directory instead of a checkpoint evaluates each of its checkpoints from update ``--from-update`` on,
 both seats, one line each: a loss probability that is zero at one checkpoint and not at the next is noise
-around zero, not a solved seat (RESULTS.md, "15 settings x 3 seeds").
+around zero, not a solved seat (RESULTS.md, "Action masks and turn-based games": zero at every checkpoint).
 
     .venv/bin/python benchmarks/tictactoe_exact.py runs/pzclassic-tictactoe-... --from-update 150
 """

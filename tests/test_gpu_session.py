@@ -1,4 +1,4 @@
-"""benchmarks/gpu_session.sh, the batch a lent GPU machine runs: its harness works on a CPU machine too."""
+"""benchmarks/gpu_session.sh, the batch a GPU machine runs: its harness works on a CPU machine too."""
 
 import json
 import os
@@ -23,7 +23,7 @@ def test_session_runs_only_the_named_steps_and_keeps_each_log(tmp_path):
     summary = (out / "summary.md").read_text()
     steps = [line[3:] for line in summary.splitlines() if line.startswith("## ")]
     assert steps == ["bench-cuda-sweep"]
-    # without a GPU the benchmark refuses with its one line and exit 2; the session records both and goes on
+    # without a GPU the benchmark refuses with its one line and exit 2; the batch records both and goes on
     assert "rc=2 after" in summary and "needs a GPU" in summary
     assert not (out / "running.log").exists()  # only a step still in flight leaves it
     with tarfile.open(out / "logs.tar.gz") as logs:

@@ -613,7 +613,7 @@ def test_random_actions_of_a_vector_env_stay_in_each_agents_own_range(backend):
 
 
 def test_a_grouped_checkpoint_whose_heads_do_not_fit_is_one_line():
-    """Session 7's speaker_listener checkpoints gave the speaker 5 (masked) logits; its own space has 3."""
+    """Checkpoints from before per-role spaces gave the speaker 5 (masked) logits; its own space has 3."""
     from pufferbox.train.groups import GroupError
 
     spec = get_registry().get("mpe/simple_speaker_listener")

@@ -96,7 +96,7 @@ def pick_parent(entries: list[Entry], children: dict[int, int] | None = None) ->
     swings between slices by more than its evaluation's spread says (CartPole: 415, then 184,
     then 264 within 16k steps of one lineage): a child scoring below its parent predicts
     little, and going back to a better-scoring older agent throws the lineage's steps away
-    (the measurement: benchmarks/RESULTS.md, "Design notes: choosing a parent"). Maturity is counted in
+    (the measurement: benchmarks/RESULTS.md, "Tournament against a single run"). Maturity is counted in
     generations, not steps: agents of one generation trained the same slice, give or take a
     rollout's overshoot, which must not outweigh their scores; so founders and sibling
     branches are chosen by score.

@@ -28,7 +28,7 @@ DEFAULTS = {
         "total_steps": 200_000,
         "learning_rate": 3e-4,
         # PufferLib's NetHack batch shape scaled to a small machine (16 envs x 64 steps, one epoch of
-        # 4 minibatches): half the update of 8 x 128 x 2 epochs per step; RESULTS.md, "NetHack at 1M steps"
+        # 4 minibatches): half the update of 8 x 128 x 2 epochs per step; RESULTS.md, "Return at 1M steps"
         "num_steps": 64,
         "ent_coef": 0.01,
         "gamma": 0.99,

@@ -13,7 +13,7 @@ from pufferbox_warp import cartpole, tag, tag_continuous
 
 # 2000 envs x 5 agents x 128 steps = 1.28M samples per update: a few large minibatches. The built-in
 # defaults (256 steps, 10 epochs x 32 minibatches, chosen for small CPU batches) made the update 90% of a
-# GPU run's time (benchmarks/RESULTS.md, "GPU: ... (issue 18, session 11)").
+# GPU run's time (benchmarks/RESULTS.md, "GPU: kernels, CUDA backend, PPO and the trainer on an H200").
 GPU_BATCH_PPO = {"num_steps": 128, "update_epochs": 4, "num_minibatches": 8}
 # Tag's GPU profile: 2,048 envs x 5 agents x 16 steps = 163,840 agent rows per update (32,768 the
 # tagger's), four epochs over four minibatches per group at 1e-3. On a GPU it steps on the kernels
