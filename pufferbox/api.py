@@ -45,6 +45,14 @@ EXPORTS: dict[str, str] = {
     # GPU kernels
     "CudaImplementation": "pufferbox.cuda.spec",
     "BatchedReference": "pufferbox.cuda.reference",
+    # C games (the SDK: a plugin's headers and references, compiled and registered by pufferbox)
+    "CGame": "pufferbox.native",
+    "CGameLibrary": "pufferbox.native",
+    "GameRng": "pufferbox.native",
+    "GameReference": "pufferbox.native",
+    "SingleAgentReference": "pufferbox.native",
+    "MultiAgentReference": "pufferbox.native",
+    "NativeBuildError": "pufferbox.native",
     # encoders a plugin's default policy may build on
     "CNNEncoder": "pufferbox.encoders",
     "MLPEncoder": "pufferbox.encoders",
@@ -69,6 +77,15 @@ if TYPE_CHECKING:  # the same names, imported statically for type checkers and e
     from pufferbox.encoders import CNNEncoder, MLPEncoder, layer_init  # noqa: F401
     from pufferbox.episodes import NO_EPISODES, Episodes  # noqa: F401
     from pufferbox.hookspecs import hookimpl  # noqa: F401
+    from pufferbox.native import (  # noqa: F401
+        CGame,
+        CGameLibrary,
+        GameReference,
+        GameRng,
+        MultiAgentReference,
+        NativeBuildError,
+        SingleAgentReference,
+    )
     from pufferbox.registry import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, get_registry, resolve  # noqa: F401
     from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError  # noqa: F401
     from pufferbox.train.config import resolve_config  # noqa: F401

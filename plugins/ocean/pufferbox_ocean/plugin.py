@@ -11,8 +11,7 @@ import importlib
 
 from pufferbox import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
 from pufferbox_ocean import envs, native
-from pufferbox_ocean.block import LAYOUTS, native_factory
-from pufferbox_ocean.cuda import ocean_cuda
+from pufferbox_ocean.block import LIBRARY
 from pufferbox_ocean.games.common import Game
 
 # name, single env, native twin, solved_return (0.9 x optimum), training steps
@@ -43,9 +42,9 @@ TUNED = {
 }
 
 
-# The C games, in the order of the compiled table (_games.c: one row per c/NAME.h), each with its
-# reference (games/NAME.py): a game added to the table is registered, none is listed twice.
-GAME_NAMES = tuple(LAYOUTS)
+# The C games: one per c/NAME.h (the compiled table is generated from the headers; pufferbox.native), each
+# with its reference (games/NAME.py): a game added is registered, none is listed by hand.
+GAME_NAMES = LIBRARY.names
 
 
 def defaults_for(name: str, steps: int) -> dict:
@@ -76,29 +75,4 @@ def register_envs(register):
                 aliases=(f"ocean/{name}",),
             )
         )
-    for game in games():
-        reference = game.reference
-        register(
-            EnvSpec(
-                name=f"ocean/{game.name}",
-                build=EnvBuild(
-                    binding=reference,
-                    native=native_factory(game.name, reference),
-                    episode_metrics=tuple(reference.METRICS),
-                    **(
-                        {"implementation": "cuda", "cuda": ocean_cuda(game.name, reference, game.cuda_type)}
-                        if game.cuda_type
-                        else {}
-                    ),
-                ),
-                training=TrainDefaults(
-                    config=game.config,
-                    gpu_config=game.gpu_config,
-                    policy=game.policy,
-                    solved_return=game.solved_return,
-                    groups=game.groups,
-                    outcome=game.outcome,
-                ),
-                meta=EnvMeta(description=f"{summary(reference)} Solved: {game.solved_meaning}."),
-            )
-        )
+    LIBRARY.register(register, games(), prefix="ocean/")

@@ -1,39 +1,13 @@
-"""The Ocean games' random generator in Python: SplitMix64, the same numbers as ``c/ocean.h``.
-
-The references draw from it exactly as the C games do, so a seeded rollout matches bit for bit.
+"""The Ocean games' random generator: the C game SDK's SplitMix64 (``pufferbox.native``), the same
+numbers as ``OceanRng`` in C.
 
 Example:
     >>> hex(Rng(0).next())  # SplitMix64's published first output for seed 0
     '0xe220a8397b1dcdaf'
-    >>> rng = Rng(7)
-    >>> 0 <= rng.below(6) < 6 and 0.0 <= rng.unit() < 1.0
-    True
 """
 
 from __future__ import annotations
 
-import os
+from pufferbox.api import GameRng as Rng
 
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
-
-
-class Rng:
-    """One 64-bit word of state; ``next``, ``below(n)`` (in [0, n)) and ``unit()`` (in [0, 1))."""
-
-    __slots__ = ("state",)
-
-    def __init__(self, seed: int | None = None):
-        self.state = (int.from_bytes(os.urandom(8), "little") if seed is None else seed) & MASK
-
-    def next(self) -> int:
-        self.state = z = (self.state + GOLDEN) & MASK
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-        return z ^ (z >> 31)
-
-    def below(self, n: int) -> int:
-        return ((self.next() >> 32) * n) >> 32
-
-    def unit(self) -> float:
-        return (self.next() >> 11) * (1.0 / 9007199254740992.0)
+__all__ = ["Rng"]

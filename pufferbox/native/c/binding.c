@@ -1,34 +1,29 @@
-/* The thin binding of every Ocean game: one Kernel type that steps a block of envs of any game in
- * the table below, in one call, straight into the rows the backend owns.
+/* The binding of the C games (pufferbox.native): one Kernel type that steps a block of envs of any game
+ * in the table, in one call, straight into the rows the backend owns.
  *
- * The Python side (pufferbox_ocean/block.py) owns every array: the env structs (one uint8 row of
+ * pufferbox/native/build.py compiles it once per plugin, from a generated source that includes the
+ * plugin's game headers and then defines, before including this file:
+ *   OCEAN_GAME_ROWS   every game's table row, NAME_GAME (defined by c/NAME.h), no separators
+ *   OCEAN_MODULE      the extension's module name (PyInit_<name>)
+ *
+ * The Python side (pufferbox/native/block.py) owns every array: the env structs (one uint8 row of
  * env_size bytes each), the backend's buffers and the episode records. A Kernel holds buffer views
  * of them, so a step is one call with one argument (the actions).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "c/ocean.h"
+#include "ocean.h"
 
-/* Each game's header defines NAME_GAME, its row of the table: OCEAN_GAME(name, Type, agents, obs bytes,
- * action length, action sizes, parameters, metrics). */
-#include "c/pong.h"
-#include "c/breakout.h"
-#include "c/tetris.h"
-#include "c/snake.h"
-#include "c/trash.h"
-#include "c/connect4.h"
-#include "c/tripletriad.h"
-#include "c/enduro.h"
-#include "c/arena.h"
-#include "c/go.h"
+#if !defined(OCEAN_GAME_ROWS) || !defined(OCEAN_MODULE)
+#error "define OCEAN_GAME_ROWS and OCEAN_MODULE before including binding.c (pufferbox/native/build.py does)"
+#endif
+#define OCEAN_STR2(x) #x
+#define OCEAN_STR(x) OCEAN_STR2(x)
+#define OCEAN_CAT2(a, b) a##b
+#define OCEAN_CAT(a, b) OCEAN_CAT2(a, b)
 
-/* The table, in this order (the plugin registers the games from it: games()). */
-#define OCEAN_GAME_ROWS                                                                                        \
-    PONG_GAME BREAKOUT_GAME TETRIS_GAME SNAKE_GAME TRASH_GAME CONNECT4_GAME TRIPLETRIAD_GAME ENDURO_GAME        \
-        ARENA_GAME GO_GAME
-
-/* Every row twice (c/ocean.h): first each game's typed wrappers, then the table pointing at them. */
+/* Every row twice (ocean.h): first each game's typed wrappers, then the table pointing at them. */
 #define OCEAN_GAME OCEAN_GAME_WRAPPERS
 OCEAN_GAME_ROWS
 #undef OCEAN_GAME
@@ -249,10 +244,10 @@ static PyMethodDef Kernel_methods[] = {
 };
 
 static PyTypeObject KernelType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pufferbox_ocean._games.Kernel",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = OCEAN_STR(OCEAN_MODULE) ".Kernel",
     .tp_basicsize = sizeof(Kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Steps a block of envs of one Ocean game into caller-owned buffers.",
+    .tp_doc = "Steps a block of envs of one C game into caller-owned buffers.",
     .tp_new = PyType_GenericNew,
     .tp_init = Kernel_init,
     .tp_dealloc = Kernel_dealloc,
@@ -289,10 +284,10 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef games_module = {PyModuleDef_HEAD_INIT, "_games", "Ocean games in C.", -1, module_methods,
+static struct PyModuleDef games_module = {PyModuleDef_HEAD_INIT, OCEAN_STR(OCEAN_MODULE), "C games.", -1, module_methods,
                                          NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__games(void)
+PyMODINIT_FUNC OCEAN_CAT(PyInit_, OCEAN_MODULE)(void)
 {
     if (PyType_Ready(&KernelType) < 0) return NULL;
     PyObject *m = PyModule_Create(&games_module);

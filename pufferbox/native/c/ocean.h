@@ -10,8 +10,8 @@
  *                  uint8_t *terminals, uint8_t *truncations, double *metrics);
  *        returns 1 when the episode ended (then metrics[0..n_metrics) hold its end-of-episode values)
  *
- * The Python reference of each game (pufferbox_ocean/games/NAME.py) repeats the same rules with
- * the same generator (pufferbox_ocean/rng.py), so the conformance check compares them bit for bit.
+ * The Python reference of each game (the Ocean games: pufferbox_ocean/games/NAME.py) repeats the same
+ * rules with the same generator (pufferbox.native.GameRng), so the conformance check compares them bit for bit.
  * Floating point: doubles only, evaluated in the reference's order; the module is built with
  * -ffp-contract=off and without -ffast-math, so no FMA or reassociation changes a result.
  */
@@ -22,7 +22,7 @@
 #include <string.h>
 
 /* Every function of a game is OCEAN_FN: plain static inline C here, host-and-device under nvcc, so the
- * same header builds the CPU block and the game's CUDA kernel (pufferbox_ocean/cuda.py). A table the
+ * same header builds the CPU block and the game's CUDA kernel (pufferbox/native/cuda.py). A table the
  * functions read is a static const array inside one of them (a file-scope array is host memory that
  * device code cannot read); only the table row's action sizes (NAME_ACT_N) stay at file scope. */
 #ifdef __CUDACC__
@@ -31,7 +31,7 @@
 #define OCEAN_FN static inline
 #endif
 
-/* SplitMix64: one 64-bit word of state, trivially ported to Python (pufferbox_ocean/rng.py). */
+/* SplitMix64: one 64-bit word of state, trivially ported to Python (pufferbox/native/rng.py). */
 typedef struct { uint64_t state; } OceanRng;
 
 OCEAN_FN uint64_t rng_next(OceanRng *r)
@@ -59,7 +59,7 @@ typedef void (*ocean_reset_fn)(void *env, void *obs);
 typedef int (*ocean_step_fn)(void *env, const int64_t *actions, void *obs, float *rewards, uint8_t *terminals,
                              uint8_t *truncations, double *metrics);
 
-/* One row of the game table (_games.c). Every env struct starts with its OceanRng. */
+/* One row of the game table (binding.c). Every env struct starts with its OceanRng. */
 typedef struct {
     const char *name;
     size_t env_size;      /* sizeof the env struct */

@@ -2,7 +2,7 @@
  * header the CPU block compiles), so GPU and CPU agree bit for bit (built with --fmad=false; double
  * + - * / are correctly rounded on both).
  *
- * Before this file the source defines OCEAN_TYPE, OCEAN_STEP and OCEAN_RESET (pufferbox_ocean/cuda.py),
+ * Before this file the source defines OCEAN_TYPE, OCEAN_STEP and OCEAN_RESET (pufferbox/native/cuda.py),
  * and pufferbox defines NUM_ENVS, NUM_AGENTS, OBS_DIM, ACTION_SLOTS (the game's actions per agent: 2 for a
  * MultiDiscrete game such as Triple Triad), ENV_BYTES and OCEAN_METRICS.
  * State arrays (after pufferbox's standard ones): env (the game structs, ENV_BYTES each), obs (the

@@ -1,5 +1,5 @@
-"""What every Ocean game's reference shares: its registration record, argument checks, and a tiny
-canvas for its frames.
+"""What every Ocean game's reference shares: its registration record and reference bases (the C game
+SDK's, :mod:`pufferbox.native`), argument checks, and a tiny canvas for its frames.
 
 A :class:`Canvas` draws rectangles in unit coordinates (or cells) once, then shows them as ANSI
 text (``render_mode="ansi"``: ``pufferbox eval --render``) or as an RGB image
@@ -18,11 +18,11 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import gymnasium
 import numpy as np
-from pettingzoo import ParallelEnv
+
+from pufferbox.api import CGame, GameReference, MultiAgentReference, SingleAgentReference
+
+__all__ = ["Canvas", "Game", "MultiAgentReference", "Reference", "SingleAgentReference", "check_positive"]
 
 PIXELS = 6  # rgb_array: pixels per character cell
 COLORS = {  # the glyphs the games draw, as RGB
@@ -36,57 +36,10 @@ COLORS = {  # the glyphs the games draw, as RGB
 }
 
 
-@dataclass(frozen=True)
-class Game:
-    """How the plugin registers a game as ``ocean/NAME``: its reference env class (the binding; the C
-    block is built from it), the return that counts as solved and what that means in the game's own
-    terms, and the training defaults that reach it (benchmarks/bench_ocean_train.py)."""
-
-    name: str
-    reference: type
-    solved_return: float
-    solved_meaning: str
-    config: dict = field(default_factory=dict)
-    gpu_config: dict = field(default_factory=dict)  # the GPU profile over ``config`` (TrainDefaults.gpu_config)
-    policy: object = None
-    groups: object = None
-    outcome: object = None
-    check_kwargs: dict = field(default_factory=dict)
-    cuda_type: str = ""  # the C struct's name, for games that also run as a CUDA kernel (pufferbox_ocean/cuda.py)
-
-
-class Reference:
-    """What every reference shares: ``params()``, the int parameters in the order the C game reads them
-    (the attributes named by ``PARAMS``), and the end-of-episode ``METRICS`` it reports."""
-
-    PARAMS: tuple[str, ...] = ()
-    METRICS: tuple[str, ...] = ()
-
-    def params(self) -> list[int]:
-        return [int(getattr(self, name)) for name in self.PARAMS]
-
-
-class SingleAgentReference(Reference, gymnasium.Env):
-    """A one-agent game's reference: a Gymnasium env."""
-
-
-class MultiAgentReference(Reference, ParallelEnv):
-    """A multi-agent game's reference: a PettingZoo ParallelEnv whose agents' spaces sit in two dicts."""
-
-    observation_spaces: dict
-    action_spaces: dict
-
-    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> gymnasium.spaces.Space:
-        return self.action_spaces[agent]
-
-    def together(self, observations: dict, rewards: dict, terminated: bool, truncated: bool, info: dict) -> tuple:
-        """A step's five dicts when every agent ends the episode together (the Ocean games' rule)."""
-        agents = self.possible_agents
-        flags = ({a: terminated for a in agents}, {a: truncated for a in agents})
-        return observations, rewards, *flags, {a: dict(info) for a in agents}
+# The registration record and the reference bases are the C game SDK's (pufferbox.native), under the
+# names the games have always used.
+Game = CGame
+Reference = GameReference
 
 
 def check_positive(game: str, name: str, value: int, low: int = 1, high: int | None = None) -> int:

@@ -1,0 +1,120 @@
+"""A block of one C game's envs, stepped by its C code (``c/NAME.h`` through the binding's ``Kernel``).
+
+The block owns the env structs (one byte row each) and the episode records; the backend owns the
+rows the game writes. Env ``i`` of a block reset with ``seed`` is the reference env reset with
+``seed + i``: same generator, same draws, same arithmetic (checked by ``pufferbox check``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from pufferbox.emulation import APIUsageError
+from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
+from pufferbox.vector.native import NativeBlock
+
+__all__ = ["GameBlock", "UINT64_MASK"]
+
+UINT64_MASK = (1 << 64) - 1
+
+
+class GameBlock(NativeBlock):
+    """``num_envs`` envs of the compiled game ``game``; ``reference`` is its Python env class and
+    ``extension`` the compiled module holding it (:meth:`pufferbox.native.CGameLibrary.extension`).
+
+    Keyword arguments are the reference's (it validates them, so bad values fail the same way in
+    both); the block checks that the compiled layout matches the reference's spaces.
+    """
+
+    writes_final_observations = True
+
+    def __init__(self, extension: Any, game: str, reference: type, num_envs: int, **kwargs: Any):
+        layouts = extension.games()
+        if game not in layouts:
+            raise ValueError(f"{game}: no such game in the compiled table ({', '.join(layouts)}); fix: name it c/{game}.h")
+        self.extension = extension
+        self.single = reference(**kwargs)
+        env_size, agents, obs_bytes, _, act_n, n_params, n_metrics = layouts[game]
+        multi = hasattr(self.single, "possible_agents")
+        agent = self.single.possible_agents[0] if multi else None
+        obs_space = self.single.observation_space(agent) if multi else self.single.observation_space
+        act_space = self.single.action_space(agent) if multi else self.single.action_space
+        self.obs_spec, self.act_spec = ObservationSpec(obs_space), ActionSpec(act_space)
+        self.agents_per_env, self.is_multiagent = agents, multi
+        row_bytes = self.obs_spec.flat_size * self.obs_spec.flat_dtype.itemsize
+        if (multi and len(self.single.possible_agents) != agents) or row_bytes != obs_bytes:
+            raise ValueError(f"{game}: the C table's agents or observation bytes differ from the reference's spaces")
+        super().__init__(num_envs, name=game)
+        self.game, self.act_n, self.metric_names = game, act_n, tuple(getattr(reference, "METRICS", ()))
+        self.params = np.array(self.single.params(), dtype=np.int64)
+        if len(self.params) != n_params:
+            raise ValueError(f"{game}: the reference gives {len(self.params)} parameters, the C game reads {n_params}")
+        self.state = np.zeros((num_envs, env_size), dtype=np.uint8)
+        self.episode_return = np.zeros(self.num_agents, dtype=np.float64)
+        self.episode_length = np.zeros(num_envs, dtype=np.int64)
+        self.ended_env = np.zeros(num_envs, dtype=np.int64)
+        self.ended_return = np.zeros((num_envs, agents), dtype=np.float64)
+        self.ended_length = np.zeros(num_envs, dtype=np.int64)
+        self.ended_metrics = np.zeros((num_envs, max(n_metrics, 1)), dtype=np.float64)
+        self.kernel: Any = None
+        self.seeded = False
+        self.bind()
+
+    def bind(self) -> None:
+        b = self.buffers
+        self.kernel = self.extension.Kernel(
+            self.game, self.num_envs, self.state, self.params, b.observations, b.rewards,
+            b.terminals, b.truncations, b.final_observations, self.episode_return, self.episode_length,
+            self.ended_env, self.ended_return, self.ended_length, self.ended_metrics,
+        )  # fmt: skip
+        bad = self.kernel.configure()
+        if bad:  # the reference accepted it: a C-side bound the reference does not share
+            raise ValueError(f"{self.game}: parameter {self.single.PARAMS[-bad - 1]} refused by the C game")
+
+    def set_buffers(self, buffers: Any) -> None:
+        super().set_buffers(buffers)
+        if getattr(self, "kernel", None) is not None:  # the kernel holds views of these rows: rebind
+            self.kernel.close()
+            self.bind()
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()  # releases its views (a shared-memory segment unmaps only without them)
+            self.kernel = None
+
+    def vec_reset(self, seed: int | None = None) -> Episodes:
+        if self.kernel is None:
+            raise APIUsageError(f"{self.name}: reset() after close()")
+        if seed is None:
+            seed = int.from_bytes(os.urandom(8), "little")
+        seeds = np.array([(seed + i) & UINT64_MASK for i in range(self.num_envs)], dtype=np.uint64)
+        self.kernel.reset(seeds)
+        self.buffers.masks[:] = True
+        self.seeded = True
+        return NO_EPISODES
+
+    def vec_step(self, actions: np.ndarray) -> Episodes:
+        if not self.seeded or self.kernel is None:
+            raise APIUsageError(f"{self.name}: step() before reset() or after close()")
+        if type(actions) is not np.ndarray or actions.dtype != np.int64 or not actions.flags.c_contiguous:
+            actions = np.asarray(actions)
+            if actions.dtype.kind not in "iub":
+                raise SpaceError(f"{self.name}: actions must be integers, got {actions.dtype}")
+            actions = np.ascontiguousarray(actions, dtype=np.int64)
+        ended = self.kernel.step(actions)
+        if ended > 0:  # copies: the kernel's arrays are rewritten next step
+            return Episodes(
+                self.ended_env[:ended].copy(),
+                self.ended_return[:ended].mean(axis=1),
+                self.ended_length[:ended].copy(),
+                {name: self.ended_metrics[:ended, i].copy() for i, name in enumerate(self.metric_names)},
+            )
+        if ended < 0:
+            bad = actions.reshape(-1)[-ended - 1]
+            space = f"Discrete({self.act_n[0]})" if len(self.act_n) == 1 else f"MultiDiscrete({list(self.act_n)})"
+            raise SpaceError(f"{self.name}: action {bad} is outside the flat action space {space}")
+        return NO_EPISODES

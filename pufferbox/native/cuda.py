@@ -1,0 +1,126 @@
+"""A C game on the GPU: its header compiled as a CUDA kernel, one thread per env.
+
+The kernel runs the very functions the CPU block runs (``c/ocean_kernels.cuh`` calls ``NAME_step`` and
+``NAME_reset``; ``OCEAN_FN`` makes them host-and-device), and the kernel's CPU reference is the CPU
+block's compiled C on the same arrays, so ``pufferbox check NAME --cuda`` compares the game structs byte
+for byte. ``--backend cuda`` then trains the game with the PPO step on the GPU too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from pufferbox.cuda.reference import BatchedReference
+from pufferbox.cuda.spec import CudaImplementation
+from pufferbox.native.block import UINT64_MASK
+from pufferbox.native.build import SDK_DIR
+
+__all__ = ["CGameCuda", "CGameCudaReference", "KERNELS", "game_cuda"]
+
+KERNELS = SDK_DIR / "ocean_kernels.cuh"
+
+
+@dataclass(frozen=True)
+class CGameCuda(CudaImplementation):
+    """A game's kernel: its header and the shared kernel template, with the game's names filled in
+    (the header by its absolute path; ``ocean.h`` and the template from the SDK's folder)."""
+
+    game: str = ""
+    type_name: str = ""
+    header: str = ""
+
+    def source_text(self) -> str:
+        return (
+            '#include "pufferbox_common.cuh"\n'
+            f'#include "{self.header}"\n'
+            f"#define OCEAN_TYPE {self.type_name}\n"
+            f"#define OCEAN_STEP {self.game}_step\n"
+            f"#define OCEAN_RESET {self.game}_reset\n"
+            '#include "ocean_kernels.cuh"\n'
+        )
+
+
+class CGameCudaReference(BatchedReference):
+    """The kernel's CPU reference: the CPU block's C code stepping these arrays (subclassed per game)."""
+
+    state_arrays = ("env", "obs", "final_obs")
+    step_kernels = ("ocean_step",)
+    observe_kernel = "ocean_observe"
+    final_observe_kernel = "ocean_observe_final"
+    game: ClassVar[str]
+    single: ClassVar[type]
+    extension: ClassVar[Callable[[], Any]]  # the compiled module, loaded on first use
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any):
+        extension = type(self).extension()
+        self.env_size, agents, obs_bytes, act_len, act_n, _, n_metrics = extension.games()[self.game]
+        params = np.array(self.single(**kwargs).params(), dtype=np.int64)
+        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = num_envs, agents, obs_bytes // 4, int(act_n[0])
+        self.action_sizes = tuple(int(n) for n in act_n) if act_len > 1 else ()  # MultiDiscrete: ACTION_SLOTS words
+        self.n_metrics = max(n_metrics, 1)
+        self.allocate()
+        a = self.arrays
+        self.ended_env = np.zeros(num_envs, np.int64)
+        records = (  # the CPU kernel's episode bookkeeping, which the GPU does in pufferbox's own kernel
+            np.zeros(num_envs * agents), np.zeros(num_envs, np.int64), self.ended_env, np.zeros((num_envs, agents)),
+            np.zeros(num_envs, np.int64), np.zeros((num_envs, self.n_metrics)),
+        )  # fmt: skip
+        self.kernel = extension.Kernel(
+            self.game, num_envs, a["env"], params, a["obs"], a["rewards"], a["terminals"], a["truncations"],
+            a["final_obs"], *records,
+        )  # fmt: skip
+        if self.kernel.configure():
+            raise ValueError(f"{self.game}: a parameter is out of the C game's range")
+
+    def state_layout(self) -> dict:
+        rows = self.num_agents * self.obs_dim
+        return {
+            "env": (self.env_size, np.dtype(np.uint8)),
+            "obs": (rows, np.dtype(np.float32)),
+            "final_obs": (rows, np.dtype(np.float32)),
+        }
+
+    def constants(self) -> dict:
+        return {**super().constants(), "ENV_BYTES": self.env_size, "OCEAN_METRICS": self.n_metrics}
+
+    def init_state(self, seed: int) -> None:
+        self.kernel.reset(np.array([(seed + i) & UINT64_MASK for i in range(self.num_envs)], dtype=np.uint64))
+        self.arrays["done"][:] = 0
+
+    def ocean_step(self) -> None:
+        a = self.arrays
+        ended = self.kernel.step(np.ascontiguousarray(a["actions"], dtype=np.int64))
+        if ended < 0:
+            raise ValueError(f"{self.game}: an action is out of range")
+        a["done"][:] = 0
+        envs = self.ended_env[:ended]
+        a["done"][envs, 0] = np.where(a["terminals"][envs, 0] != 0, 1, 2)
+
+    def ocean_observe(self) -> None:
+        self.arrays["observations"][:] = self.arrays["obs"]
+        self.arrays["masks"][:] = 1
+
+    def ocean_observe_final(self) -> None:
+        self.arrays["observations"][:] = self.arrays["final_obs"]
+
+
+def game_cuda(extension: Callable[[], Any], header: str, game: str, single: type, type_name: str) -> CGameCuda:
+    """The CudaImplementation of ``game`` (its reference class is made here, named after the game);
+    ``extension()`` returns the compiled module the CPU reference steps."""
+    attrs = {"game": game, "single": single, "extension": staticmethod(extension), "__module__": __name__}
+    reference = type(f"{type_name}CudaReference", (CGameCudaReference,), attrs)
+    return CGameCuda(
+        source=KERNELS,
+        reference=reference,
+        step_kernels=CGameCudaReference.step_kernels,
+        observe_kernel=CGameCudaReference.observe_kernel,
+        final_observe_kernel=CGameCudaReference.final_observe_kernel,
+        layout="env_per_thread",
+        game=game,
+        type_name=type_name,
+        header=header,
+    )
