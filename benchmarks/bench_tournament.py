@@ -36,18 +36,18 @@ from results import load, machine, publish
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = [
     "seed",
-    "arm",
-    "steps to 475",
+    "single: steps to 475",
+    "single: wall s to 475",
+    "tournament: steps to 475",
     "+ eval steps",
     "wall s to 475",
     "total wall s",
-    "best monotonic",
     "truncated slices",
     "overhead",
     "solver's settings",
     "load",
 ]
-ALIGN = "rlrrrrlrrlr"
+ALIGN = "rrrrrrrrrlr"
 PUFFERBOX = [sys.executable, "-m", "pufferbox"]
 SOLVED = 475.0
 DEFAULT_TOURNAMENT_ARGS = "--halving --slice-steps 8192"
@@ -194,6 +194,27 @@ def settings(row: dict) -> str:
     )
 
 
+def paired_row(seed: int, rows: list[dict]) -> list:
+    """One seed's single run and tournament side by side (``-`` where an arm did not run)."""
+    single = next((r for r in rows if r["seed"] == seed and r["kind"] == "single"), None)
+    tour = next((r for r in rows if r["seed"] == seed and r["kind"] == "tournament"), None)
+    cells: list = [seed]
+    cells += [fmt(single["solved_step"]), fmt(single["solved_wall"], ".1f")] if single else ["-", "-"]
+    if tour is None:
+        return cells + ["-"] * 7
+    overhead = format(tour["overhead"], ".1%") if tour.get("overhead") is not None else "-"
+    return cells + [
+        fmt(tour["solved_step"]),
+        fmt(tour.get("solved_eval_steps", "")),
+        fmt(tour["solved_wall"], ".1f"),
+        f"{tour['wall']:.1f}",
+        tour.get("truncated", ""),
+        overhead,
+        settings(tour),
+        f"{tour['load']:.2f}",
+    ]
+
+
 def write_results(rows: list[dict], args: argparse.Namespace, write: bool) -> None:
     targs = f' --tournament-args "{args.tournament_args}"' if args.tournament_args != DEFAULT_TOURNAMENT_ARGS else ""
     command = (
@@ -203,25 +224,10 @@ def write_results(rows: list[dict], args: argparse.Namespace, write: bool) -> No
     meta = {
         "command": command,
         "machine": machine(),
-        "load": f"{load()} (at the end); 1-minute load per run in the table",
+        "load": f"{load()} (at the end); the tournament's 1-minute load in the table",
         "peer": "a single run with the env's defaults",
     }
-    table = [
-        [
-            r["seed"],
-            r["kind"],
-            fmt(r["solved_step"]),
-            fmt(r.get("solved_eval_steps", "")),
-            fmt(r["solved_wall"], ".1f"),
-            f"{r['wall']:.1f}",
-            r.get("best_monotonic", ""),
-            r.get("truncated", ""),
-            "" if "overhead" not in r else format(r["overhead"], ".1%"),
-            settings(r),
-            f"{r['load']:.2f}",
-        ]
-        for r in rows
-    ]
+    table = [paired_row(seed, rows) for seed in dict.fromkeys(r["seed"] for r in rows)]
     publish("tournament", COLUMNS, table, meta, write, align=ALIGN, notes=[verdict(rows, args.seeds)])
 
 
