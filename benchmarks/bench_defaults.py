@@ -9,6 +9,7 @@ not depend on the machine's load.
 
     python benchmarks/bench_defaults.py --candidates builtin sb3 --seeds 1 2 3 > defaults.jsonl
     python benchmarks/bench_defaults.py --table defaults.jsonl    # the markdown table of RESULTS.md
+    python benchmarks/bench_defaults.py --table defaults.jsonl --write   # into results/builtin_defaults.json
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from results import publish
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
@@ -103,12 +106,12 @@ def run(env: str, candidate: str, seed: int, budget: int) -> dict:
     }
 
 
-def table(path: str) -> str:
-    """Markdown: one row per env, one column per candidate: mean final return (solved seeds, median steps)."""
+def table(path: str) -> tuple[list[str], list[list[str]]]:
+    """Columns and rows: one row per env, one column per candidate: mean final return (solved seeds, median steps)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.startswith('{"env"')]
     envs = list(dict.fromkeys(r["env"] for r in rows))
     cands = list(dict.fromkeys(r["candidate"] for r in rows))
-    out = ["| env (threshold, budget) | " + " | ".join(cands) + " |", "|---" * (len(cands) + 1) + "|"]
+    out = []
     for env in envs:
         mine = [r for r in rows if r["env"] == env]
         cells = []
@@ -122,8 +125,15 @@ def table(path: str) -> str:
             mean = f"{statistics.mean(finals):.1f}" if finals else "n/a"
             at = f", median {statistics.median(solved) / 1000:.0f}k steps" if solved else ""
             cells.append(f"{mean} ({len(solved)}/{len(runs)} solved{at})")
-        out.append(f"| {env} ({mine[0]['solved_return']}, {mine[0]['budget'] // 1000}k) | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+        out.append([f"{env} ({mine[0]['solved_return']}, {mine[0]['budget'] // 1000}k)", *cells])
+    return ["env (threshold, budget)", *cands], out
+
+
+def run_machine(path: str) -> dict:
+    """The machine and load the runs recorded on their first line (``cpus``, ``load_avg_before``)."""
+    first = json.loads(Path(path).read_text().splitlines()[0])
+    load = " / ".join(f"{x:.2f}" for x in first.get("load_avg_before", []))
+    return {"machine": f"{first['cpus']} CPUs" if "cpus" in first else "", "load": f"{load} before" if load else ""}
 
 
 def main() -> None:
@@ -133,9 +143,12 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every env's step budget")
     parser.add_argument("--table", metavar="JSONL", help="print the markdown table of an earlier run's output")
+    parser.add_argument("--write", action="store_true", help="with --table: write results/builtin_defaults.json")
     args = parser.parse_args()
     if args.table:
-        print(table(args.table))
+        columns, rows = table(args.table)
+        meta = {"command": f"python benchmarks/bench_defaults.py --table {args.table}", **run_machine(args.table)}
+        publish("builtin_defaults", columns, rows, meta, args.write, align="l" * len(columns))
         return
     print(json.dumps({"load_avg_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}))
     for env in args.envs:

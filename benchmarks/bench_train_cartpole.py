@@ -6,7 +6,8 @@ settings (`pufferbox train cartpole`); SB3 uses the RL-Zoo CartPole-v1 hyperpara
 
     .venv/bin/python benchmarks/bench_train_cartpole.py [--seeds 1 2 3] [--skip-sb3]
 
-Prints one JSON line per run and a summary with the medians and the ratios.
+Prints one JSON line per run and a summary with the medians and the ratios; ``--write`` also writes the
+table to benchmarks/results/cartpole_sb3.json and re-renders it in RESULTS.md (needs the SB3 runs).
 """
 
 from __future__ import annotations
@@ -113,7 +114,10 @@ def main() -> None:
     )
     parser.add_argument("--sb3-budget", type=int, default=300_000)
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads for SB3 (pufferbox uses 1)")
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     args = parser.parse_args()
+    if args.write and args.skip_sb3:
+        parser.error("--write compares with SB3: drop --skip-sb3")
     load_before = os.getloadavg()
     results: dict[str, list[dict]] = {"pufferbox": [], "sb3": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,6 +148,30 @@ def main() -> None:
         summary["time_to_solve_speedup"] = round(summary["sb3"]["median_wall_s"] / summary["pufferbox"]["median_wall_s"], 2)
         summary["train_sps_ratio"] = round(summary["pufferbox"]["median_train_sps"] / summary["sb3"]["median_train_sps"], 1)
     print(json.dumps(summary, indent=2))
+    if args.write:
+        publish_summary(summary)
+
+
+def publish_summary(summary: dict) -> None:
+    """The RESULTS.md table: each tool's solved seeds, median wall time to solve and training steps/s."""
+    from results import machine, publish
+
+    p, s = summary["pufferbox"], summary["sb3"]
+    rows = [
+        ["pufferbox", p["solved"], f"{p['median_wall_s']:.2f}", f"{p['median_train_sps']:,.0f}"],
+        ["SB3 PPO (RL-Zoo)", s["solved"], f"{s['median_wall_s']:.2f}", f"{s['median_train_sps']:,.0f}"],
+        ["pufferbox / SB3", "", f"{summary['time_to_solve_speedup']:.2f}x faster to solve"]
+        + [f"{summary['train_sps_ratio']}x"],
+    ]
+    load = " / ".join(f"{x:.2f}" for x in summary["load_avg_before"])
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_train_cartpole.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load": f"{load} before, {' / '.join(f'{x:.2f}' for x in summary['load_avg_after'])} after",
+        "peer": "SB3 PPO with RL-Zoo hyperparameters",
+    }
+    columns = ["trainer", "solved", "median wall s, launch → solved", "median training steps/s"]
+    publish("cartpole_sb3", columns, rows, meta, True)
 
 
 if __name__ == "__main__":

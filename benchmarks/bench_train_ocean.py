@@ -4,7 +4,10 @@ Each env trains in-process with its plugin defaults (plus the overrides below) u
 mean of the last 20 episodes reaches ``solved_return`` or the wall-time budget runs out.
 Time counts from building the trainer (envs + model), not from interpreter launch.
 
-    .venv/bin/python benchmarks/bench_train_ocean.py [--budget 60] [--envs squared memory ...]
+    .venv/bin/python benchmarks/bench_train_ocean.py [--budget 60] [--envs squared memory ...] [--write]
+
+Prints one JSON line per env, then the table; ``--write`` also writes it to
+benchmarks/results/ocean_sanity_solve.json and re-renders it in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+
+from results import load, machine, publish
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
@@ -52,11 +58,23 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--envs", nargs="+", default=OCEAN)
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     args = parser.parse_args()
+    before = load()
     print(json.dumps({"load_avg_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}))
+    rows = []
     for env in args.envs:
-        print(json.dumps(time_to_threshold(env, args.budget, args.seed)), flush=True)
+        result = time_to_threshold(env, args.budget, args.seed)
+        print(json.dumps(result), flush=True)
+        solved = "✓" if result["solved"] else "✗"
+        rows.append([env, f"{result['solved_return']:g}", solved, f"{result['seconds']:.2f}", f"{result['steps']:,}"])
     print(json.dumps({"load_avg_after": [round(x, 2) for x in os.getloadavg()]}))
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_train_ocean.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load": f"{before} before, {load()} after",
+    }
+    publish("ocean_sanity_solve", ["env", "threshold", "solved", "seconds", "steps"], rows, meta, args.write)
 
 
 if __name__ == "__main__":

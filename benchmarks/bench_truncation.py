@@ -10,6 +10,7 @@ the mean return of the last 20 episodes at the end and the step at which it firs
     python benchmarks/bench_truncation.py --envs pendulum cartpole --seeds 1 2 3 > trunc.jsonl
     python benchmarks/bench_truncation.py --envs cartpole --set train.stop_on_solve=false > trunc-long.jsonl
     python benchmarks/bench_truncation.py --table trunc.jsonl     # the markdown table of RESULTS.md
+    python benchmarks/bench_truncation.py --table trunc.jsonl --write   # into results/truncation.json
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from results import publish
 
 from pufferbox.registry import get_registry
 from pufferbox.train.config import resolve_config
@@ -55,10 +58,10 @@ def run(env: str, arm: str, seed: int, budget: int | None, extra: list[str] = ()
     }
 
 
-def table(path: str) -> str:
-    """Markdown: one row per env, one column per arm: mean final return (solved seeds, median steps)."""
+def table(path: str) -> tuple[list[str], list[list[str]]]:
+    """Columns and rows: one row per env, one column per arm: mean final return (solved seeds, median steps)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.startswith('{"env"')]
-    out = ["| env (threshold, step budget) | " + " | ".join(ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
+    out = []
     for env in dict.fromkeys(r["env"] for r in rows):
         cells = []
         for arm in ARMS:
@@ -73,8 +76,15 @@ def table(path: str) -> str:
             cells.append(f"{statistics.mean(finals):.1f} ({each}; {len(solved)}/{len(runs)} solved{at})")
         first = next(r for r in rows if r["env"] == env)
         budget = first.get("budget", first["steps"]) // 1000
-        out.append(f"| {env} ({first['solved_return']}, {budget}k) | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+        out.append([f"{env} ({first['solved_return']}, {budget}k)", *cells])
+    return ["env (threshold, step budget)", *(f"{a} (default)" if a == "bootstrap" else a for a in ARMS)], out
+
+
+def run_machine(path: str) -> dict:
+    """The machine and load the runs recorded on their first line (``cpus``, ``load_avg_before``)."""
+    first = json.loads(Path(path).read_text().splitlines()[0])
+    load = " / ".join(f"{x:.2f}" for x in first.get("load_avg_before", []))
+    return {"machine": f"{first['cpus']} CPUs" if "cpus" in first else "", "load": f"{load} before" if load else ""}
 
 
 def main() -> None:
@@ -85,9 +95,12 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, help="override every env's default step budget")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
     parser.add_argument("--table", metavar="JSONL", help="print the markdown table of an earlier run's output")
+    parser.add_argument("--write", action="store_true", help="with --table: write results/truncation.json")
     args = parser.parse_args()
     if args.table:
-        print(table(args.table))
+        columns, rows = table(args.table)
+        meta = {"command": f"python benchmarks/bench_truncation.py --table {args.table}", **run_machine(args.table)}
+        publish("truncation", columns, rows, meta, args.write, align="l" * len(columns))
         return
     print(json.dumps({"load_avg_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}))
     for env in args.envs:

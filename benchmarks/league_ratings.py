@@ -2,15 +2,21 @@
 
 Rates every pair of the run's checkpoints and ``random`` (``pufferbox league RUN --play N``: each pair,
 each side, N episodes; ratings in ``RUN/league.sqlite``), then draws each group's conservative rating
-(``mu - 3 sigma``) per checkpoint, with random play's as a line, and prints the table as markdown:
+(``mu - 3 sigma``) per checkpoint, with random play's as a line, and prints the table as markdown
+(``--write NAME``: also as benchmarks/results/NAME.json, re-rendered in RESULTS.md):
 
     .venv/bin/python benchmarks/league_ratings.py runs/pzclassic-connect_four-... --play 10 --out c4-league.png
+    .venv/bin/python benchmarks/league_ratings.py RUN --play 6 --out benchmarks/connect_four-league-defaults25.png \
+        --write connect_four_league
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from results import load, machine, publish
 
 from pufferbox.train.checkpoint import list_checkpoints, load_checkpoint
 from pufferbox.train.league import RANDOM, Ratings, round_robin
@@ -54,16 +60,25 @@ def main() -> None:
     parser.add_argument("--play", type=int, default=10, help="episodes per pair and side (0: rate nothing new)")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--out", type=Path, default=None, help="PNG path (default: RUN/league-ratings.png)")
+    parser.add_argument("--write", metavar="NAME", help="also write benchmarks/results/NAME.json and re-render")
     args = parser.parse_args()
     if args.play:
         round_robin(args.run_dir, episodes=args.play, seed=args.seed)
     curves, random_rating = rated_snapshots(args.run_dir)
     out = args.out or args.run_dir / "league-ratings.png"
     plot(curves, random_rating, f"league ratings: {args.run_dir.name}", out)
-    print(f"| step | {' | '.join(curves)} |\n|---:|" + "---:|" * len(curves))
-    for i, step in enumerate(step for step, _, _ in next(iter(curves.values()))):
-        print(f"| {step:,} | " + " | ".join(f"{points[i][1]:.2f}" for points in curves.values()) + " |")
-    print("| random | " + " | ".join(f"{random_rating.get(g, float('nan')):.2f}" for g in curves) + " |")
+    rows = [
+        [f"{step:,}", *(f"{points[i][1]:.2f}" for points in curves.values())]
+        for i, step in enumerate(step for step, _, _ in next(iter(curves.values())))
+    ]
+    rows.append(["random", *(f"{random_rating.get(g, float('nan')):.2f}" for g in curves)])
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/league_ratings.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load": load(),
+        "peer": "uniformly random legal moves",
+    }
+    publish(args.write or "league_ratings", ["step", *curves], rows, meta, bool(args.write), align="r" * (len(curves) + 1))
     print(f"plot: {out}")
 
 
