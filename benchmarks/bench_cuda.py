@@ -1,6 +1,7 @@
 """GPU benchmarks of the kernel envs (GPU only): env steps/s for Tag, continuous Tag and CUDA CartPole.
 
     python benchmarks/bench_cuda.py            # prints Markdown tables for benchmarks/RESULTS.md
+    python benchmarks/bench_cuda.py --part table --write   # the first into benchmarks/results/gpu_kernels.json
 
 The second table sweeps threads per block: the block size of CUDA CartPole (one thread per env)
 and the cap on threads per block of 45-agent Tag (below 45 one env spans several blocks).
@@ -71,6 +72,7 @@ def main() -> int:
     parser.add_argument(
         "--part", choices=("all", "table", "sweep", "kernels"), default="all", help="tables to print (all: table + sweep)"
     )
+    parser.add_argument("--write", action="store_true", help="write the env table's JSON and re-render RESULTS.md")
     args = parser.parse_args()
 
     reason = gpu_unavailable_reason()
@@ -81,7 +83,7 @@ def main() -> int:
 
     print(f"GPU: {torch.cuda.get_device_name()}")
     if args.part in ("all", "table"):
-        table()
+        table(args.write)
     if args.part in ("all", "sweep"):
         sweep()
     if args.part == "kernels":
@@ -89,22 +91,55 @@ def main() -> int:
     return 0
 
 
-def table() -> None:
+def si(x: float) -> str:
+    """Three significant digits with k, M or G: 20.4M, 531k, 2.15G."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:#.3g}".rstrip(".") + unit
+    return f"{x:#.3g}".rstrip(".")
+
+
+def table(write: bool = False) -> None:
+    import torch
+    from results import load, machine, publish
+
     rows = [
-        ("tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
-        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5}),  # through the cell index
-        ("tag", 2000, 50, {"num_taggers": 10, "num_runners": 990, "k_nearest": 5, "cell_capacity": 0}),  # full scan
-        ("tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
-        ("tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
-        ("cuda_cartpole", 100_000, 1000, {}),
+        ("tag", "tag", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
+        (
+            "tag, k_nearest 5, through the cell index",
+            "tag",
+            2000,
+            50,
+            {"num_taggers": 10, "num_runners": 990, "k_nearest": 5},
+        ),
+        (
+            "tag, k_nearest 5, full scan (`cell_capacity=0`)",
+            "tag",
+            2000,
+            50,
+            {"num_taggers": 10, "num_runners": 990, "k_nearest": 5, "cell_capacity": 0},
+        ),
+        ("tag_continuous", "tag_continuous", 2000, 1000, {"num_taggers": 1, "num_runners": 4}),
+        ("tag_continuous, k_nearest 5", "tag_continuous", 2000, 200, {"num_taggers": 5, "num_runners": 40, "k_nearest": 5}),
+        ("cuda_cartpole", "cuda_cartpole", 100_000, 1000, {}),
     ]
-    print("\n| env | envs x agents | env steps/s |\n|---|---|---|")
-    for name, envs, steps, kw in rows:
+    out = []
+    for label, name, envs, steps, kw in rows:
         agents = kw.get("num_taggers", 0) + kw.get("num_runners", 0) or 1
-        print(f"| {name} {kw} | {envs} x {agents} | {bench(name, envs, steps, **kw):,.0f} |")
+        out.append([label, f"{envs} x {agents}", si(bench(name, envs, steps, **kw))])
+        print(" | ".join(out[-1]), flush=True)
     cpu = gym_cartpole()
     gpu = bench("cuda_cartpole", 100_000, 1000)
-    print(f"\nCUDA CartPole / gymnasium CartPole-v1 (1 CPU core, {cpu:,.0f} steps/s): {gpu / cpu:,.0f}x")
+    note = (
+        f"CUDA CartPole / Gymnasium CartPole-v1 on one CPU core of the same machine ({cpu:,.0f} steps/s): {gpu / cpu:,.0f}x."
+    )
+    meta = {
+        "command": "python benchmarks/bench_cuda.py --part table" + (" --write" if write else ""),
+        "machine": f"{torch.cuda.get_device_name()}, {machine()}",
+        "load": load(),
+        "peer": "Gymnasium CartPole-v1 on one CPU core; WarpDrive's published Tag figure (A100: 9.8M)",
+    }
+    publish("gpu_kernels", ["env", "envs x agents", "env steps/s"], out, meta, write, align="llr", notes=[note])
 
 
 def sweep() -> None:

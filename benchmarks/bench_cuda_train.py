@@ -12,7 +12,8 @@ categorical sampling (the sampler kernel), GAE and the PPO update all on the GPU
 * the peer in the same run: the CPU reference on ``--backend serial`` (64 envs, one core), the ratio;
 * the taggers' tag rate (tags per env and step) per update, plotted against env steps (``--plot``).
 
-Prints a Markdown section for ``benchmarks/RESULTS.md``. On a machine without a GPU it exits 2 with
+Prints the table RESULTS.md shows (``--write``: also benchmarks/results/gpu_tag_ppo.json, re-rendered in
+RESULTS.md). On a machine without a GPU it exits 2 with
 one line; ``--host`` runs the same code on the host kernel simulator at toy size (a smoke test of
 this script, its numbers mean nothing).
 """
@@ -20,7 +21,6 @@ this script, its numbers mean nothing).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -81,6 +81,36 @@ def plot(history: list[dict], agents_per_env: int, path: str, title: str) -> str
     return path
 
 
+def publish_table(args: argparse.Namespace, where: str, num_envs: int, ours: dict, peer: dict | None, tags: list) -> None:
+    """The RESULTS.md table: the GPU run, the CPU reference, the target and the tag rate as notes."""
+    import torch
+    from results import load, machine, publish
+
+    label = "pufferbox --backend cuda" + (f" ({' '.join(args.overrides)})" if args.overrides else "")
+    phases = " / ".join(f"{v:.1f}" for v in ours["phase_time"].values())
+    rows = [
+        [label, f"{num_envs} x {ours['agents_per_env']}", f"{ours['env_sps']:,.0f}", f"{ours['agent_sps']:,.0f}", phases]
+    ]
+    if peer is not None:
+        rows.append(
+            ["pufferbox --backend serial (CPU reference, 1 core)", f"64 x {peer['agents_per_env']}"]
+            + [f"{peer['env_sps']:,.0f}", f"{peer['agent_sps']:,.0f}", ""]
+        )
+    target = "met" if ours["env_sps"] >= 1.3e6 else "not met"
+    notes = [
+        f"{args.updates} timed updates in {ours['seconds']:.1f} s; >= 1.3M env steps/s: {target}. Tag rate (tags per env "
+        f"and step), first 3 vs last 3 updates: {tags[0]:.4f} -> {tags[1]:.4f}; plot: {tags[2]}."
+    ]
+    meta = {
+        "command": f"python benchmarks/bench_cuda_train.py {' '.join(sys.argv[1:])}".strip(),
+        "machine": f"{where}, torch {torch.__version__}, {machine()}",
+        "load": load(),
+        "peer": "the CPU reference (`--backend serial`, 1 core); WarpDrive's published figure (>= 1.3M env steps/s)",
+    }
+    columns = ["trainer", "envs x agents", "env steps/s", "agent steps/s", " / ".join(ours["phase_time"]) + " s"]
+    publish("gpu_tag_ppo", columns, rows, meta, args.write, align="llrrl", notes=notes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-envs", type=int, default=2000)
@@ -89,6 +119,7 @@ def main() -> int:
     parser.add_argument("--plot", default="benchmarks/tag-rate-cuda.png", help="tag-rate PNG")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--skip-peer", action="store_true", help="skip the CPU-reference (serial backend) run")
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     parser.add_argument(
         "--host",
         action="store_true",
@@ -131,30 +162,8 @@ def main() -> int:
         args.plot,
         f"Tag {num_envs} envs x {ours['agents_per_env']} agents, PPO on {where}",
     )
-    load = os.getloadavg()[0]
-    print("## GPU training: PPO on discrete Tag, --backend cuda\n")
-    print(
-        f"`python benchmarks/bench_cuda_train.py {' '.join(sys.argv[1:])}` on {where}, "
-        f"torch {torch.__version__}, load average {load:.2f}\n"
-    )
-    print("| trainer | envs x agents | env steps/s | agent steps/s | timed updates |\n|---|---|---|---|---|")
-    print(
-        f"| pufferbox --backend cuda | {num_envs} x {ours['agents_per_env']} | {ours['env_sps']:,.0f} | "
-        f"{ours['agent_sps']:,.0f} | {args.updates} in {ours['seconds']:.1f} s |"
-    )
-    if peer is not None:
-        print(
-            f"| pufferbox --backend serial (CPU reference, 1 core) | 64 x {peer['agents_per_env']} | "
-            f"{peer['env_sps']:,.0f} | {peer['agent_sps']:,.0f} | 2 in {peer['seconds']:.1f} s |"
-        )
-        print(f"\ncuda / serial training throughput: {ours['env_sps'] / peer['env_sps']:,.1f}x")
-    phases = ", ".join(f"{k} {v:.1f} s" for k, v in ours["phase_time"].items())
-    print(
-        f"\nTarget: >= 1.3M env steps/s ({'met' if ours['env_sps'] >= 1.3e6 else 'NOT met'}). "
-        f"Phase times (host side, all updates): {phases}."
-    )
     first, last = sum(rates[:3]) / len(rates[:3]), sum(rates[-3:]) / len(rates[-3:])
-    print(f"Tag rate (tags per env and step), first 3 vs last 3 updates: {first:.4f} -> {last:.4f}; plot: {png}")
+    publish_table(args, where, num_envs, ours, peer, [first, last, png])
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Multi-agent groups (issue 16): arms-race curves, and self-play against random and frozen-early opponents.
+"""Multi-agent groups: arms-race curves, and self-play against random and frozen-early opponents.
 
 1. Trains ENV (default ``tag``, the CPU reference; or a team env such as ``mpe/simple_tag``) with
    one policy per group, a checkpoint every ``--checkpoint-every`` updates, and plots each
@@ -14,12 +14,16 @@
     .venv/bin/python benchmarks/bench_selfplay.py --env tag --steps 2000000 --num-envs 16 --episodes 200
     .venv/bin/python benchmarks/bench_selfplay.py --env mpe/simple_tag --steps 2000000
     .venv/bin/python benchmarks/bench_selfplay.py --smoke          # a few seconds: checks the script runs
+
+``--write NAME`` also writes the curves at ten points of the run as benchmarks/results/NAME.json (RESULTS.md
+shows ``selfplay_tag`` and ``selfplay_simple_tag``) and re-renders it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -150,6 +154,7 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, help="default: a fresh temporary directory")
     parser.add_argument("--plot", type=Path, help="PNG of the per-group return curves")
     parser.add_argument("--smoke", action="store_true", help="tiny run: checks the script works, no numbers")
+    parser.add_argument("--write", metavar="NAME", help="write the curves' table as benchmarks/results/NAME.json")
     args = parser.parse_args()
     if args.smoke:
         args.steps, args.num_envs, args.checkpoint_every, args.episodes = 4000, 2, 2, 4
@@ -177,6 +182,25 @@ def main() -> None:
             indent=1,
         )
     )
+    if args.write:
+        publish_curves(args.write, curves, history[-1]["sps"])
+
+
+def publish_curves(name: str, curves: dict[str, list[tuple[int, float]]], sps: float, points: int = 10) -> None:
+    """Each group's mean episode return at ``points`` updates spread over the run, as a RESULTS.md table."""
+    from results import load, machine, publish
+
+    first = next(iter(curves.values()))
+    picks = sorted({round(i) for i in np.linspace(0, len(first) - 1, points)})
+    columns = ["k steps", *(f"{first[i][0] / 1000:.0f}" for i in picks)]
+    rows = [[group, *(f"{curve[i][1]:.2f}" for i in picks if i < len(curve))] for group, curve in curves.items()]
+    rows = [row + [""] * (len(columns) - len(row)) for row in rows]
+    meta = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_selfplay.py", *sys.argv[1:]]),
+        "machine": f"{machine()}, {sps:,.0f} agent steps/s",
+        "load": load(),
+    }
+    publish(name, columns, rows, meta, True, align="l" * len(columns))
 
 
 if __name__ == "__main__":

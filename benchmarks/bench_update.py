@@ -11,6 +11,9 @@ first; the load average is printed before and after.
 Variant names: ``t<N>`` (N torch threads), optionally ``-bf16`` (``torch.autocast("cpu", bfloat16)``
 around the update's forward passes), ``-compile`` (``train.compile``) and ``-contig`` (the policy's 4-D
 weights contiguous, instead of ``policy.channels_last``'s default channels-last layout).
+
+``--write NAME`` also writes the table (a row per family, a column per variant) as
+benchmarks/results/NAME.json (RESULTS.md shows ``update_bf16`` and ``update_channels_last``) and re-renders it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import copy
 import os
 import statistics
+import sys
 import time
 from contextlib import nullcontext
 
@@ -46,8 +50,10 @@ def main() -> None:
     parser.add_argument("families", nargs="+", help="nethack, breakout, procgen, pong (Ocean Pong at its GPU profile)")
     parser.add_argument("--variants", default="t1,t2")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--write", metavar="NAME", help="write the table as benchmarks/results/NAME.json")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
+    table = []
     for name in args.families:
         obs_spec, act_spec, policy, defaults = family(name)
         rows, horizon = defaults["vec"]["num_envs"], defaults["train"]["num_steps"]
@@ -71,6 +77,7 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
         first = None
         print(f"== {name}: batch {rows} x {horizon}, {args.rounds} timed rounds")
+        table.append([f"{name} ({rows} x {horizon})"])
         for variant, (_, _, _, times) in runs.items():
             median = statistics.median(times[1:])
             first = first or median
@@ -79,7 +86,15 @@ def main() -> None:
                 f"{variant:>16}: {median:7.2f} s/update  {first / median:5.2f}x  ({rate:,.0f} samples/s; "
                 f"first update, with any compiling: {times[0]:.1f} s)"
             )
+            table[-1].append(f"{median:.2f} s/update ({first / median:.2f}x)")
     print(f"load average after: {os.getloadavg()}")
+    if args.write:
+        from results import load, machine, publish
+
+        command = " ".join(["python", "benchmarks/bench_update.py", *sys.argv[1:]])
+        meta = {"command": command, "machine": machine(), "load": f"{load()} (at the end)"}
+        variants = args.variants.split(",")
+        publish(args.write, ["policy", *variants], table, meta, True)
 
 
 if __name__ == "__main__":

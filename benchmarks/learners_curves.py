@@ -1,4 +1,4 @@
-"""Learning per step with 1 vs N data-parallel learners (issue 41: "learning per step unchanged").
+"""Learning per step with 1 vs N data-parallel learners ("learning per step unchanged").
 
 Runs ``pufferbox train ENV --seed S --learners N`` for every seed and learner count at one fixed budget
 (``train.stop_on_solve=false``, so every run has the same number of steps), one run at a time, and
@@ -13,6 +13,9 @@ likely trajectories.
 
     python benchmarks/learners_curves.py ocean/pong --learners 1 2 --seeds 1 2 3 4 5 --total-steps 2500000
     python benchmarks/learners_curves.py cartpole --total-steps 200000 --plot cartpole-learners.png
+
+``--write NAME`` also writes the per-quarter table as benchmarks/results/NAME.json (RESULTS.md shows
+``learners_curves_cartpole`` and ``learners_curves_pong``) and re-renders it.
 """
 
 from __future__ import annotations
@@ -77,6 +80,11 @@ def plot_means(runs: dict[int, list[list[dict]]], output: str) -> str:
     return output
 
 
+def short(steps: float) -> str:
+    """147k, 2.39M: a step count as the table shows it."""
+    return f"{steps / 1e6:.2f}M" if steps >= 1e6 else f"{steps / 1e3:.0f}k"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("env")
@@ -86,6 +94,7 @@ def main() -> None:
     parser.add_argument("--plot", default=None, help="PNG of every run's curve (default: ENV-learners.png here)")
     parser.add_argument("--set", dest="extra", action="append", default=[], help="more trainer settings")
     parser.add_argument("--keep", default=None, help="keep the run directories here (default: a temporary one)")
+    parser.add_argument("--write", metavar="NAME", help="write the table as benchmarks/results/NAME.json")
     args = parser.parse_args()
     target = get_registry().get(args.env).training.solved_return
     extra = [item for setting in args.extra for item in ("--set", setting)]
@@ -103,6 +112,7 @@ def main() -> None:
                     f"{last['global_step']:,} steps, {table[n][-1][2]:,.0f} steps/s; load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
+    rows = []
     for n, results in table.items():
         solved = [s for s, _, _ in results if s is not None]
         mean_solved = f"{statistics.mean(solved):,.0f}" if solved else "-"
@@ -112,6 +122,17 @@ def main() -> None:
             f"{', '.join(f'{q:.2f}' for q in quarters)}; solved in {len(solved)}/{len(results)} seeds, mean step "
             f"{mean_solved}; steps/s {statistics.mean(s for _, _, s in results):,.0f}"
         )
+        finals = ", ".join(f"{q[3]:.2f}" for _, q, _ in results)
+        found = f" ({', '.join(short(x) for x in solved)})" if solved else ""
+        label = f"{args.env}, {short(args.total_steps)}, seeds {' '.join(map(str, args.seeds))}" if not rows else ""
+        rows.append([label, n, *(f"{q:.2f}" for q in quarters[:3]), f"{quarters[3]:.2f} ({finals})"])
+        rows[-1].append(f"{len(solved)} of {len(results)}{found}")
+    if args.write:
+        from results import load, machine, publish
+
+        columns = ["env, budget, seeds", "learners", "1/4", "1/2", "3/4", "end", "solved (recent mean >= target)"]
+        meta = {"command": " ".join(["python", "benchmarks/learners_curves.py", *sys.argv[1:]]), "machine": machine()}
+        publish(args.write, columns, rows, {**meta, "load": load(), "peer": "one learner"}, True, align="lrrrrrl")
     output = args.plot or f"{args.env.replace('/', '-')}-learners.png"
     print(f"uptime after: {os.getloadavg()}; plot: {plot_means(runs, output)}")
 

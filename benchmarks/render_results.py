@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = Path(args.doc)
     problems = render_file(doc, check=args.check)
     for problem in problems:
+        if not args.check:
+            problem = problem.replace("differs from its JSON", "was rewritten from its JSON")
         print(f"{doc.name}: {problem}", file=sys.stderr)
     if args.check and problems:
         print("Run `python benchmarks/render_results.py` to rewrite the tables from their JSON.", file=sys.stderr)
