@@ -102,7 +102,7 @@ def cli() -> None:
 def load_commands() -> None:
     import importlib
 
-    for module in ("envs", "check", "train", "sweep", "bench", "doctor", "tournament", "export"):
+    for module in ("envs", "check", "train", "sweep", "bench", "doctor", "tournament", "export", "new_env"):
         try:
             importlib.import_module(f"pufferbox.cli.{module}")
         except ModuleNotFoundError as exc:

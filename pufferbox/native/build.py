@@ -129,7 +129,8 @@ def compile_to(cc: str, flags: list[str], source: str, target: Path, module: str
     with tempfile.TemporaryDirectory(prefix="pufferbox-native-", dir=target.parent) as tmp:
         src, out = Path(tmp) / f"{module}.c", Path(tmp) / target.name
         src.write_text(source)
-        done = subprocess.run([cc, *flags, str(src), "-o", str(out)], capture_output=True, text=True)
+        env = {**os.environ, "LC_ALL": "C"}  # plain quotes in the diagnostics, whatever the user's locale
+        done = subprocess.run([cc, *flags, str(src), "-o", str(out)], capture_output=True, text=True, env=env)
         if done.returncode != 0:
             error = first_error(done.stderr).replace(str(src), f"the table generated for {module}")
             raise NativeBuildError(f"C game does not compile: {error}")
