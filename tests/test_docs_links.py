@@ -21,3 +21,20 @@ def test_every_docs_page_is_in_the_nav():
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
     absent = [page for page in pages if f": {page}" not in nav]
     assert not absent, f"docs pages missing from mkdocs.yml's nav: {absent}"
+
+
+TOP = ("pufferbox/", "plugins/", "benchmarks/", "tests/", "tank/", "docker/", "ci/", "docs/", ".ci/", ".devcontainer/")
+FILE = re.compile(r"\.(py|h|c|cuh|cu|sh|md|toml|yaml|yml|json|txt|png|gif)$")
+
+
+def test_the_files_the_docs_name_exist():
+    """A path in a code span of README.md or a docs page (``plugins/ocean/...``) names a file of the checkout,
+    so a moved or deleted file is caught where the docs still point at it."""
+    stale = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for token in re.findall(r"`([^`\s]+)`", page.read_text()):
+            path = token.rstrip(".,:;")
+            named = path.startswith(TOP) and FILE.search(path) and not re.search(r"[<*]|NAME", path)
+            if named and not (ROOT / path).exists():
+                stale.append(f"{page.relative_to(ROOT)}: {path}")
+    assert not stale, "the docs name files that do not exist:\n  " + "\n  ".join(stale)
