@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per configuration and round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     args = parser.parse_args()
     before = load()
     configurations = rows(args.num_envs, args.seconds)

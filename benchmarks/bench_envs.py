@@ -214,7 +214,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="timing per configuration")
     parser.add_argument("--only", nargs="*", default=None, help="envs to run (default: all)")
-    parser.add_argument("--no-write", action="store_true", help="print, do not update RESULTS.md")
+    parser.add_argument("--no-write", action="store_true", help="print only: write no JSON, leave RESULTS.md alone")
     parser.add_argument(
         "--random-return",
         metavar="ENV",

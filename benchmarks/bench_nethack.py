@@ -242,7 +242,7 @@ def main() -> None:
         help="single-process rows only, timed in CPU seconds of this process: a loaded "
         "machine's ratios (wall-clock rows then mostly measure the other jobs)",
     )
-    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the tables' JSON and re-render RESULTS.md")
     args = parser.parse_args()
     if args.seconds <= 0 or args.num_envs < 2 or args.num_envs % 2 or args.repeats < 1:
         parser.error("--seconds must be positive, --num-envs an even number >= 2, --repeats >= 1")

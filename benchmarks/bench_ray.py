@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument("--cpus-per-node", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--nethack-envs", type=int, default=8)
-    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the tables' JSON and re-render RESULTS.md")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     if sections - {"machine", "cluster"} or args.seconds <= 0 or args.cpus_per_node < 1 or args.nodes < 1:

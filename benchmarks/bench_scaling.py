@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--cpus-per-node", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=20.0, help="training time per measurement")
     parser.add_argument("--sections", default="rollouts,learners,lost", help="rollouts, learners, lost")
-    parser.add_argument("--write", action="store_true", help="replace the section in RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the tables' JSON and re-render RESULTS.md")
     args = parser.parse_args()
     nodes, sections = [int(n) for n in args.nodes.split(",")], args.sections.split(",")
     before = load()

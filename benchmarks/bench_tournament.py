@@ -243,7 +243,7 @@ def main() -> None:
         help="Ray CPUs per pod: 1 runs two pods at a time on 2 cores, 0.5 all four at once",
     )
     parser.add_argument("--arms", nargs="+", choices=("single", "tournament"), default=["single", "tournament"])
-    parser.add_argument("--no-write", action="store_true", help="print the rows, leave RESULTS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only: write no JSON, leave RESULTS.md alone")
     parser.add_argument(
         "--tournament-args",
         default=DEFAULT_TOURNAMENT_ARGS,

@@ -454,7 +454,7 @@ def main() -> None:
         help="the pufferbox command the pufferbox arms run (default: the one next to this Python; "
         "it imports whatever pufferbox PYTHONPATH/the venv provides)",
     )
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
     parser.add_argument(
         "--parts",
         type=int,

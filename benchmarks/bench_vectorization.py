@@ -292,7 +292,7 @@ def main() -> None:
     parser.add_argument(
         "--workloads", default="cartpole,uneven,native", help="comma-separated subset of cartpole, uneven, native"
     )
-    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="write the tables' JSON and re-render RESULTS.md")
     args = parser.parse_args()
     workloads = [w for w in args.workloads.split(",") if w]
     unknown = set(workloads) - {"cartpole", "uneven", "native"}
