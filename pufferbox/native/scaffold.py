@@ -57,6 +57,9 @@ include = ["pufferbox_$name*"]
 
 [tool.setuptools.package-data]
 pufferbox_$name = ["c/*.h"]
+
+[tool.pytest.ini_options]
+markers = ["slow: trains for a few seconds"]
 """
 
 README = """\
@@ -90,9 +93,10 @@ Example:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from gymnasium import spaces
-
 from pufferbox.api import GameRng, SingleAgentReference
 
 
@@ -110,7 +114,7 @@ class $Name(SingleAgentReference):
     Actions: 0 left, 1 stay, 2 right.
     """
 
-    metadata = {"render_modes": ["ansi"], "name": "$name"}
+    metadata: ClassVar[dict] = {"render_modes": ["ansi"], "name": "$name"}
     PARAMS = ("width", "height", "balls")  # the int parameters the C game reads, in order
     METRICS = ("caught",)  # what an ended episode reports
 
@@ -254,6 +258,7 @@ PLUGIN_PY = '''\
 from __future__ import annotations
 
 from pufferbox.api import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, hookimpl
+
 from pufferbox_$name.env import $Name
 
 # Settings that solve Catch in seconds on a laptop CPU; `pufferbox train $name --set train.X=...` overrides.
@@ -287,6 +292,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pufferbox.api import CGame, CGameLibrary, hookimpl
+
 from pufferbox_$name.env import $Name
 
 LIBRARY = CGameLibrary("pufferbox_${name}_games", Path(__file__).parent / "c")
@@ -318,7 +324,6 @@ TESTS = '''\
 from __future__ import annotations
 
 import pytest
-
 from pufferbox.conformance.testing import smoke_train
 
 
@@ -349,7 +354,7 @@ def test_the_c_game_equals_the_reference_bit_for_bit():
         actions = rng.integers(0, 3, 4)
         block.vec_step(actions)
         rows = []
-        for env, action in zip(envs, actions):
+        for env, action in zip(envs, actions, strict=True):
             obs, reward, terminated, _, _ = env.step(int(action))
             obs = env.reset()[0] if terminated else obs
             rows.append(obs)
