@@ -43,6 +43,7 @@ import numpy as np
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.errors import PufferboxError
 from pufferbox.spaces import (
     ACTION_MASK_KEY,
     ActionSpec,
@@ -69,7 +70,7 @@ __all__ = [
 BIND_OBSERVATION_BUFFERS = "pufferbox_bind_observation_buffers"
 
 
-class APIUsageError(RuntimeError):
+class APIUsageError(PufferboxError, RuntimeError):
     """The caller used an emulator out of order (step before reset, ...)."""
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pufferbox.errors import PufferboxError
 from pufferbox.registry import EnvSpec
 
 __all__ = ["EnvArgumentError", "check_env_kwargs", "creators"]
@@ -31,7 +32,7 @@ __all__ = ["EnvArgumentError", "check_env_kwargs", "creators"]
 INTERNAL = {"num_envs"}
 
 
-class EnvArgumentError(ValueError):
+class EnvArgumentError(PufferboxError, ValueError):
     """An ``[env]`` key that the env's creator does not accept."""
 
 

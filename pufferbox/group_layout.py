@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from pufferbox.errors import PufferboxError
+
 __all__ = [
     "GroupError",
     "GroupLayout",
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class GroupError(ValueError):
+class GroupError(PufferboxError, ValueError):
     """A group map that does not cover the agents exactly once, or mixes agent spaces (one line, exit 2)."""
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import pluggy
 
 from pufferbox import hookspecs
+from pufferbox.errors import PufferboxError
 
 ENTRY_POINT_GROUP = "pufferbox"
 PLUGINS_ENV_VAR = "PUFFERBOX_PLUGINS"
@@ -87,7 +88,7 @@ def returning(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-class RegistryError(RuntimeError):
+class RegistryError(PufferboxError, RuntimeError):
     """A registration breaks a registry rule (duplicate name, bad field)."""
 
 
@@ -107,7 +108,7 @@ class EnvBuildError(RegistryError):
         )
 
 
-class UnknownEnvError(KeyError):
+class UnknownEnvError(PufferboxError, KeyError):
     """No registered env has this name; the message lists close matches."""
 
     def __str__(self) -> str:
@@ -681,7 +682,7 @@ def bounded_import(loader: Callable[[], Any], info: PluginInfo, timeout: float) 
     return box["plugin"]
 
 
-class PluginImportError(RuntimeError):
+class PluginImportError(PufferboxError, RuntimeError):
     """A plugin's import raised (any exception, ``SystemExit`` included)."""
 
 

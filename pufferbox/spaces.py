@@ -35,6 +35,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from pufferbox.errors import PufferboxError
+
 if TYPE_CHECKING:
     import torch
 
@@ -57,7 +59,7 @@ __all__ = [
 Path = tuple[Any, ...]
 
 
-class SpaceError(ValueError):
+class SpaceError(PufferboxError, ValueError):
     """A space or a sample does not fit the flattening spec; the message names the field."""
 
 

@@ -15,29 +15,11 @@ from pufferbox import __version__
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    from pufferbox.cuda.device import NoGPUError
-    from pufferbox.envargs import EnvArgumentError
-    from pufferbox.group_layout import GroupError
-    from pufferbox.registry import RegistryError, UnknownEnvError
-    from pufferbox.spaces import SpaceError
-    from pufferbox.vector.base import VectorConfigError
+    """What the CLI reports as one ``Error: ...`` line (exit status 2) instead of a traceback: every
+    error pufferbox raises on purpose (:class:`~pufferbox.errors.PufferboxError`)."""
+    from pufferbox.errors import PufferboxError
 
-    errors: list[type[BaseException]] = [
-        RegistryError,
-        UnknownEnvError,
-        SpaceError,
-        VectorConfigError,
-        NoGPUError,
-        EnvArgumentError,
-        GroupError,
-    ]
-    try:
-        from pufferbox.train.config import ConfigError
-
-        errors.append(ConfigError)
-    except ImportError:
-        pass
-    return tuple(errors)
+    return (PufferboxError,)
 
 
 class UserError(click.ClickException):

@@ -35,13 +35,14 @@ import numpy as np
 
 from pufferbox.emulation import INFO_MASK, is_aec, metric, with_info_mask
 from pufferbox.episodes import Episodes
+from pufferbox.errors import PufferboxError
 from pufferbox.registry import EnvSpec
 from pufferbox.spaces import ACTION_MASK_KEY, ActionSpec, ObservationSpec, SpaceError, get_path, mask_logits, sample_legal
 
 __all__ = ["CheckConfig", "CheckResult", "ConformanceError", "CHECKS", "check_env_spec", "assert_conforms"]
 
 
-class ConformanceError(AssertionError):
+class ConformanceError(PufferboxError, AssertionError):
     """An env broke the contract; the message says which check, where and how."""
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pufferbox.errors import PufferboxError
+
 __all__ = [
     "KERNEL_DIR",
     "CORE_SOURCE",
@@ -42,7 +44,7 @@ NVCC_OPTIONS = ("--fmad=false",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
-class CompileError(RuntimeError):
+class CompileError(PufferboxError, RuntimeError):
     """nvcc rejected a kernel source (the message holds its diagnostics)."""
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 
+from pufferbox.errors import PufferboxError
+
 __all__ = ["gpu_unavailable_reason", "require_gpu", "NoGPUError"]
 
 
-class NoGPUError(RuntimeError):
+class NoGPUError(PufferboxError, RuntimeError):
     """No CUDA GPU (or no PyCUDA / CUDA torch): the message says what is missing and what to do."""
 
 

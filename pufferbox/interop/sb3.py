@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from pufferbox.errors import PufferboxError
+
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 except ImportError as exc:  # an optional extra: say how to get it
@@ -35,7 +37,7 @@ except ImportError as exc:  # an optional extra: say how to get it
 __all__ = ["SB3VecEnv", "InteropError"]
 
 
-class InteropError(ValueError):
+class InteropError(PufferboxError, ValueError):
     """The vector env cannot be wrapped as asked (e.g. an async pool); one line says why."""
 
 

@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
+from pufferbox.errors import PufferboxError
+
 __all__ = ["SDK_DIR", "CFLAGS", "NativeBuildError", "generated_source", "find_cc", "build", "load"]
 
 SDK_DIR = Path(__file__).parent / "c"  # ocean.h (the game API), binding.c, ocean_kernels.cuh
@@ -40,7 +42,7 @@ CFLAGS = ("-O3", "-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-fPIC", "
 FIRST_ERROR = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
 
 
-class NativeBuildError(RuntimeError):
+class NativeBuildError(PufferboxError, RuntimeError):
     """A plugin's C games could not be compiled or loaded (one line: the file and the first error)."""
 
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from pufferbox.errors import PufferboxError
+
 __all__ = ["SCORE_OPPONENTS", "TournamentError", "TournamentSettings", "setting_default"]
 
 SCORE_OPPONENTS = ("self", "random")
 
 
-class TournamentError(RuntimeError):
+class TournamentError(PufferboxError, RuntimeError):
     """The tournament cannot run as asked (bad settings, a resume mismatch, a pod's code failing)."""
 
 

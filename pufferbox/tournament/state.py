@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
+from pufferbox.errors import PufferboxError
+
 __all__ = ["Progress", "Running", "Slot", "SlotState", "SlotStateError"]
 
 
@@ -59,7 +61,7 @@ class SlotState(Enum):
     TRUNCATING = "truncating"  # in flight, and told to stop after its update (it lags the board)
 
 
-class SlotStateError(RuntimeError):
+class SlotStateError(PufferboxError, RuntimeError):
     """A slot was moved from a state that does not allow the move (a driver bug, not bad input)."""
 
 

@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 
 import tomli_w
 
+from pufferbox.errors import PufferboxError
+
 __all__ = [
     "ConfigError",
     "DEFAULTS",
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(PufferboxError, ValueError):
     """A bad configuration value or key; the one-line message names the key and the fix."""
 
 

@@ -43,6 +43,7 @@ from gymnasium.vector import AutoresetMode
 
 from pufferbox.buffers import Buffers
 from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.errors import PufferboxError
 from pufferbox.registry import EnvBuildError, EnvSpec, RegistryError
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 
@@ -68,11 +69,11 @@ LOGITS_NOT_FINITE = "the policy's logits are NaN/inf on the observation of env {
 DEFAULT_STEP_TIMEOUT = 60.0  # seconds a worker may take to answer one command before it counts as hung
 
 
-class VectorConfigError(ValueError):
+class VectorConfigError(PufferboxError, ValueError):
     """Backend arguments that cannot work together (the message says which and why)."""
 
 
-class WorkerError(RuntimeError):
+class WorkerError(PufferboxError, RuntimeError):
     """An env raised (in a worker or, with ``main_envs``, the main process), or a worker died.
 
     The message names the env, the process and the cause, with the env's traceback.
@@ -86,7 +87,7 @@ class WorkerTimeoutError(WorkerError):
     """
 
 
-class NonFiniteActing(RuntimeError):
+class NonFiniteActing(PufferboxError, RuntimeError):
     """A worker that acts (a Ray rollout actor) met a NaN/inf observation or policy output; the message
     names the env as the host collector's check does, and the trainer adds the update and step."""
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.errors import PufferboxError
 from pufferbox.vector.base import WorkerError, WorkerTimeoutError
 from pufferbox.vector.shm import SharedArrays
 from pufferbox.vector.worker import CLOSE, DONE, ERROR, unpack
@@ -32,7 +33,7 @@ LIVENESS_PERIOD = 0.05  # how often a waiting main process checks that workers a
 Answer = tuple[int, Episodes]  # (worker, episodes of its envs)
 
 
-class NoAsyncCallError(RuntimeError):
+class NoAsyncCallError(PufferboxError, RuntimeError):
     """``recv()`` without a pending ``send()``/``async_reset()``, or ``send()`` without a batch."""
 
 
