@@ -105,16 +105,17 @@ def test_typed_sections_are_the_dataclasses_with_every_default_and_the_same_chec
 
 
 def test_trainer_set_hyperparameters_checks_values(tmp_path):
+    from pufferbox.tournament.pod import set_hyperparameters
     from pufferbox.train.trainer import Trainer
 
     trainer = Trainer("cartpole", resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8"]))
     try:
-        trainer.set_hyperparameters({"learning_rate": 0.01, "gamma": 0.5})
+        set_hyperparameters(trainer, {"learning_rate": 0.01, "gamma": 0.5})
         assert trainer.learner.hp is trainer.config.train and trainer.tc.gamma == 0.5  # one copy, no dict beside it
         assert trainer.train_update()["learning_rate"] == pytest.approx(0.01 * (1 - 0 / trainer.total_updates))
         with pytest.raises(ConfigError, match=r"^train\.gamma: expected float"):
-            trainer.set_hyperparameters({"gamma": "high"})
+            set_hyperparameters(trainer, {"gamma": "high"})
         with pytest.raises(ConfigError, match="train.num_steps"):
-            trainer.set_hyperparameters({"num_steps": 16})
+            set_hyperparameters(trainer, {"num_steps": 16})
     finally:
         trainer.close()

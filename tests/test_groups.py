@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from pufferbox.cli import cli, load_commands
 from pufferbox.registry import get_registry
+from pufferbox.train import snapshot
 from pufferbox.train.config import resolve_config
 from pufferbox.train.groups import (
     GroupError,
@@ -621,13 +622,13 @@ def test_a_grouped_checkpoint_whose_heads_do_not_fit_is_one_line():
         pytest.skip(f"mpe2 not installed: {spec.unavailable_reason}")
     trainer = Trainer("mpe/simple_speaker_listener", resolve_config(overrides=QUICK))
     try:
-        state = trainer.checkpoint_state()
+        state = snapshot.take(trainer)
         old = dict(state["model"])
         weight = old["groups.speaker.actor.linear.weight"]
         old["groups.speaker.actor.linear.weight"] = torch.zeros(5, weight.shape[1])
         old["groups.speaker.actor.linear.bias"] = torch.zeros(5)
         with pytest.raises(GroupError) as err:
-            trainer.load_weights({**state, "model": old})
+            trainer.learner.load_weights({**state, "model": old})
         assert str(err.value).startswith("group 'speaker': the checkpoint's policy does not fit") and "\n" not in str(
             err.value
         )

@@ -15,10 +15,12 @@ import pytest
 import torch
 
 from pufferbox.registry import EnvBuild, EnvSpec
+from pufferbox.train import snapshot
 from pufferbox.train.checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, save_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
+from pufferbox.train.nonfinite import NonFiniteError
 from pufferbox.train.runner import run
-from pufferbox.train.trainer import NonFiniteError, Trainer
+from pufferbox.train.trainer import Trainer
 
 
 class NanRewardEnv(gymnasium.Env):
@@ -134,7 +136,7 @@ def test_a_checkpoint_with_non_finite_weights_is_never_written(tmp_path):
             trainer.save_checkpoint()
         assert list_checkpoints(tmp_path / "checkpoints") == [tmp_path / "checkpoints" / good.split("/")[-1]]
         with pytest.raises(CheckpointError, match="not finite"):  # the file-level guard, for any writer
-            save_checkpoint(trainer.checkpoint_state(), tmp_path / "other", update=9)
+            save_checkpoint(snapshot.take(trainer), tmp_path / "other", update=9)
         assert not (tmp_path / "other" / "ckpt-00000009.pt").exists()
     finally:
         trainer.close()

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from pufferbox.registry import get_registry
+from pufferbox.tournament.pod import set_hyperparameters
 from pufferbox.train.checkpoint import latest_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.learner import gae
@@ -82,7 +83,7 @@ def test_overlap_collector_refuses_a_shared_policy_and_a_trainer_cannot_switch_m
         with pytest.raises(ValueError, match="own copy"):
             OverlapCollector(trainer.collector, trainer.agent, trainer.agent)
         with pytest.raises(ConfigError, match="train.overlap: this trainer's collector is built for overlap=false"):
-            trainer.set_hyperparameters({"overlap": True})
+            set_hyperparameters(trainer, {"overlap": True})
     finally:
         trainer.close()
 
@@ -328,7 +329,7 @@ def test_restart_counts_the_dropped_rollout_as_unrecorded_steps():
     try:
         trainer.train_steps(2 * 64)
         assert trainer.collector.thread is not None
-        assert trainer.restart_rollout() == 64 + 4  # one rollout of 4 rows x 16 steps, then 4 pending actions
+        assert trainer.collector.restart() == 64 + 4  # one rollout of 4 rows x 16 steps, then 4 pending actions
         assert trainer.collector.thread is None
         assert trainer.train_update()["policy_lag"] == 0.0  # a fresh double buffer, acted by the new weights
     finally:

@@ -15,8 +15,8 @@ from gymnasium import spaces
 
 from pufferbox import EnvBuild, EnvSpec
 from pufferbox.registry import get_registry
+from pufferbox.train.nonfinite import NonFiniteError
 from pufferbox.train.runner import run
-from pufferbox.train.trainer import NonFiniteError
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 SMALL = ["--total-steps", "2048", "--num-envs", "4", "--set", "train.num_steps=32"]

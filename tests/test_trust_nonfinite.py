@@ -19,7 +19,8 @@ from pufferbox.registry import get_registry
 from pufferbox.train.act import check_finite
 from pufferbox.train.collector import NonFiniteInput
 from pufferbox.train.config import resolve_config
-from pufferbox.train.trainer import NonFiniteError, Trainer
+from pufferbox.train.nonfinite import NonFiniteError
+from pufferbox.train.trainer import Trainer
 from pufferbox.vector.base import LOGITS_NOT_FINITE, OBSERVATION_NOT_FINITE
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")  # tests/conftest.py

@@ -29,6 +29,7 @@ from pufferbox.group_layout import GroupLayout
 from pufferbox.registry import EnvSpec
 from pufferbox.train.collector import Collector, DeviceCollector, HostCollector, make_vec_env
 from pufferbox.train.config import ConfigError, LeagueConfig, PolicyConfig, RunConfig, TrainConfig, VecConfig, updated
+from pufferbox.train.distributed import Solo, Team
 from pufferbox.train.groups import GroupedAgent, GroupLearner, League, build_groups, grouped_agent, resolve_layout
 from pufferbox.train.hardware import (
     Hardware,
@@ -221,7 +222,7 @@ def assemble(
     run_dir: str | None = None,
     version: Callable[[], int] = lambda: 0,
     plan: Callable[[int], int | None] = lambda pending: None,
-    team: Any = None,
+    team: Team | Solo | None = None,
     ray_address: str | None = None,
 ) -> TrainingParts:
     """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (a

@@ -91,6 +91,18 @@ class Solo:
     def finish_averaging(self) -> torch.Tensor:
         return self.loss.detach()
 
+    def share_rollout(self, steps: int, episodes: Episodes, stop: bool, envs: int) -> tuple[int, Episodes, bool]:
+        return steps, episodes, stop
+
+    def pool_statistics(self, normalizer: Normalizer, before: Mapping[str, torch.Tensor]) -> None:
+        pass
+
+    def broadcast_parameters(self, module: torch.nn.Module) -> None:
+        pass
+
+    def close(self, wait: float = 0.0) -> None:
+        pass
+
 
 class Team:
     """This process's place among ``size`` data-parallel learners, and the collectives they meet at.

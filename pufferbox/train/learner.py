@@ -188,7 +188,7 @@ class Learner:
     """Owns the optimizer and the minibatch shuffle generator (on the agent's device) of one agent;
     ``hp`` its hyperparameters."""
 
-    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Team | None = None):
+    def __init__(self, agent: Agent, hp: TrainConfig, seed: int = 1, compile: bool = False, team: Team | Solo | None = None):
         self.agent, self.hp = agent, hp
         self.team: Team | Solo = Solo() if team is None else team
         # train.compile: the minibatch's forward and loss as one graph, and their backward as another (AOTAutograd)

@@ -36,7 +36,7 @@ from pufferbox.train.checkpoint import (
 )
 from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml, resolve_run_config
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
-from pufferbox.train.distributed import LearnerLost, Team, first_line, free_address, join_as_rank_zero, join_group
+from pufferbox.train.distributed import LearnerLost, Solo, Team, first_line, free_address, join_as_rank_zero, join_group
 from pufferbox.train.hardware import pick_device
 from pufferbox.train.plan import PROFILES, Plan, plan_record, planned_config
 from pufferbox.train.rundir import (
@@ -289,8 +289,7 @@ def start_trainer(
     try:
         return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team, ray_address=ray_address)
     except BaseException:
-        if team is not None:
-            team.close()
+        team.close()
         raise
 
 
@@ -381,8 +380,7 @@ class stop_on_signals:
         self.trainer.stop_requested = True
         self.signum = signum
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        team = getattr(self.trainer, "team", None)
-        if team is None or team.rank == 0:  # said once: every learner gets the signal, rank 0 saves
+        if self.trainer.team.rank == 0:  # said once: every learner gets the signal, rank 0 saves
             print(f"\n{name}: saving a checkpoint after this update (again to abort)", flush=True)
         if signal.SIGALRM in self.previous:
             signal.setitimer(signal.ITIMER_REAL, self.grace_s)
@@ -422,13 +420,13 @@ def learner_device(tc: Any, rank: int) -> str:
 
 def start_team(
     spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None, ray_address: str | None = None
-) -> Team | None:
-    """Rank 0 of ``train.learners`` learners (None for one): refuses impossible settings in one line,
+) -> Team | Solo:
+    """Rank 0 of ``train.learners`` learners (a :class:`Solo` for one): refuses impossible settings in one line,
     starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group;
     ``ray_address``: the cluster of ``train.learners_on=ray`` and of ``--backend ray``'s actors."""
     tc = config.train
     if tc.learners == 1:
-        return None
+        return Solo()
     refuse_learners(spec, config)
     if tc.learners_on == "ray":  # ranks 1..N-1 as actors on a Ray cluster, each running learner_process
         from pufferbox.train.ray_learners import start_ray_team

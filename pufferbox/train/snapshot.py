@@ -6,6 +6,9 @@ learner's state (the policy or each group's, optimizer moments), the counters (`
 scoreboard (recent returns, when it was solved) and the running observation/reward statistics when
 the run normalizes. Files are written and read by :mod:`pufferbox.train.checkpoint`.
 
+A :class:`Rollback` is the smaller record a trainer keeps of each update's start, so an update
+dropped mid-rollout (:class:`~pufferbox.train.trainer.UpdateAbandoned`) can be put back.
+
 Example:
     >>> state = take(trainer)                       # doctest: +SKIP
     >>> put(trainer, state, "ckpt-00000003.pt")     # doctest: +SKIP
@@ -13,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import tomli_w
@@ -22,7 +27,7 @@ import torch
 
 from pufferbox.train.config import ConfigError
 
-__all__ = ["CHECKPOINT_FORMAT", "take", "put"]
+__all__ = ["CHECKPOINT_FORMAT", "Rollback", "take", "put"]
 
 CHECKPOINT_FORMAT = 1
 
@@ -67,3 +72,31 @@ def put(trainer: Any, state: dict[str, Any], path: str | os.PathLike) -> None:
     trainer.scores.load_state_dict(state)
     if trainer.normalizer is not None and "normalizer" in state:
         trainer.normalizer.load_state_dict(state["normalizer"])
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """What a rollout changes besides the envs, as the last completed update left it: torch's RNG
+    state, the normalizer's statistics (when the run normalizes) and, with data-parallel learners,
+    rank 0's learner state (the update's first minibatch steps may be taken when another learner is lost).
+    The weights, optimizer and counters of a single learner change only after a rollout."""
+
+    torch_rng: torch.Tensor
+    normalizer: dict[str, Any] | None = None
+    learner: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, trainer: Any) -> Rollback:
+        team = trainer.team
+        return cls(
+            torch_rng=torch.get_rng_state(),
+            normalizer=None if trainer.normalizer is None else trainer.normalizer.state_dict(),  # a copy
+            learner=copy.deepcopy(trainer.learner.state_dict()) if team.size > 1 and team.rank == 0 else None,
+        )
+
+    def restore(self, trainer: Any) -> None:
+        if self.learner is not None:
+            trainer.learner.load_weights(self.learner)
+        torch.set_rng_state(self.torch_rng)
+        if self.normalizer is not None:
+            trainer.normalizer.load_state_dict(self.normalizer)

@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import math
 import os
@@ -43,25 +42,17 @@ import torch
 from pufferbox.episodes import Episodes
 from pufferbox.registry import EnvSpec, get_registry
 from pufferbox.train import snapshot
-from pufferbox.train.assembly import assemble, fresh_policy
+from pufferbox.train.assembly import assemble
 from pufferbox.train.checkpoint import load_checkpoint, save_checkpoint
 from pufferbox.train.collector import Collected, NonFiniteInput
-from pufferbox.train.config import ConfigError, PolicyConfig, RunConfig, TrainConfig
-from pufferbox.train.distributed import JOIN_S
+from pufferbox.train.config import RunConfig, TrainConfig
+from pufferbox.train.distributed import JOIN_S, Solo, Team
 from pufferbox.train.groups import GroupLearner
+from pufferbox.train.learner import Learner
+from pufferbox.train.nonfinite import NonFiniteError, check_updates, check_weights, input_error
 from pufferbox.train.overlap import vtrace_targets
 
-__all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError", "UpdateAbandoned"]
-
-
-class NonFiniteError(ConfigError):
-    """Training produced NaN/inf (rewards, losses or weights); the message says where and what to try.
-    ``learned_nothing``: no update of the run ever changed the model (a failed start: the runner removes
-    the new run directory)."""
-
-    def __init__(self, message: str, learned_nothing: bool = False):
-        super().__init__(message)
-        self.learned_nothing = learned_nothing
+__all__ = ["Trainer", "TrainResult", "Scoreboard", "NonFiniteError", "UpdateAbandoned"]  # NonFiniteError: train.nonfinite
 
 
 class UpdateAbandoned(BaseException):
@@ -173,12 +164,23 @@ class Scoreboard:
         self.solved_at_time = None if solved < 0 else float(state["solved_at_time"])
 
 
+def learn(learner: Learner | GroupLearner, agent: Any, rollout: Collected, progress: float, tc: TrainConfig) -> dict:
+    """One PPO update on ``rollout``; a batch an older policy acted (``train.overlap`` with V-trace) gets
+    V-trace targets first. A :class:`GroupLearner` updates each agent group on its own rows."""
+    lagged = tc.overlap and tc.lag_correction == "vtrace"
+    retarget = (lambda agent, b: vtrace_targets(agent, b, tc.gamma, tc.gae_lambda)) if lagged else None
+    if isinstance(learner, GroupLearner):
+        return learner.update(rollout.batch, progress=progress, rows=rollout.rows, targets=retarget)
+    return learner.update(rollout.batch if retarget is None else retarget(agent, rollout.batch), progress=progress)
+
+
 class Trainer:
     """PPO on one env. ``train()``/``train_steps(n)`` train; ``save_checkpoint``/``load_checkpoint`` persist.
 
     ``config`` is a :class:`~pufferbox.train.config.RunConfig` (or its dict of sections); ``callbacks``
-    receive each update's metrics dict (the dashboard and metric writers); ``ray_address``: the Ray
-    cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray).
+    receive each update's metrics dict (the dashboard and metric writers); ``team``: this process's
+    place among data-parallel learners (:mod:`~pufferbox.train.distributed`; alone by default);
+    ``ray_address``: the Ray cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray).
     """
 
     def __init__(
@@ -187,25 +189,25 @@ class Trainer:
         config: RunConfig | Mapping[str, Any],
         run_dir: str | os.PathLike | None = None,
         callbacks: list[Callable[[dict], None]] | None = None,
-        team: Any = None,
+        team: Team | Solo | None = None,
         ray_address: str | None = None,
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
-        self.config = RunConfig.of(config)  # what checkpoints record; set_hyperparameters replaces its train
+        self.config = RunConfig.of(config)  # what checkpoints record; pod.set_hyperparameters replaces its train
         self.run_dir = None if run_dir is None else os.fspath(run_dir)
         self.run_dir_existed = self.run_dir is not None and os.path.isdir(self.run_dir)  # then never re-created
         self.callbacks = list(callbacks or [])
-        self.team = team  # data-parallel learners (train/distributed.py): this process's rank among them
+        self.team: Team | Solo = Solo() if team is None else team
         self.update = 0
-        parts = assemble(self.spec, self.config, self.run_dir, self.policy_version, self.prefetch_horizon, team, ray_address)
-        self.parts = parts
+        self.parts = parts = assemble(
+            self.spec, self.config, self.run_dir, lambda: self.update, self.budget_horizon, self.team, ray_address
+        )
         self.venv, self.device, self.layout = parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
         self.collector, self.normalizer = parts.collector, parts.normalizer
         self.obs_spec, self.act_spec = self.venv.obs_spec, self.venv.act_spec
-        self.learners = 1 if team is None else team.size
         # agent rows stepped together, all learners' (what the step budget is counted in)
-        self.agents_per_env, self.num_rows = self.venv.agents_per_env, self.venv.num_agents * self.learners
+        self.agents_per_env, self.num_rows = self.venv.agents_per_env, self.venv.num_agents * self.team.size
         self.num_steps = self.tc.num_steps
         self.scores = Scoreboard(self.tc.solve_window, self.spec.training.solved_return)
         self.global_step = self.update = 0
@@ -213,50 +215,30 @@ class Trainer:
         self.learn_time, self.elapsed_before, self.start_time = 0.0, 0.0, time.perf_counter()
         self.last_checkpoint: str | None = None
         self.stop_requested = False
-        self.stop_agreed = False  # data-parallel: a stop any learner got, as the learners agreed after a rollout
+        self.stop_agreed = False  # a stop any learner got, as the learners agreed after a rollout
         self.collecting = False  # a rollout is in progress: the weights are still the last update's
         self.abandoned = False  # an update was dropped mid-rollout (UpdateAbandoned): close ends workers first
-        self.boundary: dict[str, Any] = {}  # what a rollout changes besides the envs, as the last update left it
+        self.rollback: snapshot.Rollback | None = None  # the start of the update in progress
         self.history: list[dict] = []
-        if team is not None:
-            team.broadcast_parameters(self.agent)
-            self.seed_sampling()
+        self.team.broadcast_parameters(self.agent)
+        self.seed_sampling()
         self.collector.reset(self.env_seed())
-
-    def policy_version(self) -> int:
-        """The learner's updates so far (numbers an overlapped rollout's policy)."""
-        return self.update
 
     @property
     def tc(self) -> TrainConfig:
         """The hyperparameters (the learner's ``hp`` is this same object)."""
         return self.config.train
 
-    @property
-    def pc(self) -> PolicyConfig:
-        return self.config.policy
-
-    def prefetch_horizon(self, pending: int) -> int | None:
-        """Horizon of the rollout to collect next while ``pending`` steps are being learned on (0: the budget is spent)."""
-        remaining = self.tc.total_steps - self.global_step - pending
-        if remaining <= 0:
-            return 0
-        return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
-
-    @property
-    def phase_time(self) -> dict[str, float]:
-        return {**self.collector.phase_time, "learn": self.learn_time}
-
     def env_seed(self) -> int:
-        """The envs' seed at a (re)start: from the run seed and the update count, so resumes of one checkpoint agree."""
-        envs = self.venv.num_envs  # a learner's envs are those of one run with all of them, after the lower ranks'
-        rank = 0 if self.team is None else self.team.rank
-        return int(self.tc.seed) * 1_000_003 + self.update * envs * self.learners + rank * envs
+        """The envs' seed at a (re)start: from the run seed and the update count, so resumes of one checkpoint
+        agree; a learner's envs are those of one run with all of them, after the lower ranks'."""
+        envs = self.venv.num_envs
+        return int(self.tc.seed) * 1_000_003 + self.update * envs * self.team.size + self.team.rank * envs
 
     def seed_sampling(self) -> None:
         """Learners other than rank 0 sample their actions from a torch seed of their own (rank 0 keeps
         the run's, which checkpoints hold)."""
-        if self.team is not None and self.team.rank:
+        if self.team.rank:
             torch.manual_seed((int(self.tc.seed) * 1_000_003 + self.update) * 1_009 + self.team.rank)
 
     def wall_time(self) -> float:
@@ -266,41 +248,25 @@ class Trainer:
     def train_update(self, horizon: int | None = None) -> dict:
         """One rollout (``horizon`` steps per row, default ``num_steps``) + one PPO update; returns the
         update's metrics (also sent to callbacks)."""
-        self.boundary = {"torch_rng": torch.get_rng_state()}
-        if self.normalizer is not None:
-            self.boundary["normalizer"] = self.normalizer.state_dict()  # a copy
-        if self.team is not None and self.team.rank == 0:  # a lost learner drops the update: rank 0 saves this
-            self.boundary["learner"] = copy.deepcopy(self.learner.state_dict())
+        self.rollback = snapshot.Rollback.of(self)
         self.collecting = True
         try:
             rollout = self.collector.collect(horizon)
         except NonFiniteInput as exc:
-            raise self.nonfinite_input(exc) from None
+            raise input_error(self, exc) from None
         finally:
             self.collecting = False
-        if self.team is not None:  # every learner's steps and episodes; a stop any of them got
-            steps, episodes, self.stop_agreed = self.team.share_rollout(
-                rollout.steps, rollout.episodes, self.stop_requested, self.venv.num_envs
-            )
-            rollout = dataclasses.replace(rollout, steps=steps, episodes=episodes)
-            if self.normalizer is not None:  # all learners' samples: the same statistics everywhere
-                self.team.pool_statistics(self.normalizer, self.boundary["normalizer"])
+        # every learner's steps and episodes, and a stop any of them got
+        steps, episodes, self.stop_agreed = self.team.share_rollout(
+            rollout.steps, rollout.episodes, self.stop_requested, self.venv.num_envs
+        )
+        rollout = dataclasses.replace(rollout, steps=steps, episodes=episodes)
+        if self.normalizer is not None:  # all learners' samples: the same statistics everywhere
+            self.team.pool_statistics(self.normalizer, self.rollback.normalizer or {})
         t0 = time.perf_counter()
-        batch, progress, tc = rollout.batch, self.update / self.total_updates, self.tc
-        lagged = tc.overlap and tc.lag_correction == "vtrace"  # the batch was acted by an older policy
-        retarget = (lambda agent, b: vtrace_targets(agent, b, tc.gamma, tc.gae_lambda)) if lagged else None
-        if isinstance(self.learner, GroupLearner):  # one learner per agent group, each on its own rows
-            losses = self.learner.update(batch, progress=progress, rows=rollout.rows, targets=retarget)
-        else:
-            losses = self.learner.update(batch if retarget is None else retarget(self.agent, batch), progress=progress)
+        losses = learn(self.learner, self.agent, rollout, self.update / self.total_updates, self.tc)
         self.learn_time += time.perf_counter() - t0
-        if self.learner.nonfinite >= self.tc.max_nonfinite_updates:
-            raise NonFiniteError(
-                f"{self.spec.name}: {self.learner.nonfinite} updates in a row had a reward, value or "
-                f"loss that is not finite (NaN/inf); the model was left unchanged by them: check "
-                "the env's rewards, or lower train.learning_rate (or ent_coef, vf_coef)",
-                learned_nothing=self.learned_nothing,
-            )
+        check_updates(self)
         self.update += 1
         self.global_step += rollout.steps
         if self.league is not None:
@@ -309,26 +275,6 @@ class Trainer:
         if self.tc.checkpoint_interval and self.update % self.tc.checkpoint_interval == 0 and self.run_dir is not None:
             self.save_checkpoint()  # the envs keep running: a checkpoint never cuts an episode
         return metrics
-
-    def nonfinite_input(self, exc: NonFiniteInput) -> NonFiniteError:
-        """What a NaN/inf observation or logit means for this run, naming the env and the step."""
-        weights_finite = all(bool(torch.isfinite(p).all()) for p in self.agent.parameters())
-        advice = (
-            "the env returned it: fix the env (run with --check-obs to name the field)"
-            if "observation with" in str(exc)
-            else "check the observations' scale or lower train.learning_rate"
-            if weights_finite
-            else "the policy's weights are not finite: lower train.learning_rate"
-        )
-        return NonFiniteError(
-            f"{self.spec.name}: {exc} during update {self.update + 1} (after step {self.global_step:,}); {advice}",
-            learned_nothing=self.learned_nothing,
-        )
-
-    @property
-    def learned_nothing(self) -> bool:
-        """Every update so far was skipped as non-finite (also true before the first update)."""
-        return self.learner.nonfinite >= self.update
 
     def record(self, rollout: Collected, losses: dict) -> dict:
         wall = self.wall_time()
@@ -340,12 +286,17 @@ class Trainer:
             **self.scores.add(rollout.episodes, self.global_step, wall),
             **rollout.metrics,
             **losses,
-            **{f"time_{k}": round(v, 4) for k, v in self.phase_time.items()},
+            **{f"time_{k}": round(v, 4) for k, v in {**self.collector.phase_time, "learn": self.learn_time}.items()},
         }
         self.history.append(metrics)
         for callback in self.callbacks:
             callback(metrics)
         return metrics
+
+    @property
+    def stopping(self) -> bool:
+        """A stop signal ends the run after this update (several learners: once they agreed on it)."""
+        return self.stop_agreed or (self.stop_requested and self.team.size == 1)
 
     def should_stop(self) -> bool:
         if self.stopping or self.global_step >= self.tc.total_steps:
@@ -359,15 +310,11 @@ class Trainer:
             out.append(self.train_update())
         return out
 
-    @property
-    def stopping(self) -> bool:
-        """A stop signal ends the run after this update (data-parallel: once the learners agreed on it)."""
-        return self.stop_requested if self.team is None else self.stop_agreed
-
-    def budget_horizon(self) -> int | None:
-        """Steps per row of the next rollout so that training ends at ``total_steps`` (None: a whole rollout)."""
-        remaining = self.tc.total_steps - self.global_step
-        return None if remaining >= self.num_rows * self.num_steps else math.ceil(remaining / self.num_rows)
+    def budget_horizon(self, pending: int = 0) -> int | None:
+        """Steps per row of the next rollout so that training ends at ``total_steps`` (None: a whole rollout;
+        0: the budget is spent), while ``pending`` steps are being learned on (an overlapped rollout's)."""
+        remaining = self.tc.total_steps - self.global_step - pending
+        return None if remaining >= self.num_rows * self.num_steps else max(0, math.ceil(remaining / self.num_rows))
 
     def planned_steps(self) -> int:
         """The step count :meth:`train` ends at (without a stop or solve first) on a synchronous backend."""
@@ -385,47 +332,7 @@ class Trainer:
     def result(self) -> TrainResult:
         return TrainResult.of(self)
 
-    # -- tournaments: new settings and weights between slices, envs kept running ---------------
-    def set_hyperparameters(self, train: TrainConfig | Mapping[str, Any]) -> None:
-        """Apply ``[train]`` values to the next updates (``num_steps`` sizes the rollout: it needs a new Trainer)."""
-        if isinstance(train, TrainConfig):
-            train = dataclasses.asdict(train)
-        if int(train.get("num_steps", self.num_steps)) != self.num_steps:
-            raise ConfigError(
-                f"train.num_steps: this trainer collects {self.num_steps}-step segments; "
-                "build a new Trainer for another rollout length"
-            )
-        if bool(train.get("overlap", self.tc.overlap)) != self.tc.overlap:
-            raise ConfigError(
-                "train.overlap: this trainer's collector is built for "
-                f"overlap={str(self.tc.overlap).lower()}; build a new Trainer to change it"
-            )
-        self.config = self.config.updated({"train": train}, "set_hyperparameters")
-        self.learner.hp = self.config.train
-
-    def load_weights(self, state: Mapping[str, Any] | None, seed: int = 0) -> None:
-        """A checkpoint's model and optimizer moments, or (``state`` None) fresh ones drawn from ``seed``."""
-        if state is not None:
-            return self.learner.load_weights(state)
-        self.agent.load_state_dict(fresh_policy(self.spec, self.parts, seed).state_dict())
-        self.learner.reset_optimizer()
-
-    def use_opponent_pool(self, root: str | os.PathLike) -> None:
-        """Fill the frozen agent groups (``[league] frozen``) from the snapshots under ``root`` instead of
-        ``RUN_DIR/pool`` (tournaments: the leaderboard's policies), drawing one for each now."""
-        if self.league is None or not self.league.learner.frozen:
-            raise ConfigError("an opponent pool fills frozen agent groups: set [league] frozen for a grouped env")
-        self.league.use_pool(root)
-
-    def restart_rollout(self) -> int:
-        """Drop the rollout and recurrent state, keep the envs running; returns the env steps that the
-        actions still pending will take without being recorded."""
-        return self.collector.restart()
-
     # -- checkpoints ---------------------------------------------------------------------------
-    def checkpoint_state(self) -> dict:
-        return snapshot.take(self)
-
     def save_checkpoint(self, directory: str | os.PathLike | None = None) -> str:
         """Write a checkpoint into ``directory`` (default ``RUN_DIR/checkpoints``); keeps the last K."""
         parents = directory is not None or not self.run_dir_existed  # a deleted RUN_DIR stays deleted
@@ -433,14 +340,8 @@ class Trainer:
             if self.run_dir is None:
                 raise ValueError("save_checkpoint needs a directory when the trainer has no run_dir")
             directory = os.path.join(self.run_dir, "checkpoints")
-        if not all(bool(torch.isfinite(p).all()) for p in self.agent.parameters()):
-            raise NonFiniteError(
-                f"{self.spec.name}: no checkpoint written at update {self.update}: the model's "
-                "weights are not finite (NaN/inf); earlier checkpoints are kept"
-            )
-        path = save_checkpoint(
-            self.checkpoint_state(), directory, self.update, keep=self.tc.keep_checkpoints, parents=parents
-        )
+        check_weights(self)
+        path = save_checkpoint(snapshot.take(self), directory, self.update, keep=self.tc.keep_checkpoints, parents=parents)
         self.last_checkpoint = str(path)
         return self.last_checkpoint
 
@@ -452,16 +353,12 @@ class Trainer:
         self.collector.reset(self.env_seed())
 
     def abandon_update(self) -> None:
-        """Drop the update whose rollout :class:`UpdateAbandoned` interrupted: put back the RNG state and
-        normalizer statistics of the last completed update (the weights, optimizer and counters are
-        still its own: they change only after a rollout), so a checkpoint saved now is that update's."""
+        """Drop the update whose rollout :class:`UpdateAbandoned` interrupted: put back what its start
+        recorded (:class:`~pufferbox.train.snapshot.Rollback`), so a checkpoint saved now is the last
+        completed update's."""
         self.abandoned = True
-        if "learner" in self.boundary:  # data-parallel: the update's first minibatch steps may be taken
-            self.learner.load_weights(self.boundary["learner"])
-        if "torch_rng" in self.boundary:
-            torch.set_rng_state(self.boundary["torch_rng"])
-        if self.normalizer is not None and "normalizer" in self.boundary:
-            self.normalizer.load_state_dict(self.boundary["normalizer"])
+        if self.rollback is not None:
+            self.rollback.restore(self)
 
     def close(self) -> None:
         """Stop collecting (the overlap thread ends with its rollout), then close the envs. After a stop
@@ -473,5 +370,5 @@ class Trainer:
             self.collector.close()  # every Collector has close(): the overlap thread ends with its rollout
         finally:
             self.venv.close()
-            if self.team is not None:  # after a run that ended, the other learners end with it: wait for them
-                self.team.close(wait=JOIN_S if self.should_stop() and not self.abandoned else 0.0)
+            # after a run that ended, the other learners end with it: wait for them
+            self.team.close(wait=JOIN_S if self.should_stop() and not self.abandoned else 0.0)
