@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from string import Template
 
+from pufferbox.errors import PufferboxError
+
 __all__ = ["ScaffoldError", "check_name", "plugin_files", "write_plugin"]
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -33,7 +35,7 @@ C_KEYWORDS = (
 RESERVED = {*keyword.kwlist, *C_KEYWORDS.split(), "ocean", "rng"}
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(PufferboxError, ValueError):
     """A name or folder ``new-env`` cannot use (one line: the problem and the fix)."""
 
 
