@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -97,6 +98,22 @@ def test_the_binding_casts_no_function_pointer_and_compiles_without_warnings(tmp
     flags = [*compile_flags(LIBRARY.headers), "-Wcast-function-type", "-Wpedantic", "-Werror"]
     done = subprocess.run([find_cc(), *flags, str(source), "-o", str(tmp_path / "all.so")], capture_output=True, text=True)
     assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+def test_a_c_game_spec_pickles_for_workers_started_with_spawn():
+    import numpy as np
+
+    from pufferbox.registry import get_registry
+
+    spec = get_registry().get("ocean/pong")
+    again = pickle.loads(pickle.dumps(spec))
+    blocks = [spec.build.native(2), again.build.native(2)]
+    for block in blocks:
+        block.vec_reset(seed=5)
+        block.vec_step(np.array([1, 2]))
+    np.testing.assert_array_equal(blocks[0].buffers.observations, blocks[1].buffers.observations)
+    assert again.build.cuda.reference_class()(num_envs=2).num_envs == 2
+    assert again.unavailable_reason is None
 
 
 def scaffolded(tmp_path: Path, monkeypatch, name: str, c: bool):

@@ -33,6 +33,10 @@ class CGameCuda(CudaImplementation):
     type_name: str = ""
     header: str = ""
 
+    def __reduce__(self) -> tuple:  # its reference class is made per game: pickle how to make it again
+        ref = self.reference
+        return game_cuda, (ref.extension, self.header, self.game, ref.single, self.type_name)
+
     def source_text(self) -> str:
         return (
             '#include "pufferbox_common.cuh"\n'

@@ -25,7 +25,7 @@ from pufferbox.native.cuda import CGameCuda, game_cuda
 from pufferbox.native.reference import CGame
 from pufferbox.registry import EnvBuild, EnvMeta, EnvSpec, TrainDefaults
 
-__all__ = ["CGameLibrary", "CGameSpec"]
+__all__ = ["CGameLibrary", "CGameSpec", "NativeFactory"]
 
 
 class CGameLibrary:
@@ -89,14 +89,9 @@ class CGameLibrary:
     def block(self, game: str, reference: type, num_envs: int, **kwargs: Any) -> GameBlock:
         return GameBlock(self.extension(), game, reference, num_envs, **kwargs)
 
-    def native_factory(self, game: str, reference: type) -> Callable[..., GameBlock]:
+    def native_factory(self, game: str, reference: type) -> NativeFactory:
         """The ``EnvBuild(native=...)`` entry of ``game``: ``factory(num_envs, **reference_kwargs)``."""
-
-        def make(num_envs: int, **kwargs: Any) -> GameBlock:
-            return self.block(game, reference, num_envs, **kwargs)
-
-        make.__name__ = f"make_{game}_native"
-        return make
+        return NativeFactory(self, game, reference)
 
     def cuda(self, game: CGame) -> CGameCuda:
         return game_cuda(self.extension, str(self.header(game.name)), game.name, game.reference, game.cuda_type)
@@ -140,6 +135,18 @@ class CGameLibrary:
                 raise ValueError(f"CGame {name!r} has no header; fix: add {self.folder / name}.h")
         for name in self.names:
             register(self.spec(records[name], prefix + name))
+
+
+class NativeFactory:
+    """``factory(num_envs, **kwargs)``: a block of one game of a library; picklable (a worker started with
+    ``spawn`` rebuilds it and compiles or loads the library there)."""
+
+    def __init__(self, library: CGameLibrary, game: str, reference: type):
+        self.library, self.game, self.reference = library, game, reference
+        self.__name__ = f"make_{game}_native"
+
+    def __call__(self, num_envs: int, **kwargs: Any) -> GameBlock:
+        return self.library.block(self.game, self.reference, num_envs, **kwargs)
 
 
 class CGameSpec(EnvSpec):
