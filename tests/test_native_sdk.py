@@ -71,6 +71,11 @@ def test_a_header_that_does_not_compile_is_one_line_naming_it_and_the_first_erro
     assert LIBRARY.error() is None
 
 
+def test_a_call_to_an_undefined_function_is_a_compile_error_naming_the_header_not_a_failed_load(tmp_path):
+    error = tiny_library(tmp_path, body="undefined_helper(env);").error()
+    assert error is not None and re.search(r"/c/tiny\.h:\d+:\d+: implicit declaration of function .undefined_helper", error)
+
+
 def test_a_table_row_named_unlike_its_file_is_refused_naming_the_file(tmp_path):
     error = tiny_library(tmp_path, row="other").error()
     assert error is not None and "tiny.h: its table row is not named 'tiny'" in error

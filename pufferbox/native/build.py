@@ -39,6 +39,9 @@ __all__ = ["SDK_DIR", "CFLAGS", "NativeBuildError", "generated_source", "find_cc
 
 SDK_DIR = Path(__file__).parent / "c"  # ocean.h (the game API), binding.c, ocean_kernels.cuh
 CFLAGS = ("-O3", "-ffp-contract=off", "-fno-fast-math", "-std=gnu11", "-fPIC", "-shared", "-Wall", "-Wextra")
+# a call to an undeclared function is an error here, naming the header, not an undefined symbol at load
+STRICT = ("-Werror=implicit-function-declaration",)
+COMPILE_SECONDS = 600
 FIRST_ERROR = re.compile(r"^(?P<where>[^\s:][^:]*:\d+(?::\d+)?): (?:fatal )?error: (?P<what>.*)$", re.MULTILINE)
 
 
@@ -89,7 +92,7 @@ def sibling_headers(headers: list[Path]) -> list[Path]:
 def compile_flags(headers: list[Path]) -> list[str]:
     includes = {str(SDK_DIR), sysconfig.get_paths()["include"], *(str(h.parent) for h in headers)}
     extra = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
-    return [*CFLAGS, *extra, *(f"-I{d}" for d in sorted(includes))]
+    return [*CFLAGS, *STRICT, *extra, *(f"-I{d}" for d in sorted(includes))]
 
 
 def first_error(stderr: str) -> str:
@@ -132,10 +135,17 @@ def compile_to(cc: str, flags: list[str], source: str, target: Path, module: str
         src, out = Path(tmp) / f"{module}.c", Path(tmp) / target.name
         src.write_text(source)
         env = {**os.environ, "LC_ALL": "C"}  # plain quotes in the diagnostics, whatever the user's locale
-        done = subprocess.run([cc, *flags, str(src), "-o", str(out)], capture_output=True, text=True, env=env)
+        try:
+            command = [cc, *flags, str(src), "-o", str(out)]
+            done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=COMPILE_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise NativeBuildError(
+                f"{module}: {cc} did not finish within {COMPILE_SECONDS} s; fix: simplify the headers"
+            ) from None
         if done.returncode != 0:
             error = first_error(done.stderr).replace(str(src), f"the table generated for {module}")
-            raise NativeBuildError(f"C game does not compile: {error}")
+            fix = "; fix: install Python's headers (python3-dev)" if "Python.h" in error else ""
+            raise NativeBuildError(f"C game does not compile: {error}{fix}")
         os.replace(out, target)
 
 
@@ -146,6 +156,9 @@ def load(module: str, headers: list[Path]) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module, path, loader=loader)
     if spec is None:
         raise NativeBuildError(f"{module}: cannot load {path}; fix: delete it and retry")
-    extension = importlib.util.module_from_spec(spec)
-    loader.exec_module(extension)
+    try:
+        extension = importlib.util.module_from_spec(spec)
+        loader.exec_module(extension)
+    except ImportError as exc:  # a symbol the headers use but nothing defines
+        raise NativeBuildError(f"C game does not load: {exc}; fix: define it in the header (static inline)") from None
     return extension
