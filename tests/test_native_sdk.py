@@ -76,6 +76,14 @@ def test_a_call_to_an_undefined_function_is_a_compile_error_naming_the_header_no
     assert error is not None and re.search(r"/c/tiny\.h:\d+:\d+: implicit declaration of function .undefined_helper", error)
 
 
+def test_a_folder_without_games_or_with_a_badly_named_header_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert "no game headers (*.h); fix:" in (CGameLibrary("none_games", tmp_path / "empty").error() or "")
+    (tmp_path / "empty" / "my-game.h").write_text("")
+    error = CGameLibrary("bad_games", tmp_path / "empty").error() or ""
+    assert "my-game.h: is not named as a C identifier" in error and "\n" not in error
+
+
 def test_a_table_row_named_unlike_its_file_is_refused_naming_the_file(tmp_path):
     error = tiny_library(tmp_path, row="other").error()
     assert error is not None and "tiny.h: its table row is not named 'tiny'" in error

@@ -57,12 +57,21 @@ class CGameLibrary:
         """The compiled module (built on first use; :class:`NativeBuildError` with one line if it fails)."""
         if self.loaded is None and self.failure is None:
             try:
+                self.check_headers()
                 self.loaded = self.checked(load(self.module, self.headers))
             except NativeBuildError as exc:
                 self.failure = str(exc)
         if self.failure is not None:
             raise NativeBuildError(self.failure)
         return self.loaded
+
+    def check_headers(self) -> None:
+        if not self.headers:
+            raise NativeBuildError(f"{self.folder}: no game headers (*.h); fix: add c/NAME.h (pufferbox new-env NAME --c)")
+        bad = next((h for h in self.headers if not h.stem.isidentifier() or not h.is_file()), None)
+        if bad is not None:
+            why = "is missing" if not bad.is_file() else "is not named as a C identifier (NAME_GAME must be valid C)"
+            raise NativeBuildError(f"{bad}: {why}; fix: c/NAME.h with NAME of letters, digits and _")
 
     def checked(self, extension: Any) -> Any:
         table = tuple(extension.games())
