@@ -19,7 +19,7 @@ train: setup
 	$(VENV)/bin/pufferbox train cartpole
 
 test: setup lint
-	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; status=$$?; rm -rf "$$site"; exit $$status
+	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir "$$site"; status=$$?; rm -rf "$$site"; exit $$status
 	$(PY) -m pytest -q --durations=25
 
 # Lint and formatting (ruff), types of the whole package (mypy) and the import layers (import-linter).

@@ -116,6 +116,13 @@ RUN_BY: dict[str, str] = {
     "pufferbox check tag --cuda": "tests/test_cli_envs.py::test_check_cuda_reports_the_consistency_result",
     "pufferbox train tag --backend cuda": "tests/test_train_cuda.py::test_cli_on_a_cpu_machine_names_the_cpu_backends",
     "pufferbox train cuda_cartpole --backend cuda --set vec.device=host --num-envs 16": "tests/test_train_cuda.py::test_trains_end_to_end_on_the_host_simulator",
+    # docs/tutorials/c-game-sdk.md: the scaffolded plugin, installed, checked, trained and tested as the guide shows
+    "pufferbox new-env catch --c": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
+    "pip install -e ./pufferbox-catch": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
+    "pufferbox check catch": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
+    "pufferbox check catch --cuda --host": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
+    "pufferbox train catch": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
+    "pytest pufferbox-catch/tests": "tests/test_native_sdk.py::test_a_scaffolded_c_plugin_installs_checks_trains_and_fails_alone",
     # the container CI runs the tank with podman-compose (what `docker compose` is there), same service and commands
     "docker compose up -d": "ci/container-test.sh: up -d",
     "docker compose exec tank pufferbox train nethack": "ci/container-test.sh: tank pufferbox train nethack",
