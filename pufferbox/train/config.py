@@ -3,12 +3,16 @@
 A run's settings are one :class:`RunConfig` (what every consumer reads): the typed sections
 :class:`TrainConfig`, :class:`VecConfig`, :class:`PolicyConfig`, :class:`LeagueConfig`, plus the env
 binding's free-form keyword arguments (``env``) and the agent groups (``groups``). TOML appears only
-at the edges: plugin defaults, config files and ``--set`` are dicts of sections layered by
-:func:`merge` (:func:`resolve_run_config`); ``config.toml`` and checkpoints store
+at the edges: plugin defaults, config files and ``--set`` are dicts of sections, each one
+:class:`Layer` of a :class:`Layers` stack (built-ins < plugin defaults < the GPU profile < the plan <
+the config file < each ``--set`` < each flag; the profile and the plan come from
+:func:`pufferbox.train.plan.planned_config`), read once when the stack is built and resolved once
+(:func:`resolve_run_config`). The RunConfig remembers which layer set each value
+(:attr:`RunConfig.sources`, ``"section.key" -> source``). ``config.toml`` and checkpoints store
 :meth:`RunConfig.to_dict` and are read back by :meth:`RunConfig.from_dict`. CLI flags are typed
-updates (:meth:`RunConfig.with_flags`). Every key is a field whose default's type is the key's type;
+layers (:func:`flag_layers`). Every key is a field whose default's type is the key's type;
 a value of another type, a non-finite float, or a key nobody declared raises :class:`ConfigError`
-with one line naming the key.
+with one line naming the key and the layer's source.
 
 Example:
     >>> run = resolve_run_config(overrides=["train.learning_rate=3e-4"], flags={"vec.num_envs": 8})
@@ -44,6 +48,10 @@ __all__ = [
     "LeagueConfig",
     "RunConfig",
     "resolve_run_config",
+    "Layer",
+    "Layers",
+    "flag_layers",
+    "flat_settings",
     "typed",
     "updated",
     "resolve_config",
@@ -198,6 +206,9 @@ class RunConfig:
     league: LeagueConfig = field(default_factory=LeagueConfig)
     env: Mapping[str, Any] = field(default_factory=dict)
     groups: Mapping[str, Any] = field(default_factory=dict)
+    # "section.key" -> the layer that set it (:class:`Layers`); a key not here is at its built-in default.
+    # Not a setting: left out of to_dict() (config.toml's [run.sources] records it) and of equality.
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, config: Mapping[str, Any], source: str = "config") -> RunConfig:
@@ -232,7 +243,20 @@ class RunConfig:
         for section, table in merge({}, dict(values), source).items():
             current = getattr(self, section)
             changes[section] = {**current, **table} if section in FREE_SECTIONS else updated(current, table, source)
-        return replace(self, **changes)
+        sources = {**self.sources, **{f"{s}.{k}": source for s, table in values.items() for k in table}}
+        return replace(self, **changes, sources=sources)
+
+    def provenance(self, unnamed: str) -> dict[str, str]:
+        """``"section.key" -> source`` for every key not at its built-in default (config.toml's
+        ``[run.sources]``): :attr:`sources`, and ``unnamed`` for a changed key no layer named (a
+        RunConfig made by hand); a key a layer set to its built-in value keeps its layer.
+
+        >>> RunConfig().with_setting("train.gamma", 0.9, "--set").provenance("?")
+        {'train.gamma': '--set'}
+        """
+        built_in = flat_settings(DEFAULTS)
+        changed = {key: unnamed for key, value in flat_settings(self.to_dict()).items() if built_in.get(key) != value}
+        return changed | dict(self.sources)
 
     def setting(self, name: str, default: Any = None) -> Any:
         """The value of ``"section.key"`` (how flags, sweeps and tournaments name a setting); ``default``
@@ -253,14 +277,12 @@ class RunConfig:
     def with_flags(self, flags: Mapping[str, Any] | None) -> RunConfig:
         """``flags`` (``{"vec.num_envs": 8}``, what first-class CLI options set; None: not given) applied,
         each checked under the flag's name."""
-        run = self
-        for name, value in (flags or {}).items():
-            if value is not None:
-                flag = f"--{name.partition('.')[2].replace('_', '-')}"
-                if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
-                    raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
-                run = run.with_setting(name, value, flag)
-        return run
+        return Layers((Layer.of_run(self, "config"), *flag_layers(flags))).resolve()
+
+
+def flat_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A dict of sections as ``{"section.key": value}``."""
+    return {f"{section}.{key}": value for section, table in config.items() for key, value in dict(table).items()}
 
 
 FREE_SECTIONS = ("env", "groups")  # groups: {name: [slot or agent id]}, checked by train.groups
@@ -378,24 +400,136 @@ def dump_toml(config: dict, path: str | Path) -> None:
     Path(path).write_text(tomli_w.dumps(config))
 
 
+BUILT_IN = "built-in"  # the source of a key no layer set (never recorded in RunConfig.sources)
+PLUGIN_DEFAULTS = "plugin defaults"
+GPU_PROFILE = "GPU profile"
+PLAN = "plan"
+RESUMED = "config.toml of the resumed run"  # a resumed run's recorded values (their first source in parentheses)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a run's settings: ``values`` (a dict of sections, checked when the layer is made)
+    from ``source``, which the one-line errors and :attr:`RunConfig.sources` name; ``by_user``: the
+    user gave it (a config file, ``--set``, a flag), so the plan leaves the keys it sets to the user.
+    ``origins``: the source of each key where it differs from ``source`` (a key absent there is a
+    built-in); None: every key is ``source``'s."""
+
+    source: str
+    values: Mapping[str, Any]
+    by_user: bool = False
+    origins: Mapping[str, str] | None = None
+
+    @classmethod
+    def checked(cls, source: str, values: Mapping[str, Any], by_user: bool = False) -> Layer:
+        """A layer whose ``values`` are checked against :data:`DEFAULTS` now (errors name ``source``)."""
+        return cls(source, merge({}, dict(values), source), by_user)
+
+    @classmethod
+    def of_run(cls, run: RunConfig, source: str) -> Layer:
+        """A whole RunConfig as one layer that keeps its provenance (:attr:`RunConfig.sources`)."""
+        return cls(source, run.to_dict(), origins=dict(run.sources))
+
+    def settings(self) -> list[str]:
+        """``"section.key"`` of every value the layer sets."""
+        return [f"{section}.{key}" for section, table in self.values.items() for key in table]
+
+    def origin(self, key: str) -> str | None:
+        """Where this layer's value of ``key`` came from; None: a built-in."""
+        return self.source if self.origins is None else self.origins.get(key)
+
+
+def flag_layers(flags: Mapping[str, Any] | None) -> list[Layer]:
+    """One user layer per given flag (``{"vec.num_envs": 8}``; None: not given), named as the flag (``--num-envs``)."""
+    layers = []
+    for name, value in (flags or {}).items():
+        if value is None:
+            continue
+        section, _, key = name.partition(".")
+        flag = f"--{key.replace('_', '-')}"
+        if name in FLAG_AT_LEAST_ONE and isinstance(value, int) and value < 1:
+            raise ConfigError(f"{flag} {value}: must be >= 1; fix: leave {flag} out to let the backend choose")
+        layers.append(Layer.checked(flag, {section: {key: value}}, by_user=True))
+    return layers
+
+
+@dataclass(frozen=True)
+class Layers:
+    """A run's settings as a stack of :class:`Layer` s, lowest first: built-ins (implicit) < plugin
+    defaults < the GPU profile (when the plan picks it) < the plan < the config file < each ``--set`` <
+    each flag. Every source is read once, when the stack is built (:meth:`build`); :meth:`resolve`
+    layers it into one :class:`RunConfig` whose ``sources`` name the layer behind each value.
+
+    >>> layers = Layers.build({"vec": {"num_envs": 4}}, overrides=["train.gamma=0.9"])
+    >>> run = layers.resolve()
+    >>> run.vec.num_envs, run.sources["vec.num_envs"], run.sources["train.gamma"]
+    (4, 'plugin defaults', '--set train.gamma=0.9')
+    """
+
+    layers: tuple[Layer, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        plugin_defaults: Mapping[str, Any] | RunConfig | Layer | None = None,
+        config_file: str | Path | None = None,
+        overrides: list[str] | None = None,
+        flags: Mapping[str, Any] | None = None,
+    ) -> Layers:
+        """The stack of ``plugin_defaults`` (a dict of sections, a RunConfig that keeps its sources, or a
+        Layer of its own: a resumed run's config.toml), ``config_file`` (loaded here, once), ``overrides``
+        (``--set`` texts) and ``flags``; each checked."""
+        if isinstance(plugin_defaults, Layer):
+            stack = [plugin_defaults]
+        elif isinstance(plugin_defaults, RunConfig):
+            stack = [Layer.of_run(plugin_defaults, PLUGIN_DEFAULTS)]
+        else:
+            stack = [Layer.checked(PLUGIN_DEFAULTS, plugin_defaults or {})]
+        if config_file is not None:
+            stack.append(Layer.checked(str(config_file), load_toml(config_file), by_user=True))
+        stack += [Layer.checked(f"--set {text}", parse_override(text), by_user=True) for text in overrides or []]
+        return cls(tuple(stack + flag_layers(flags)))
+
+    def user_keys(self) -> set[str]:
+        """``"section.key"`` of every setting the user gave: in the config file, ``--set`` or a flag."""
+        return {key for layer in self.layers if layer.by_user for key in layer.settings()}
+
+    def below_user(self, *layers: Layer) -> Layers:
+        """``layers`` inserted (in order) above the others and beneath the user's (the GPU profile, the plan)."""
+        at = next((i for i, layer in enumerate(self.layers) if layer.by_user), len(self.layers))
+        return Layers(self.layers[:at] + layers + self.layers[at:])
+
+    def above(self, *layers: Layer) -> Layers:
+        """``layers`` on top of the stack."""
+        return Layers(self.layers + layers)
+
+    def resolve(self) -> RunConfig:
+        """The stack layered over the built-ins, as one RunConfig with its ``sources``."""
+        config, sources = copy.deepcopy(DEFAULTS), dict[str, str]()
+        for layer in self.layers:
+            config = merge(config, dict(layer.values), layer.source)
+            for key in layer.settings():
+                origin = layer.origin(key)
+                if origin is None:
+                    sources.pop(key, None)
+                else:
+                    sources[key] = origin
+        return replace(RunConfig.from_dict(config), sources=sources)
+
+
 def resolve_run_config(
     plugin_defaults: Mapping[str, Any] | RunConfig | None = None,
     config_file: str | Path | None = None,
     overrides: list[str] | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """The run's settings: built-ins < ``plugin_defaults`` < ``config_file`` < ``overrides`` < ``flags``.
+    """The run's settings: built-ins < ``plugin_defaults`` < ``config_file`` < ``overrides`` < ``flags``
+    (:meth:`Layers.build`, resolved).
 
     ``plugin_defaults`` is a dict of sections (a plugin's ``TrainDefaults.config``) or a RunConfig;
-    ``overrides`` are ``--set SECTION.KEY=VALUE`` texts; ``flags`` see :meth:`RunConfig.with_flags`.
+    ``overrides`` are ``--set SECTION.KEY=VALUE`` texts; ``flags`` see :func:`flag_layers`.
     """
-    base = plugin_defaults.to_dict() if isinstance(plugin_defaults, RunConfig) else plugin_defaults
-    config = merge(DEFAULTS, dict(base or {}), "plugin defaults")
-    if config_file is not None:
-        config = merge(config, load_toml(config_file), str(config_file))
-    for text in overrides or []:
-        config = merge(config, parse_override(text), f"--set {text}")
-    return RunConfig.from_dict(config).with_flags(flags)
+    return Layers.build(plugin_defaults, config_file, overrides, flags).resolve()
 
 
 def resolve_config(

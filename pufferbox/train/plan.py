@@ -57,13 +57,13 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pufferbox.registry import EnvSpec
-from pufferbox.train.config import ConfigError, RunConfig, load_toml, merge, parse_override, resolve_run_config, updated
+from pufferbox.train.config import GPU_PROFILE, PLAN, ConfigError, Layer, Layers, RunConfig, resolve_run_config, updated
 from pufferbox.train.hardware import auto_threads, available_memory, policy_macs, usable_cores
 
 __all__ = [
@@ -83,6 +83,7 @@ __all__ = [
     "choose_plan",
     "plan_record",
     "planned_config",
+    "plan_layers",
     "profile_plan",
     "trains_on_cuda",
 ]
@@ -347,14 +348,6 @@ def plan_record(plan: Plan | dict | None) -> dict[str, Any]:
     return {"plan": plan if isinstance(plan, dict) else plan.as_record()}
 
 
-def explicit_keys(config_file: str | Path | None, overrides: Iterable[str] | None, flags: Mapping | None) -> set[str]:
-    """``"section.key"`` of every setting the user gave: in the config file, ``--set`` or a flag."""
-    layers = [load_toml(config_file)] if config_file is not None else []
-    layers += [parse_override(text) for text in overrides or []]
-    keys = {f"{s}.{k}" for layer in layers for s, values in layer.items() if isinstance(values, dict) for k in values}
-    return keys | {name for name, value in (flags or {}).items() if value is not None}
-
-
 def trains_on_cuda(device: str, machine: Machine) -> bool:
     """Whether ``train.device`` resolves to a CUDA device on ``machine`` (``auto``: when it has a GPU)."""
     return device.startswith("cuda") or (device == "auto" and machine.gpus > 0)
@@ -383,25 +376,45 @@ def profile_plan(machine: Machine, spec: EnvSpec, base: RunConfig) -> Plan:
 
 
 def choose_plan(
-    machine: Machine, spec: EnvSpec, profile: str = "auto", device: str = "auto", base: RunConfig | None = None
+    machine: Machine,
+    spec: EnvSpec,
+    profile: str = "auto",
+    device: str = "auto",
+    base: RunConfig | None = None,
+    layers: Layers | None = None,
 ) -> tuple[Plan, RunConfig]:
     """The plan for ``spec`` on ``machine`` under ``profile`` (one of :data:`PROFILES`) for a run on
     ``device``, and the run config it sizes: the GPU profile's where it applies, else the defaults' as
-    :func:`make_plan` scales them. ``base`` carries the run's ``train.learners`` (default 1)."""
+    :func:`make_plan` scales them. ``base`` carries the run's ``train.learners`` (default 1);
+    ``layers``: the run's stack without the user's layers (default: the plugin's defaults alone)."""
+    plan, _, defaults = plan_layers(machine, spec, profile, device, base, layers)
+    return plan, defaults
+
+
+def plan_layers(
+    machine: Machine,
+    spec: EnvSpec,
+    profile: str,
+    device: str,
+    base: RunConfig | None,
+    layers: Layers | None,
+) -> tuple[Plan, Layer | None, RunConfig]:
+    """:func:`choose_plan`'s plan, the GPU profile's layer where the plan picked it, and the config it sizes."""
     if profile not in PROFILES:
         raise ConfigError(f"--profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
     learners = {"train": {"learners": base.train.learners if base is not None else 1}}
     wanted = profile if profile != "auto" else "gpu" if trains_on_cuda(device, machine) else "cpu"
     gpu_config = spec.training.gpu_config
+    stack = Layers.build(spec.training.config) if layers is None else layers
     if wanted == "gpu" and gpu_config:
-        layered = merge(merge({}, spec.training.config, "plugin defaults"), gpu_config, "GPU profile")
-        defaults = resolve_run_config(layered).updated(learners)
-        return profile_plan(machine, spec, defaults), defaults
-    defaults = resolve_run_config(spec.training.config).updated(learners)
+        profile_layer = Layer.checked(GPU_PROFILE, gpu_config)
+        defaults = stack.above(profile_layer).resolve().updated(learners)
+        return profile_plan(machine, spec, defaults), profile_layer, defaults
+    defaults = stack.resolve().updated(learners)
     plan = make_plan(machine, spec, defaults)
     if wanted == "gpu":
         plan = replace(plan, notes=plan.notes + (f"{spec.name} has no GPU profile",))
-    return plan, defaults
+    return plan, None, defaults
 
 
 def planned_config(
@@ -414,19 +427,19 @@ def planned_config(
 ) -> tuple[RunConfig, Plan]:
     """The run's config and its :class:`Plan`: built-ins < plugin defaults < the GPU profile (where
     ``profile`` picks it: see :func:`choose_plan`) < the plan < ``config_file`` < ``overrides`` <
-    ``flags``; no plan where the user set a key of :data:`PLANNED_KEYS`. The plan returned shows what
-    the run got: the user's values where they won, named in its notes."""
-    user = resolve_run_config(spec.training.config, config_file, overrides, flags)
+    ``flags``, one :class:`~pufferbox.train.config.Layers` stack (the file read once) resolved once;
+    no plan where the user set a key of :data:`PLANNED_KEYS`. The plan returned shows what the run
+    got: the user's values where they won, named in its notes."""
+    layers = Layers.build(spec.training.config, config_file, overrides, flags)
+    user = layers.resolve()  # the device and learners the plan sizes for (nothing planned yet)
     machine = Machine.here() if machine is None else machine
     if user.train.device == "cpu":  # GPUs the run does not train on feed nothing
         machine = replace(machine, gpus=0, gpu_memory=0)
-    plan, defaults = choose_plan(machine, spec, profile, user.train.device, user)
-    kept = sorted(explicit_keys(config_file, overrides, flags) & set(PLANNED_KEYS))
-    planned = {} if kept else plan.settings()  # the sizes depend on each other: all planned, or none
-    layered = merge(merge({}, spec.training.config, "plugin defaults"), planned, "plan")
-    if plan.profile == "gpu":
-        layered = merge(merge({}, defaults.to_dict(), "GPU profile"), planned, "plan")
-    config = resolve_run_config(layered, config_file, overrides, flags)
+    ours = Layers(tuple(layer for layer in layers.layers if not layer.by_user))
+    plan, profile_layer, _ = plan_layers(machine, spec, profile, user.train.device, user, ours)
+    kept = sorted(layers.user_keys() & set(PLANNED_KEYS))
+    planned = () if kept else (Layer.checked(PLAN, plan.settings()),)  # the sizes depend on each other: all, or none
+    config = layers.below_user(*(() if profile_layer is None else (profile_layer,)), *planned).resolve()
     if not kept:
         return config, plan
     tc, vc = config.train, config.vec

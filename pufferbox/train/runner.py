@@ -34,7 +34,7 @@ from pufferbox.train.checkpoint import (
     no_usable_checkpoint,
     remove_stale_temp_files,
 )
-from pufferbox.train.config import ConfigError, RunConfig, dump_toml, load_toml, resolve_run_config
+from pufferbox.train.config import RESUMED, ConfigError, Layer, Layers, RunConfig, dump_toml, flag_layers, load_toml, merge
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.distributed import LearnerLost, Solo, Team, first_line, free_address, join_as_rank_zero, join_group
 from pufferbox.train.hardware import pick_device
@@ -60,8 +60,9 @@ def default_run_dir(env: str, root: str | Path = "runs") -> Path:
 
 def resolve_resume(
     env: str | None, resume: str | Path, overrides: list[str] | None, flags: Mapping[str, Any] | None
-) -> tuple[str, RunConfig, Path]:
-    """The env, config and checkpoint of ``--resume RUN_DIR`` plus ``overrides``/``flags`` (nothing written)."""
+) -> tuple[str, RunConfig, Path, dict[str, Any]]:
+    """The env, config, checkpoint and ``[run]`` record of ``--resume RUN_DIR`` plus ``overrides``/``flags``
+    (nothing written): one stack, the run's ``config.toml`` (read once) beneath the ``--set`` and flag layers."""
     run_dir = Path(resume)
     if not (run_dir / "config.toml").is_file() or latest_checkpoint(run_dir / "checkpoints") is None:
         raise CheckpointError(f"{run_dir}: not a run directory with config.toml and checkpoints/ckpt-*.pt")
@@ -69,21 +70,28 @@ def resolve_resume(
     if checkpoint is None:
         raise no_usable_checkpoint(run_dir / "checkpoints")
     base = load_toml(run_dir / "config.toml")
-    env_name = base.pop("run", {}).get("env")
+    recorded = base.pop("run", {})
+    env_name = recorded.get("env")
     if env is not None and env_name is not None and env != env_name:
         raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
-    config = resolve_run_config(base)
-    explicit, explicit_opponent = None, None
-    for text in overrides or []:
-        config = resolve_run_config(config, overrides=[text])
-        if text.replace(" ", "").startswith("policy.encoder="):
-            explicit = config.policy.encoder
-        if text.replace(" ", "").startswith("league.scripted_opponent="):
-            explicit_opponent = config.league.scripted_opponent
     source = str(run_dir / "config.toml")
+    resumed = Layer(source, merge({}, base, source), origins=resumed_origins(base, recorded.get("sources")))
+    layers = Layers.build(resumed, overrides=overrides)  # the recorded run, then each --set in order
+    config = layers.resolve()
+    given = Layers(tuple(layer for layer in layers.layers if layer.by_user)).resolve()  # the --set values alone
+    explicit, explicit_opponent = given.policy.encoder, given.league.scripted_opponent  # built-ins where not set
     check_encoder_is_trusted(config.policy.encoder, source, explicit=explicit)
     check_scripted_opponent_is_trusted(config.league.scripted_opponent, source, explicit=explicit_opponent)
-    return env or env_name, config.with_flags(flags), checkpoint
+    return env or env_name, layers.above(*flag_layers(flags)).resolve(), checkpoint, recorded
+
+
+def resumed_origins(recorded: Mapping[str, Any], sources: Mapping[str, str] | None) -> dict[str, str]:
+    """Provenance of a resumed run's recorded values: ``config.toml of the resumed run (plan)`` for each key
+    its ``[run.sources]`` names (an older config.toml without that table: each key not at its built-in)."""
+    if sources is None:
+        sources = dict.fromkeys(RunConfig.from_dict(recorded).provenance(""), "")
+    named = {key: f"{RESUMED} ({origin})" if origin else RESUMED for key, origin in sources.items()}
+    return {key: sources[key] if sources[key].startswith(RESUMED) else origin for key, origin in named.items()}
 
 
 class Writers:
@@ -188,8 +196,7 @@ def resolve_run(
     if resume is not None and profile != "auto":
         raise ConfigError("--profile: a resumed run keeps the settings it recorded; drop --profile")
     if resume is not None:  # a resumed run keeps its recorded settings, and its plan's record
-        env, run, checkpoint = resolve_resume(env, resume, overrides, flags)
-        recorded = load_toml(Path(resume) / "config.toml").get("run", {})
+        env, run, checkpoint, recorded = resolve_resume(env, resume, overrides, flags)
         return env, run, checkpoint, recorded.get("distribution"), recorded.get("plan")
     if env is None:
         raise ConfigError("run(): name an env")
@@ -231,7 +238,8 @@ def run_locked(
                 stale.unlink(missing_ok=True)
             # [run] records what "auto" settings resolved to on this machine
             run_record = {"env": spec.name, "distribution": spec.meta.distribution, **trainer.hardware.as_config()}
-            dump_toml({"run": run_record | plan_record(plan), **run.to_dict()}, run_dir / "config.toml")
+            run_record |= plan_record(plan) | {"sources": run.provenance("run() config")}
+            dump_toml({"run": run_record, **run.to_dict()}, run_dir / "config.toml")
             guard = RunDirGuard(run_dir)
             guard.quiet_writer_threads()
             writers.items.append(guard)  # first: nothing is written into a run dir deleted under the run
