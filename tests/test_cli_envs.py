@@ -74,6 +74,34 @@ def test_info_shows_nested_layout():
     assert "flat_observation" in invoke("info", "cartpole").output
 
 
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_info_names_the_layer_behind_each_setting(monkeypatch, gpus):
+    from pufferbox.train.plan import Machine
+
+    here = Machine(cores=16, memory=60 * 2**30, shm=30 * 2**30, gpus=gpus, gpu_memory=80 * 2**30 * gpus)
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": here))
+    text = invoke("info", "cartpole")
+    assert text.exit_code == 0, text.output
+    assert "    train.gamma = 0.98  (plugin defaults)" in text.output
+    settings = json.loads(invoke("info", "cartpole", "--json").output)["settings"]
+    assert settings["train.gamma"] == {"value": 0.98, "source": "plugin defaults"}
+    assert "train.clip_coef" not in settings  # a built-in
+    if gpus:  # a CUDA device trains: cartpole's GPU profile, which the plan keeps for a native env
+        assert "    train.update_epochs = 4  (GPU profile)" in text.output
+        assert settings["vec.num_envs"] == {"value": 2048, "source": "GPU profile"}
+    else:
+        assert settings["train.update_epochs"]["source"] == "plugin defaults"
+
+
+def test_info_names_the_plan_where_it_scales(monkeypatch):
+    from pufferbox.train.plan import Machine
+
+    here = Machine(cores=16, memory=60 * 2**30, shm=30 * 2**30)  # nethack: spread over 8 worker processes
+    monkeypatch.setattr(Machine, "here", classmethod(lambda cls, shm_dir="/dev/shm": here))
+    settings = json.loads(invoke("info", "nethack", "--json").output)["settings"]
+    assert settings["vec.backend"] == {"value": "multiprocessing", "source": "plan"}
+
+
 def test_unknown_env_is_one_line_exit_2(monkeypatch):
     monkeypatch.setenv("PUFFERBOX_PLUGINS", "classic,ocean")  # other installed plugins would add matches
     for command in ("info", "check"):

@@ -34,7 +34,7 @@ def test_each_layer_names_the_values_it_set(cartpole, config_file):
     sources = run.sources
     assert sources["train.gamma"] == "plugin defaults"  # cartpole's 0.98
     assert sources["train.update_epochs"] == "GPU profile"
-    assert sources["vec.num_envs"] == "plan" and run.vec.num_envs == 2048
+    assert sources["vec.num_envs"] == "GPU profile" and run.vec.num_envs == 2048  # the plan keeps a native env's
     assert sources["train.seed"] == str(config_file) and run.train.seed == 7
     assert sources["train.ent_coef"] == "--set train.ent_coef=0.01"
     assert sources["train.total_steps"] == "--total-steps" and run.train.total_steps == 4096
@@ -43,17 +43,14 @@ def test_each_layer_names_the_values_it_set(cartpole, config_file):
     assert "sources" not in run.to_dict()
 
 
-def test_the_plan_scales_the_defaults_as_one_layer(cartpole):
-    run, plan = planned_config(cartpole, machine=CPU_BOX, profile="cpu")
-    assert {key for key, source in run.sources.items() if source == "plan"} == {
-        "vec.num_envs",
-        "vec.backend",
-        "vec.num_workers",
-        "vec.batch_size",
-        "train.num_steps",
-        "train.num_minibatches",
-    }
-    assert run.sources["train.learning_rate"] == "plugin defaults"
+def test_the_plan_is_one_layer_naming_what_it_changed(cartpole):
+    run, plan = planned_config(cartpole, machine=WORKSTATION, profile="cpu")  # a GPU: 4x a native env's envs
+    assert plan.scaled and run.vec.num_envs == 4 * 64
+    planned = {key for key, source in run.sources.items() if source == "plan"}
+    assert planned == {"vec.num_envs", "train.num_steps", "train.num_minibatches"}  # serial as before: not the plan's
+    assert run.sources["train.learning_rate"] == "plugin defaults" and "vec.backend" not in run.sources
+    same, _ = planned_config(cartpole, machine=CPU_BOX, profile="cpu")  # no GPU: a native env's plan is its defaults
+    assert "plan" not in same.sources.values() and same.sources["vec.num_envs"] == "plugin defaults"
 
 
 def test_a_planned_key_the_user_sets_leaves_no_plan_layer(cartpole):

@@ -188,18 +188,22 @@ def describe(spec: EnvSpec) -> dict:
         ],
         "defaults": spec.training.config,
         "gpu_profile": spec.training.gpu_config,
-        "plan": scaling_plan(spec),
+        **scaling_plan(spec),
         "solved_return": spec.training.solved_return,
         "requires": requires,
     }
 
 
-def scaling_plan(spec: EnvSpec) -> str:
-    """The plan ``pufferbox train`` makes for ``spec`` on this machine (pufferbox/train/plan.py), one line."""
-    from pufferbox.train.plan import Machine, choose_plan, expected_threads
+def scaling_plan(spec: EnvSpec) -> dict[str, Any]:
+    """The plan ``pufferbox train`` makes for ``spec`` on this machine (pufferbox/train/plan.py), one line,
+    and the settings that are not built-ins, each with the layer that set it (plugin defaults, GPU profile, plan)."""
+    from pufferbox.train.config import flat_settings
+    from pufferbox.train.plan import Machine, expected_threads, planned_config
 
-    plan, base = choose_plan(Machine.here(), spec)  # the GPU profile where a GPU trains
-    return plan.describe(expected_threads(plan, spec, base))
+    run, plan = planned_config(spec, machine=Machine.here())  # the GPU profile where a GPU trains
+    values = flat_settings(run.to_dict())
+    settings = {key: {"value": values[key], "source": source} for key, source in sorted(run.sources.items())}
+    return {"plan": plan.describe(expected_threads(plan, spec, run)), "settings": settings}
 
 
 @cli.command()
@@ -231,3 +235,7 @@ def info(env: str, as_json: bool) -> None:
     if data["gpu_profile"]:
         console.print(f"  GPU profile (--profile gpu; on a CUDA device): {data['gpu_profile']}")
     console.print(f"  {data['plan']}", highlight=False, soft_wrap=True)
+    if data["settings"]:
+        click.echo("  settings here (built-ins aside), each with the layer that set it:")
+        for key, setting in data["settings"].items():
+            click.echo(f"    {key} = {setting['value']!r}  ({setting['source']})")

@@ -417,6 +417,16 @@ def plan_layers(
     return plan, None, defaults
 
 
+def changes(settings: Mapping[str, Mapping[str, Any]], beneath: RunConfig) -> dict[str, dict[str, Any]]:
+    """The ``settings`` (config sections) whose values differ from ``beneath``'s: what a layer changes."""
+    out: dict[str, dict[str, Any]] = {}
+    for section, table in settings.items():
+        for key, value in table.items():
+            if getattr(getattr(beneath, section), key) != value:
+                out.setdefault(section, {})[key] = value
+    return out
+
+
 def planned_config(
     spec: EnvSpec,
     config_file: str | Path | None = None,
@@ -436,9 +446,9 @@ def planned_config(
     if user.train.device == "cpu":  # GPUs the run does not train on feed nothing
         machine = replace(machine, gpus=0, gpu_memory=0)
     ours = Layers(tuple(layer for layer in layers.layers if not layer.by_user))
-    plan, profile_layer, _ = plan_layers(machine, spec, profile, user.train.device, user, ours)
+    plan, profile_layer, beneath = plan_layers(machine, spec, profile, user.train.device, user, ours)
     kept = sorted(layers.user_keys() & set(PLANNED_KEYS))
-    planned = () if kept else (Layer.checked(PLAN, plan.settings()),)  # the sizes depend on each other: all, or none
+    planned = () if kept else (Layer.checked(PLAN, changes(plan.settings(), beneath)),)  # all planned, or none
     config = layers.below_user(*(() if profile_layer is None else (profile_layer,)), *planned).resolve()
     if not kept:
         return config, plan
