@@ -105,7 +105,7 @@ def test_typed_sections_are_the_dataclasses_with_every_default_and_the_same_chec
 
 
 def test_trainer_set_hyperparameters_checks_values(tmp_path):
-    from pufferbox.tournament.pod import set_hyperparameters
+    from pufferbox.train.retune import set_hyperparameters
     from pufferbox.train.trainer import Trainer
 
     trainer = Trainer("cartpole", resolve_config(overrides=["vec.num_envs=2", "train.num_steps=8"]))

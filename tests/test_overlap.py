@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from pufferbox.registry import get_registry
-from pufferbox.tournament.pod import set_hyperparameters
+from pufferbox.train.retune import restart_rollout, set_hyperparameters
 from pufferbox.train.checkpoint import latest_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.learner import gae
@@ -329,7 +329,7 @@ def test_restart_counts_the_dropped_rollout_as_unrecorded_steps():
     try:
         trainer.train_steps(2 * 64)
         assert trainer.collector.thread is not None
-        assert trainer.collector.restart() == 64 + 4  # one rollout of 4 rows x 16 steps, then 4 pending actions
+        assert restart_rollout(trainer) == 64 + 4  # one rollout of 4 rows x 16 steps, then 4 pending actions
         assert trainer.collector.thread is None
         assert trainer.train_update()["policy_lag"] == 0.0  # a fresh double buffer, acted by the new weights
     finally:

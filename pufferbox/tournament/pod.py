@@ -14,7 +14,6 @@ report how much pod time went to anything but training.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import time
@@ -22,55 +21,15 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from pufferbox.tournament.generator import PodTask
-from pufferbox.train.config import ConfigError, RunConfig, TrainConfig
-
-if TYPE_CHECKING:
-    from pufferbox.train.trainer import Trainer
+from pufferbox.train import retune
+from pufferbox.train.config import RunConfig
 
 KEEP_TRAINERS = 3  # trainers (envs + rollout buffers) kept per pod, one per rollout length in use
-
-
-# -- a trainer reused between slices: new settings and weights, the envs kept running ------------------
-def set_hyperparameters(trainer: Trainer, train: TrainConfig | Mapping[str, Any]) -> None:
-    """Apply ``[train]`` values to ``trainer``'s next updates (``num_steps`` sizes the rollout and
-    ``overlap`` the collector: either needs a new Trainer)."""
-    if isinstance(train, TrainConfig):
-        train = dataclasses.asdict(train)
-    if int(train.get("num_steps", trainer.num_steps)) != trainer.num_steps:
-        raise ConfigError(
-            f"train.num_steps: this trainer collects {trainer.num_steps}-step segments; "
-            "build a new Trainer for another rollout length"
-        )
-    if bool(train.get("overlap", trainer.tc.overlap)) != trainer.tc.overlap:
-        raise ConfigError(
-            "train.overlap: this trainer's collector is built for "
-            f"overlap={str(trainer.tc.overlap).lower()}; build a new Trainer to change it"
-        )
-    trainer.config = trainer.config.updated({"train": train}, "set_hyperparameters")
-    trainer.learner.hp = trainer.config.train
-
-
-def load_weights(trainer: Trainer, state: Mapping[str, Any] | None, seed: int = 0) -> None:
-    """A checkpoint's model and optimizer moments, or (``state`` None) fresh ones drawn from ``seed``."""
-    from pufferbox.train.assembly import fresh_policy
-
-    if state is not None:
-        return trainer.learner.load_weights(state)
-    trainer.agent.load_state_dict(fresh_policy(trainer.spec, trainer.parts, seed).state_dict())
-    trainer.learner.reset_optimizer()
-
-
-def use_opponent_pool(trainer: Trainer, root: str | os.PathLike) -> None:
-    """Fill the frozen agent groups (``[league] frozen``) from the snapshots under ``root`` instead of
-    ``RUN_DIR/pool`` (the leaderboard's policies), drawing one for each now."""
-    if trainer.league is None or not trainer.league.learner.frozen:
-        raise ConfigError("an opponent pool fills frozen agent groups: set [league] frozen for a grouped env")
-    trainer.league.use_pool(root)
 
 
 @dataclass
@@ -177,22 +136,22 @@ class Pod:
         steps = task.steps or steps
         config = apply_hyperparams(self.config, task.hyperparams).updated({"train": {"seed": task.seed}}, "the task's seed")
         trainer = self.trainer_for(config)
-        set_hyperparameters(trainer, config.train)
+        retune.set_hyperparameters(trainer, config.train)
         t1 = time.perf_counter()
         if task.parent_checkpoint:
             parent_file = self.dir / "parent.pt"
             parent_file.write_bytes(task.parent_checkpoint)
-            load_weights(trainer, load_checkpoint(parent_file, map_location=trainer.device))
+            retune.load_weights(trainer, load_checkpoint(parent_file, map_location=trainer.device))
         else:  # a new lineage: fresh weights from the task's seed, fresh optimizer moments
-            load_weights(trainer, None, seed=task.seed)
+            retune.load_weights(trainer, None, seed=task.seed)
         pool = self.opponent_pool(task.opponents)  # the entries this pod lacked: the driver sends no others
         if any(pool.glob("*/snap-*.pt")):
-            use_opponent_pool(trainer, pool)
+            retune.use_opponent_pool(trainer, pool)
         # Envs keep running across slices: resetting them would cut every episode at the slice
         # boundary, so short slices would never train on late-episode states. Only the rollout
         # (collected by the previous weights) and recurrent state start afresh; the actions still
         # pending from the last slice move the envs one step that no rollout records.
-        unrecorded = trainer.collector.restart()
+        unrecorded = retune.restart_rollout(trainer)
         t2 = time.perf_counter()
         before = trainer.global_step - unrecorded
         metrics, train_return = self.train_steps(trainer, task.pod, before, steps)
