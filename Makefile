@@ -4,6 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.setup-stamp
+# pytest processes (pytest-xdist): each takes whole test files, so a module's shared fixtures stay shared
+TEST_WORKERS ?= 2
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 
 .PHONY: setup train test test-fast test-container test-tank-cuda lint clean
@@ -20,7 +22,7 @@ train: setup
 
 test: setup lint
 	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir "$$site"; status=$$?; rm -rf "$$site"; exit $$status
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # Lint and formatting (ruff), types of the whole package (mypy) and the import layers (import-linter).
 lint: setup
@@ -30,7 +32,7 @@ lint: setup
 	$(VENV)/bin/lint-imports --no-cache
 
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow and not container"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not container"
 
 # The tank: build the image with podman and train inside it (root; see ci/container-test.sh).
 test-container:

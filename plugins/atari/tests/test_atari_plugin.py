@@ -167,4 +167,4 @@ def test_info_shows_spaces_and_pinned_versions():
 
 @pytest.mark.slow
 def test_smoke_training_runs_on_cpu(tmp_path):
-    smoke_train("breakout", tmp_path / "run", total_steps=2048, num_envs=2)
+    smoke_train("breakout", tmp_path / "run", total_steps=2 * 128, num_envs=2)  # one update at the defaults' 128 steps

@@ -100,4 +100,4 @@ def test_info_shows_the_dict_space_and_pinned_version():
 
 @pytest.mark.slow
 def test_smoke_training_runs_on_cpu(tmp_path):
-    smoke_train("minigrid/doorkey-5x5", tmp_path / "run", total_steps=2048, num_envs=2)
+    smoke_train("minigrid/doorkey-5x5", tmp_path / "run", total_steps=2 * 128, num_envs=2)  # one update

@@ -111,7 +111,7 @@ def test_info_shows_spaces_and_pinned_versions():
 
 @pytest.mark.slow
 def test_smoke_training_runs_on_cpu(tmp_path):
-    smoke_train("nethack", tmp_path / "run", total_steps=2048, num_envs=2)
+    smoke_train("nethack", tmp_path / "run", total_steps=2 * 64, num_envs=2)  # one update
 
 
 def test_nle_writes_the_observation_into_the_backend_row_in_place():

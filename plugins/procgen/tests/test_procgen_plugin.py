@@ -93,4 +93,4 @@ def test_info_shows_spaces_and_pinned_versions():
 
 @pytest.mark.slow
 def test_smoke_training_runs_on_cpu(tmp_path):
-    smoke_train("procgen/bigfish", tmp_path / "run", total_steps=2048, num_envs=4)
+    smoke_train("procgen/bigfish", tmp_path / "run", total_steps=4 * 64, num_envs=4)  # one update
