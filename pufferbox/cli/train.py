@@ -48,8 +48,8 @@ from pufferbox.registry import get_registry
 @click.option("--no-tensorboard", is_flag=True, help="Skip TensorBoard event files.")
 @click.option(
     "--ray-address",
-    help="--backend ray: join this Ray cluster (default: $RAY_ADDRESS, else a local Ray); "
-    "with --learners N: learners 1..N-1 are actors there (train.learners_on=ray).",
+    help="--backend ray: join this Ray cluster (vec.ray_address; default: $RAY_ADDRESS, else a local Ray; "
+    "a resumed run takes this command's); with --learners N: learners 1..N-1 are actors there (train.learners_on=ray).",
 )
 @click.option(
     "--check-obs",
@@ -113,6 +113,7 @@ def train(
         "train.learners": learners,
         "train.learners_on": "ray" if ray_address and backend != "ray" else None,
         "vec.check_obs": check_obs,
+        "vec.ray_address": ray_address or None,
     }
     if resume is None and not run_dir:
         run_dir = default_run_dir(get_registry().get(env).name)  # always a new directory, never refused
@@ -126,7 +127,6 @@ def train(
             resume=resume,
             tensorboard=not no_tensorboard,
             callbacks=tracker_factory(tracking)(str(resume or run_dir)),
-            ray_address=ray_address,
             profile=profile,
         )
     except WorkerError as exc:

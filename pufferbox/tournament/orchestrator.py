@@ -171,7 +171,6 @@ class Tournament:
         config: RunConfig,
         run_dir: Path,
         resume: bool,
-        ray_address: str | None = None,
         on_event: Callable[[dict], None] | None = None,
     ):
         from pufferbox.vector.ray import ensure_ray
@@ -185,7 +184,7 @@ class Tournament:
         self.min_episodes = max(32, config.vec.num_envs)
         self.events: list[dict] = []
         self.start, self.wall_before = time.perf_counter(), self.progress.wall_time
-        self.ray = ensure_ray(ray_address)
+        self.ray = ensure_ray(config.vec.ray_address or None)  # "": $RAY_ADDRESS, else a local Ray
         # Threaded actors: the driver reads a pod's progress (and truncates it) while it trains.
         self.PodActor = self.ray.remote(max_concurrency=2)(Pod)
         self.slots: dict[int, Slot] = {}  # slot index -> its pod actor and the slice it trains
@@ -201,7 +200,9 @@ class Tournament:
         ray_address: str | None = None,
         on_event: Callable[[dict], None] | None = None,
     ) -> Tournament:
-        """A new tournament in ``run_dir``, or (``resume``) the one there, continued with its recorded settings."""
+        """A new tournament in ``run_dir``, or (``resume``) the one there, continued with its recorded settings;
+        ``ray_address`` (``--ray-address``; None: ``$RAY_ADDRESS``, else a local Ray) becomes the pods' config's
+        ``vec.ray_address`` after the board records that config: this command's cluster, never a recorded one."""
         run_dir = Path(run_dir)
         check_run_dir(run_dir, resume)
         if resume:
@@ -211,7 +212,9 @@ class Tournament:
             # Only now, in one transaction: a start that failed above leaves no database to refuse the retry.
             board = Leaderboard(run_dir, capacity=settings.capacity, keep_recent=settings.pods)
             board.start(settings.as_dict(), config.to_dict(), Progress().as_dict())
-        return cls(board, settings, config, run_dir, resume, ray_address, on_event)
+        if ray_address is not None or resume:  # a new tournament's --set vec.ray_address stays where no flag is given
+            config = config.updated({"vec": {"ray_address": ray_address or ""}}, "--ray-address")
+        return cls(board, settings, config, run_dir, resume, on_event)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def wall_time(self) -> float:

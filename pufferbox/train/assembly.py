@@ -223,13 +223,12 @@ def assemble(
     version: Callable[[], int] = lambda: 0,
     plan: Callable[[int], int | None] = lambda pending: None,
     team: Team | Solo | None = None,
-    ray_address: str | None = None,
 ) -> TrainingParts:
     """Envs, device, policy, learner, threads, collector and normalizer for ``config`` (a
     :class:`~pufferbox.train.config.RunConfig`, or its dict of sections);
     ``version``/``plan``: see :func:`build_collector`; ``team``: this process's place among
-    ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`);
-    ``ray_address``: the Ray cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray)."""
+    ``train.learners`` data-parallel learners (:class:`~pufferbox.train.distributed.Team`); ``--backend ray``
+    joins the Ray cluster at ``vec.ray_address`` ("": ``$RAY_ADDRESS``, else a local Ray)."""
     run = RunConfig.of(config)
     tc, vc, pc = run.train, run.vec, run.policy
     if tc.learners > 1:
@@ -245,9 +244,9 @@ def assemble(
     if vc.backend == "ray" and not grouped:  # rollouts run on the actors, next to their envs (ray_collector.py)
         from pufferbox.train.ray_collector import make_ray_rollouts
 
-        venv = make_ray_rollouts(spec, vc, run.env, tc.seed, address=ray_address)
+        venv = make_ray_rollouts(spec, vc, run.env, tc.seed, address=vc.ray_address or None)
     else:  # grouped envs on ray step through send/recv: a remote actor holds one policy copy
-        venv = make_vec_env(spec, vc, run.env, tc.seed, tc.num_steps, ray_address=ray_address)
+        venv = make_vec_env(spec, vc, run.env, tc.seed, tc.num_steps)
     device = training_device(tc, venv, device)
     league: League | None = None
     agent: Agent | GroupedAgent

@@ -127,10 +127,9 @@ def make_vec_env(
     env_kwargs: Mapping[str, Any],
     seed: int = 1,
     horizon: int = 128,
-    ray_address: str | None = None,
 ) -> VectorEnv:
     """The vector env ``vec`` describes; ``--backend cuda`` seeds its kernels from ``seed`` and keeps room
-    for the episodes ``horizon`` steps can end; ``--backend ray`` joins the cluster at ``ray_address``."""
+    for the episodes ``horizon`` steps can end; ``--backend ray`` joins the cluster at ``vec.ray_address``."""
     import pufferbox.vector
 
     kwargs: dict[str, Any] = {}
@@ -142,8 +141,8 @@ def make_vec_env(
         kwargs["main_envs"] = vec.main_envs
     if vec.backend in ("serial", "multiprocessing", "ray"):  # the backends with envs or workers to wait for
         kwargs["step_timeout"] = vec.step_timeout
-    if vec.backend == "ray" and ray_address:
-        kwargs["address"] = ray_address
+    if vec.backend == "ray" and vec.ray_address:
+        kwargs["address"] = vec.ray_address
     if vec.backend == "cuda":
         from pufferbox.vector.cuda import DEFAULT_SLOTS  # episodes an env may end between two reads
 

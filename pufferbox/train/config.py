@@ -52,6 +52,8 @@ __all__ = [
     "Layers",
     "flag_layers",
     "flat_settings",
+    "MACHINE_KEYS",
+    "without_machine_keys",
     "typed",
     "updated",
     "resolve_config",
@@ -143,6 +145,10 @@ class VecConfig:
     step_timeout: float = 60.0  # multiprocessing/ray: seconds a worker may take per step before WorkerTimeoutError
     check_obs: bool = False  # check every observation against its space's bounds and for NaN/inf (slow)
     device: str = "gpu"  # --backend cuda only: "gpu", or "host" (the same kernels simulated on the CPU)
+    # The Ray cluster (HOST:PORT, set by --ray-address) that --backend ray's actors and train.learners_on=ray's
+    # learners join; "": $RAY_ADDRESS, else a local Ray. Machine-specific: a resumed run takes the resuming
+    # command's (--ray-address or $RAY_ADDRESS), never the one its config.toml recorded.
+    ray_address: str = ""
 
 
 @dataclass(frozen=True)
@@ -278,6 +284,25 @@ class RunConfig:
         """``flags`` (``{"vec.num_envs": 8}``, what first-class CLI options set; None: not given) applied,
         each checked under the flag's name."""
         return Layers((Layer.of_run(self, "config"), *flag_layers(flags))).resolve()
+
+
+# Where this machine reaches things: a resumed run takes the resuming command's value (flag or environment),
+# never the one its config.toml recorded (that cluster may be gone, or another machine's).
+MACHINE_KEYS = ("vec.ray_address",)
+
+
+def without_machine_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (a dict of sections, e.g. a run's config.toml) without :data:`MACHINE_KEYS`.
+
+    >>> without_machine_keys({"vec": {"ray_address": "10.0.0.1:6379", "num_envs": 4}})
+    {'vec': {'num_envs': 4}}
+    """
+    out = copy.deepcopy(dict(config))
+    for name in MACHINE_KEYS:
+        section, _, key = name.partition(".")
+        if isinstance(out.get(section), dict):
+            out[section].pop(key, None)
+    return out
 
 
 def flat_settings(config: Mapping[str, Any]) -> dict[str, Any]:

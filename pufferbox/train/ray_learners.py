@@ -137,8 +137,8 @@ def learner_bundle(tc: TrainConfig, vc: VecConfig, cuda: bool) -> dict[str, floa
     return {"CPU": float(1 + workers)} | ({"GPU": 1.0} if cuda else {})
 
 
-def refuse_ray_client(ray_address: str | None) -> None:
-    """One line when the cluster's address (``ray_address``, else ``$RAY_ADDRESS``) is a Ray Client address
+def refuse_ray_client(ray_address: str) -> None:
+    """One line when the cluster's address (``vec.ray_address``, else ``$RAY_ADDRESS``) is a Ray Client address
     (the learners could not reach rank 0 back)."""
     address = ray_address or os.environ.get("RAY_ADDRESS", "")
     if address.startswith("ray://"):
@@ -187,17 +187,16 @@ def start_ray_team(
     checkpoint: str | os.PathLike | None,
     target: Callable[..., None],
     device: str,
-    ray_address: str | None = None,
 ) -> RayTeam:
     """Rank 0 (on ``device``) of ``train.learners`` learners whose ranks 1..N-1 are actors on the Ray
-    cluster at ``ray_address`` (None: ``$RAY_ADDRESS``, else a local Ray), each running ``target``
+    cluster at ``vec.ray_address`` ("": ``$RAY_ADDRESS``, else a local Ray), each running ``target``
     (``runner.learner_process``) with ``config`` (already checked by ``refuse_learners``) as it is, and
     resuming ``checkpoint`` when given."""
-    refuse_ray_client(ray_address)
     typed_config = RunConfig.of(config)
+    refuse_ray_client(typed_config.vec.ray_address)
     tc = typed_config.train
     cuda = pick_device(tc.device).type == "cuda"
-    ray = ensure_ray(ray_address)
+    ray = ensure_ray(typed_config.vec.ray_address or None)
     group, learners = place_learners(ray, tc, learner_bundle(tc, typed_config.vec, cuda))
     address = free_address(ray.util.get_node_ip_address())
     saved = None if checkpoint is None else Path(checkpoint).read_bytes()

@@ -34,7 +34,18 @@ from pufferbox.train.checkpoint import (
     no_usable_checkpoint,
     remove_stale_temp_files,
 )
-from pufferbox.train.config import RESUMED, ConfigError, Layer, Layers, RunConfig, dump_toml, flag_layers, load_toml, merge
+from pufferbox.train.config import (
+    RESUMED,
+    ConfigError,
+    Layer,
+    Layers,
+    RunConfig,
+    dump_toml,
+    flag_layers,
+    load_toml,
+    merge,
+    without_machine_keys,
+)
 from pufferbox.train.dashboard import JsonlWriter, TensorBoardWriter, terminal_writer
 from pufferbox.train.distributed import LearnerLost, Solo, Team, first_line, free_address, join_as_rank_zero, join_group
 from pufferbox.train.hardware import pick_device
@@ -75,7 +86,8 @@ def resolve_resume(
     if env is not None and env_name is not None and env != env_name:
         raise ConfigError(f"--resume {run_dir}: that run trained {env_name!r}, not {env!r}")
     source = str(run_dir / "config.toml")
-    resumed = Layer(source, merge({}, base, source), origins=resumed_origins(base, recorded.get("sources")))
+    values = merge({}, without_machine_keys(base), source)  # the Ray address: this command's, not the record's
+    resumed = Layer(source, values, origins=resumed_origins(base, recorded.get("sources")))
     layers = Layers.build(resumed, overrides=overrides)  # the recorded run, then each --set in order
     config = layers.resolve()
     given = Layers(tuple(layer for layer in layers.layers if layer.by_user)).resolve()  # the --set values alone
@@ -125,7 +137,6 @@ def run(
     dashboard: bool = True,
     tensorboard: bool = True,
     callbacks: list[Any] | None = None,
-    ray_address: str | None = None,
     profile: str = "auto",
 ) -> TrainResult:
     """Train ``env``; returns a :class:`TrainResult`. Either ``config`` (a :class:`RunConfig`, or its
@@ -160,7 +171,6 @@ def run(
             dashboard=dashboard,
             tensorboard=tensorboard,
             callbacks=callbacks,
-            ray_address=ray_address,
             profile=profile,
         )
     except BaseException as exc:
@@ -219,7 +229,6 @@ def run_locked(
     dashboard: bool,
     tensorboard: bool,
     callbacks: list[Any] | None = None,
-    ray_address: str | None = None,
     profile: str = "auto",
 ) -> TrainResult:
     env, run, checkpoint, distribution, plan = resolve_run(env, config, config_file, overrides, flags, resume, profile)
@@ -227,7 +236,7 @@ def run_locked(
     spec = registry.get(env, plugin=distribution) if distribution else registry.get(env)
     check_env_kwargs(spec, dict(run.env), native=run.vec.native, backend=run.vec.backend)
     writers, guard = Writers(), None
-    trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after, ray_address)
+    trainer = start_trainer(spec, run, run_dir, writers, checkpoint, stop_after)
     try:
         if checkpoint is not None:
             load_resumed(trainer, checkpoint)
@@ -287,15 +296,14 @@ def start_trainer(
     writers: Writers,
     checkpoint: Path | None,
     stop_after: int | None,
-    ray_address: str | None = None,
 ) -> Trainer:
     """The Trainer, rank 0 of ``train.learners`` data-parallel learners when there are several (the
     others are started here and load ``checkpoint`` themselves)."""
     if config.train.learners > 1 and stop_after is not None:
         raise ConfigError("train.learners: a run of several learners trains to its budget; stop_after needs one learner")
-    team = start_team(spec, config, None if checkpoint is None else str(checkpoint), ray_address)
+    team = start_team(spec, config, None if checkpoint is None else str(checkpoint))
     try:
-        return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team, ray_address=ray_address)
+        return Trainer(spec, config, run_dir=run_dir, callbacks=[writers], team=team)
     except BaseException:
         team.close()
         raise
@@ -426,12 +434,10 @@ def learner_device(tc: Any, rank: int) -> str:
     return f"cuda:{rank}" if device.type == "cuda" else "cpu"
 
 
-def start_team(
-    spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None, ray_address: str | None = None
-) -> Team | Solo:
+def start_team(spec: Any, config: RunConfig, checkpoint: str | os.PathLike | None = None) -> Team | Solo:
     """Rank 0 of ``train.learners`` learners (a :class:`Solo` for one): refuses impossible settings in one line,
-    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group;
-    ``ray_address``: the cluster of ``train.learners_on=ray`` and of ``--backend ray``'s actors."""
+    starts ranks 1..N-1 (each loads ``checkpoint`` when resuming) and joins their process group
+    (``train.learners_on=ray``: as actors on the cluster at ``vec.ray_address``)."""
     tc = config.train
     if tc.learners == 1:
         return Solo()
@@ -439,11 +445,11 @@ def start_team(
     if tc.learners_on == "ray":  # ranks 1..N-1 as actors on a Ray cluster, each running learner_process
         from pufferbox.train.ray_learners import start_ray_team
 
-        return start_ray_team(spec, config, checkpoint, learner_process, learner_device(tc, 0), ray_address)
+        return start_ray_team(spec, config, checkpoint, learner_process, learner_device(tc, 0))
     address, context = free_address(), torch.multiprocessing.get_context("spawn")
     processes = []
     for rank in range(1, tc.learners):
-        args = (rank, address, spec.name, spec.meta.distribution, config, checkpoint, None, ray_address)
+        args = (rank, address, spec.name, spec.meta.distribution, config, checkpoint)
         processes.append(context.Process(target=learner_process, args=args, name=f"pufferbox-learner-{rank}"))
         processes[-1].start()
     team = Team(0, tc.learners, torch.device(learner_device(tc, 0)), processes)
@@ -458,7 +464,6 @@ def learner_process(
     config: RunConfig,
     checkpoint: str | None,
     device: str | None = None,
-    ray_address: str | None = None,
 ) -> None:
     """Learner ``rank`` > 0 (a spawned process or a Ray actor, whose ``device`` Ray chose): its share of the
     envs, no run directory; its errors are one line on stderr and exit status 1 (rank 0 then names it)."""
@@ -468,7 +473,7 @@ def learner_process(
         device = device or learner_device(tc, rank)  # made torch's current device: "cuda"/"auto" land there
         join_group(rank, tc.learners, address, device, tc.learner_timeout)
         spec = get_registry().get(env, plugin=distribution) if distribution else get_registry().get(env)
-        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)), ray_address=ray_address)
+        trainer = Trainer(spec, config, team=Team(rank, tc.learners, torch.device(device)))
         if checkpoint is not None:
             trainer.load_checkpoint(checkpoint)
         with stop_on_signals(trainer):

@@ -179,8 +179,7 @@ class Trainer:
 
     ``config`` is a :class:`~pufferbox.train.config.RunConfig` (or its dict of sections); ``callbacks``
     receive each update's metrics dict (the dashboard and metric writers); ``team``: this process's
-    place among data-parallel learners (:mod:`~pufferbox.train.distributed`; alone by default);
-    ``ray_address``: the Ray cluster ``--backend ray`` joins (None: ``$RAY_ADDRESS``, else a local Ray).
+    place among data-parallel learners (:mod:`~pufferbox.train.distributed`; alone by default).
     """
 
     def __init__(
@@ -190,7 +189,6 @@ class Trainer:
         run_dir: str | os.PathLike | None = None,
         callbacks: list[Callable[[dict], None]] | None = None,
         team: Team | Solo | None = None,
-        ray_address: str | None = None,
     ):
         self.spec = get_registry().get(env) if isinstance(env, str) else env
         self.config = RunConfig.of(config)  # what checkpoints record; pod.set_hyperparameters replaces its train
@@ -200,7 +198,7 @@ class Trainer:
         self.team: Team | Solo = Solo() if team is None else team
         self.update = 0
         self.parts = parts = assemble(
-            self.spec, self.config, self.run_dir, lambda: self.update, self.budget_horizon, self.team, ray_address
+            self.spec, self.config, self.run_dir, lambda: self.update, self.budget_horizon, self.team
         )
         self.venv, self.device, self.layout = parts.venv, parts.device, parts.layout
         self.agent, self.learner, self.league, self.hardware = parts.agent, parts.learner, parts.league, parts.hardware
