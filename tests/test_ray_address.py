@@ -80,3 +80,20 @@ def test_a_resumed_run_joins_the_resuming_commands_cluster_not_the_recorded_one(
     with pytest.raises(Joined) as joined:
         run(resume=run_dir, flags=more | {"vec.ray_address": "10.1.2.3:6379"}, dashboard=False, tensorboard=False)
     assert joined.value.args == ("10.1.2.3:6379",)
+
+
+def test_a_tournament_joins_the_address_its_command_gives(joins, tmp_path):
+    from pufferbox.tournament.orchestrator import Tournament
+    from pufferbox.tournament.settings import TournamentSettings
+
+    settings = TournamentSettings(env="cartpole", pods=1, total_steps=4096)
+    recorded = ["vec.ray_address=10.9.9.9:6379"]  # on the board: the pods' config
+    with pytest.raises(Joined) as joined:
+        Tournament.open(settings, tmp_path / "t", False, overrides=recorded)
+    assert joined.value.args == ("10.9.9.9:6379",)
+    with pytest.raises(Joined) as joined:
+        Tournament.open(TournamentSettings(), tmp_path / "t", True, ray_address="10.1.2.3:6379")
+    assert joined.value.args == ("10.1.2.3:6379",)
+    with pytest.raises(Joined) as joined:  # resumed without --ray-address: $RAY_ADDRESS, else a local Ray
+        Tournament.open(TournamentSettings(), tmp_path / "t", True)
+    assert joined.value.args == (None,)
