@@ -202,9 +202,9 @@ def solve_peer(game: str, seed: int, seconds: float) -> list[str]:
 
 # pufferbox game -> PufferLib 3.0's env name for its trainer (its shipped config file), the field of its logs
 # that measures the same thing as our return, and the factor from our return to that field. Pong: points won -
-# points lost, the same in both. Breakout: the walls differ (ours 288 points, PufferLib's two walls 864), so
-# both are compared as a fraction of the game's maximum (PufferLib's ``perf`` = score / 864).
-PEER_TRAINERS = {"pong": ("puffer_pong", "score", 1.0), "breakout": ("puffer_breakout", "perf", 1 / 288)}
+# points lost, the same in both. Breakout: both play Atari's two walls (864 points), compared as a fraction of
+# that maximum (PufferLib's ``perf`` = score / 864).
+PEER_TRAINERS = {"pong": ("puffer_pong", "score", 1.0), "breakout": ("puffer_breakout", "perf", 1 / 864)}
 
 
 def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tuple[float | None, int | None, float | None]:

@@ -1,9 +1,12 @@
 """Breakout's rules: a brick scores its row's points and bounces the ball, a lost ball costs a life,
-the last brick ends the episode."""
+a cleared wall is followed by the second, the paddle shrinks at the ceiling, the last brick ends the
+episode."""
 
 from __future__ import annotations
 
-from pufferbox_ocean.games.breakout import COLS, ROWS, Breakout
+import numpy as np
+from pufferbox_ocean.block import GameBlock
+from pufferbox_ocean.games.breakout import BRICKS, COLS, HALF_PADDLE, ROWS, SMALL_HALF_PADDLE, Breakout
 
 
 def test_a_brick_scores_its_rows_points_and_bounces_the_ball():
@@ -11,13 +14,28 @@ def test_a_brick_scores_its_rows_points_and_bounces_the_ball():
     env.reset(seed=0)
     env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.5, 0.1 + 6 * 0.04 + 0.005, 0.0, -0.012  # under the wall
     _, reward, *_ = env.step(0)
-    assert reward == 1.0 and env.bricks[5][6] == 0 and env.vel_y > 0.0
+    assert reward == 1.0 and env.bricks[5][9] == 0 and env.vel_y > 0.0
     env.bricks = [[0] * COLS for _ in range(ROWS)]
     env.bricks[0][0] = 1
-    env.broken = ROWS * COLS - 1
+    env.broken = 2 * BRICKS - 1  # the last brick of the second wall
     env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.04, 0.095, 0.0, 0.012  # just above the top row
     _, reward, terminated, truncated, info = env.step(0)
-    assert reward == 7.0 and terminated and not truncated and info["cleared"] == 1.0
+    assert reward == 7.0 and terminated and not truncated and info["cleared"] == 2.0
+
+
+def test_the_first_wall_cleared_brings_the_second_when_the_ball_leaves_the_paddle():
+    env = Breakout(frameskip=1)
+    env.reset(seed=0)
+    env.bricks = [[0] * COLS for _ in range(ROWS)]
+    env.bricks[5][0] = 1
+    env.broken = BRICKS - 1
+    env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.02, 0.1 + 6 * 0.04 + 0.005, 0.0, -0.012
+    _, reward, terminated, *_ = env.step(0)
+    assert reward == 1.0 and not terminated and env.broken == BRICKS and env.wall == 0
+    env.paddle, env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.5, 0.52, 0.945, 0.0, 0.012
+    env.step(0)
+    assert env.wall == 1 and sum(map(sum, env.bricks)) == BRICKS and env.vel_y < 0.0
+    assert Breakout(walls=1).reset(seed=0) is not None and Breakout(walls=1).walls == 1
 
 
 def test_a_missed_ball_costs_a_life_and_the_last_one_ends_the_game():
@@ -37,3 +55,39 @@ def test_the_paddle_returns_the_ball_upward():
     env.paddle, env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.5, 0.52, 0.945, 0.0, 0.012
     env.step(0)
     assert env.vel_y < 0.0 and env.vel_x > 0.0 and env.lives_left == 5
+
+
+def test_the_paddle_shrinks_once_the_ball_reaches_the_ceiling():
+    env = Breakout(frameskip=1)
+    obs, _ = env.reset(seed=0)
+    assert env.half_paddle == HALF_PADDLE and obs[6] == 1.0
+    env.ball_x, env.ball_y, env.vel_x, env.vel_y = 0.5, 0.005, 0.0, -0.012  # behind the wall
+    obs, *_ = env.step(0)
+    assert env.half_paddle == SMALL_HALF_PADDLE and obs[6] == 0.5 and env.vel_y > 0.0
+
+
+def tracking(obs):
+    """The paddle follows the ball: enough to break through, shrink the paddle and clear walls."""
+    paddle, ball = obs[:, 0], obs[:, 1]
+    return np.where(ball < paddle - 0.02, 1, np.where(ball > paddle + 0.02, 2, 0)).astype(np.int64)
+
+
+def test_c_block_equals_the_reference_through_both_walls_and_the_shrunken_paddle():
+    n, seed = 3, 5
+    block = GameBlock("breakout", Breakout, n, lives=30, max_steps=3000)
+    block.vec_reset(seed=seed)
+    envs = [Breakout(lives=30, max_steps=3000) for _ in range(n)]
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+    np.testing.assert_array_equal(block.buffers.observations, obs)
+    shrunk = walls = 0
+    for t in range(3000):
+        actions = tracking(obs)
+        block.vec_step(actions)
+        for i, env in enumerate(envs):
+            obs[i], reward, terminated, truncated, _ = env.step(int(actions[i]))
+            assert block.buffers.rewards[i] == np.float32(reward) and block.buffers.terminals[i] == terminated, t
+            shrunk, walls = max(shrunk, env.half_paddle < HALF_PADDLE), max(walls, env.wall)
+            if terminated or truncated:
+                obs[i] = env.reset()[0]
+        np.testing.assert_array_equal(block.buffers.observations, obs, err_msg=f"step {t}")
+    assert shrunk and walls == 1

@@ -1,17 +1,21 @@
-/* Breakout: a paddle at the bottom, a ball, and a wall of 6 x 12 bricks; break them all before the
- * lives run out.
+/* Breakout with Atari's rules: a paddle at the bottom, a ball, and a wall of 6 x 18 bricks; when it is
+ * cleared a second wall follows (`walls`, default 2); 5 lives.
  *
  * Units: the court is the unit square, x to the right, y down; the ball is a point. The wall fills
  * y in [BRICK_TOP, BRICK_TOP + 6 * BRICK_H), a gap above it lets the ball rattle behind the wall.
- * Row points from the top: 7, 7, 4, 4, 1, 1 (as in Atari Breakout), 288 for the whole wall.
+ * Row points from the top: 7, 7, 4, 4, 1, 1 (Atari Breakout's red, orange, yellow, green, aqua, blue):
+ * 432 a wall, 864 for Atari's two.
  * Each agent step runs `frameskip` ticks. A tick moves the paddle, then the ball along x (walls, then
  * bricks: a brick hit breaks it, puts the ball back and flips vx), then along y (ceiling, bricks the
  * same way, the paddle). A paddle hit sends the ball back up a little faster (up to MAX_SPEED) and
- * steeper the farther from the paddle's centre it lands. A ball below the court costs a life; the
- * next serve falls from under the wall at a random x and slope.
- * Reward: the points of the bricks broken. Terminal when the lives are gone or the wall is cleared.
- * Observation (6 + 72 floats): paddle x, ball x, y, x and y velocity (x40), lives left / lives,
- * then the bricks row by row (1 present, 0 broken). Actions: 0 stay, 1 left, 2 right.
+ * steeper the farther from the paddle's centre it lands. The first time the ball reaches the ceiling
+ * the paddle shrinks to half its width for the rest of the game (as in Atari). A ball below the court
+ * costs a life; the next serve falls from under the wall at a random x and slope. A cleared wall is
+ * replaced by the next one when the ball next leaves the paddle (or at the next serve).
+ * Reward: the points of the bricks broken. Terminal when the lives are gone or the last wall is cleared.
+ * Observation (7 + 108 floats): paddle x, ball x, y, x and y velocity (x40), lives left / lives,
+ * paddle width (1 full, 0.5 shrunk), then the bricks row by row (1 present, 0 broken).
+ * Actions: 0 stay, 1 left, 2 right.
  * Reference: pufferbox_ocean/games/breakout.py (same rules, same generator, same order of operations).
  */
 #ifndef OCEAN_BREAKOUT_H
@@ -19,14 +23,16 @@
 #include "ocean.h"
 
 #define BREAKOUT_ROWS 6
-#define BREAKOUT_COLS 12
-#define BREAKOUT_OBS (6 + BREAKOUT_ROWS * BREAKOUT_COLS)
-#define BREAKOUT_N_PARAMS 3  /* lives, frameskip, max_steps */
-#define BREAKOUT_N_METRICS 3 /* score (points), bricks (broken), cleared (1 or 0) */
+#define BREAKOUT_COLS 18
+#define BREAKOUT_BRICKS (BREAKOUT_ROWS * BREAKOUT_COLS)
+#define BREAKOUT_OBS (7 + BREAKOUT_BRICKS)
+#define BREAKOUT_N_PARAMS 4  /* lives, frameskip, max_steps, walls */
+#define BREAKOUT_N_METRICS 3 /* score (points), bricks (broken), cleared (walls) */
 #define BREAKOUT_BRICK_TOP 0.1
 #define BREAKOUT_BRICK_H 0.04
 #define BREAKOUT_PADDLE_Y 0.95
 #define BREAKOUT_HALF_PADDLE 0.08
+#define BREAKOUT_SMALL_HALF_PADDLE 0.04
 #define BREAKOUT_PADDLE_SPEED 0.03
 #define BREAKOUT_SERVE_Y 0.4
 #define BREAKOUT_SERVE_SPEED 0.012
@@ -42,9 +48,9 @@ static const int64_t BREAKOUT_ACT_N[1] = {3};
 
 typedef struct {
     OceanRng rng;
-    int64_t lives, frameskip, max_steps;
-    double ball_x, ball_y, vel_x, vel_y, speed, paddle;
-    int64_t lives_left, score, broken, steps;
+    int64_t lives, frameskip, max_steps, walls;
+    double ball_x, ball_y, vel_x, vel_y, speed, paddle, half_paddle;
+    int64_t lives_left, score, broken, steps, wall; /* wall: the current wall, 0 the first */
     uint8_t bricks[BREAKOUT_ROWS][BREAKOUT_COLS];
 } Breakout;
 
@@ -53,14 +59,25 @@ OCEAN_FN int breakout_configure(Breakout *env, const int64_t *params)
     if (params[0] < 1) return -1;
     if (params[1] < 1) return -2;
     if (params[2] < 1) return -3;
+    if (params[3] < 1) return -4;
     env->lives = params[0];
     env->frameskip = params[1];
     env->max_steps = params[2];
+    env->walls = params[3];
     return 0;
+}
+
+/* A cleared wall, with walls still to come, is replaced by a full one. */
+OCEAN_FN void breakout_next_wall(Breakout *env)
+{
+    if (env->broken < (env->wall + 1) * BREAKOUT_BRICKS || env->wall + 1 >= env->walls) return;
+    env->wall += 1;
+    memset(env->bricks, 1, sizeof(env->bricks));
 }
 
 OCEAN_FN void breakout_serve(Breakout *env)
 {
+    breakout_next_wall(env);
     env->ball_x = 0.2 + 0.6 * rng_unit(&env->rng);
     env->ball_y = BREAKOUT_SERVE_Y;
     env->speed = BREAKOUT_SERVE_SPEED;
@@ -76,15 +93,17 @@ OCEAN_FN void breakout_observe(const Breakout *env, float *obs)
     obs[3] = (float)(env->vel_x * BREAKOUT_VELOCITY_SCALE);
     obs[4] = (float)(env->vel_y * BREAKOUT_VELOCITY_SCALE);
     obs[5] = (float)((double)env->lives_left / (double)env->lives);
+    obs[6] = (float)(env->half_paddle / BREAKOUT_HALF_PADDLE);
     const uint8_t *b = &env->bricks[0][0];
-    for (int i = 0; i < BREAKOUT_ROWS * BREAKOUT_COLS; i++) obs[6 + i] = (float)b[i];
+    for (int i = 0; i < BREAKOUT_BRICKS; i++) obs[7 + i] = (float)b[i];
 }
 
 OCEAN_FN void breakout_reset(Breakout *env, float *obs)
 {
     env->paddle = 0.5;
+    env->half_paddle = BREAKOUT_HALF_PADDLE;
     env->lives_left = env->lives;
-    env->score = env->broken = env->steps = 0;
+    env->score = env->broken = env->steps = env->wall = 0;
     memset(env->bricks, 1, sizeof(env->bricks));
     breakout_serve(env);
     breakout_observe(env, obs);
@@ -110,10 +129,10 @@ OCEAN_FN int breakout_tick(Breakout *env, int64_t action)
 {
     if (action == 1) {
         env->paddle = env->paddle - BREAKOUT_PADDLE_SPEED;
-        if (env->paddle < BREAKOUT_HALF_PADDLE) env->paddle = BREAKOUT_HALF_PADDLE;
+        if (env->paddle < env->half_paddle) env->paddle = env->half_paddle;
     } else if (action == 2) {
         env->paddle = env->paddle + BREAKOUT_PADDLE_SPEED;
-        if (env->paddle > 1.0 - BREAKOUT_HALF_PADDLE) env->paddle = 1.0 - BREAKOUT_HALF_PADDLE;
+        if (env->paddle > 1.0 - env->half_paddle) env->paddle = 1.0 - env->half_paddle;
     }
     int points = 0;
     double before = env->ball_x;
@@ -136,6 +155,7 @@ OCEAN_FN int breakout_tick(Breakout *env, int64_t action)
     if (env->ball_y < 0.0) {
         env->ball_y = -env->ball_y;
         env->vel_y = -env->vel_y;
+        env->half_paddle = BREAKOUT_SMALL_HALF_PADDLE;
     }
     p = breakout_hit(env, env->ball_x, env->ball_y);
     if (p) {
@@ -145,12 +165,13 @@ OCEAN_FN int breakout_tick(Breakout *env, int64_t action)
     }
     if (env->vel_y > 0.0 && before < BREAKOUT_PADDLE_Y && env->ball_y >= BREAKOUT_PADDLE_Y) {
         double off = env->ball_x - env->paddle;
-        if (off <= BREAKOUT_HALF_PADDLE && off >= -BREAKOUT_HALF_PADDLE) {
+        if (off <= env->half_paddle && off >= -env->half_paddle) {
             env->ball_y = BREAKOUT_PADDLE_Y + BREAKOUT_PADDLE_Y - env->ball_y;
             env->speed = env->speed + BREAKOUT_SPEED_UP;
             if (env->speed > BREAKOUT_MAX_SPEED) env->speed = BREAKOUT_MAX_SPEED;
-            env->vel_x = env->speed * 1.5 * (off / BREAKOUT_HALF_PADDLE);
+            env->vel_x = env->speed * 1.5 * (off / env->half_paddle);
             env->vel_y = -env->speed;
+            breakout_next_wall(env);
         }
     }
     if (env->ball_y > 1.0) {
@@ -163,7 +184,7 @@ OCEAN_FN int breakout_tick(Breakout *env, int64_t action)
 OCEAN_FN int breakout_step(Breakout *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                          uint8_t *truncations, double *metrics)
 {
-    const int64_t all = BREAKOUT_ROWS * BREAKOUT_COLS;
+    const int64_t all = env->walls * BREAKOUT_BRICKS;
     int reward = 0;
     for (int64_t t = 0; t < env->frameskip; t++) {
         reward += breakout_tick(env, actions[0]);
@@ -178,7 +199,7 @@ OCEAN_FN int breakout_step(Breakout *env, const int64_t *actions, float *obs, fl
     if (terminals[0] || truncations[0]) {
         metrics[0] = (double)env->score;
         metrics[1] = (double)env->broken;
-        metrics[2] = env->broken >= all ? 1.0 : 0.0;
+        metrics[2] = (double)(env->broken / BREAKOUT_BRICKS);
         return 1;
     }
     return 0;
