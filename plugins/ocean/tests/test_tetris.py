@@ -1,10 +1,14 @@
-"""Tetris's rules: a full row clears and scores, a hard drop locks at once, the bag deals every
-type once per seven pieces, a blocked spawn ends the game."""
+"""Tetris's rules: a full row clears and scores its guideline points times the level, drops score per
+row, a hard drop locks at once, the bag deals every type once per seven pieces, a blocked spawn ends
+the game."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
-from pufferbox_ocean.games.tetris import PIECE_REWARD, H, Tetris, W
+from pufferbox_ocean.block import GameBlock
+from pufferbox_ocean.games.tetris import H, Tetris, W
 
 
 def test_a_full_row_clears_and_scores():
@@ -14,9 +18,24 @@ def test_a_full_row_clears_and_scores():
     for r in range(H - 4, H):
         env.board[r] = [1] * (W - 1) + [0]
     env.board[H - 5] = [1, 0] + [0] * (W - 2)
-    _, reward, terminated, *_ = env.step(5)
-    assert reward == np.float32(8.0 + PIECE_REWARD) and env.lines == 4 and not terminated
+    _, reward, terminated, *_ = env.step(5)  # a hard drop of H - 4 rows, then a Tetris at level 1
+    assert reward == 2 * (H - 4) + 800 and env.lines == 4 and not terminated
     assert env.board[H - 1] == [1, 0] + [0] * (W - 2) and sum(map(sum, env.board)) == 1
+
+
+def test_the_level_multiplies_the_line_points_and_a_soft_drop_scores_a_point():
+    env = Tetris(gravity=100)
+    env.reset(seed=0)
+    env.lines = 23  # level 3
+    _, reward, *_ = env.step(4)
+    assert reward == 1.0 and env.score == 1
+    env.piece, env.rot, env.x, env.y = 0, 0, 0, H - 2  # a flat I on the bottom row's first four cells
+    env.board[H - 1] = [0] * 4 + [1] * (W - 4)
+    _, reward, *_ = env.step(5)
+    assert reward == 300 and env.lines == 24 and env.score == 301
+    env.over = True
+    _, _, terminated, _, info = env.step(0)
+    assert terminated and info == {"lines": 24.0, "pieces": 1.0, "score": 301.0}
 
 
 def test_hard_drop_locks_at_once_and_the_bag_deals_each_type_once():
@@ -36,3 +55,62 @@ def test_a_blocked_spawn_ends_the_game():
         env.board[r] = [1] * (W - 1) + [0] if r % 2 else [0] + [1] * (W - 1)
     _, _, terminated, truncated, info = env.step(5)
     assert terminated and not truncated and info["pieces"] == 1.0
+
+
+def placement_value(board: list[list[int]]) -> float:
+    """A classic hand-tuned evaluation: fewer rows high, fewer holes, a flatter surface, more rows cleared."""
+    full = sum(all(row) for row in board)
+    kept = [row for row in board if not all(row)]
+    board = [[0] * W for _ in range(H - len(kept))] + kept
+    tops = [next((r for r in range(H) if board[r][c]), H) for c in range(W)]
+    holes = sum(1 for c in range(W) for r in range(tops[c], H) if not board[r][c])
+    heights = [H - t for t in tops]
+    bump = sum(abs(a - b) for a, b in itertools.pairwise(heights))
+    return 0.76 * full - 0.51 * sum(heights) - 0.36 * holes - 0.18 * bump
+
+
+def plan(env: Tetris) -> tuple[int, int]:
+    """The (rotation, x) whose hard drop leaves the best board."""
+    best, target = None, (env.rot, env.x)
+    for rot in range(4):
+        for x in range(-3, W):
+            y = env.y if env.fits(rot, x, env.y) else env.y + 1  # a vertical I turns a row lower
+            if not env.fits(rot, x, y):
+                continue
+            while env.fits(rot, x, y + 1):
+                y += 1
+            board = [row[:] for row in env.board]
+            for r, c in env.cells(rot, x, y):
+                board[r][c] = 1
+            value = placement_value(board)
+            if best is None or value > best:
+                best, target = value, (rot, x)
+    return target
+
+
+def test_c_block_equals_the_reference_through_line_clears_and_levels():
+    n, seed, steps = 2, 7, 400
+    block = GameBlock("tetris", Tetris, n, max_steps=steps)
+    block.vec_reset(seed=seed)
+    envs = [Tetris(max_steps=steps) for _ in range(n)]
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+    np.testing.assert_array_equal(block.buffers.observations, obs)
+    targets, pieces, most = [plan(env) for env in envs], [env.pieces for env in envs], 0
+    for t in range(steps):
+        actions = []
+        for i, env in enumerate(envs):
+            if env.pieces != pieces[i]:
+                targets[i], pieces[i] = plan(env), env.pieces
+            rot, x = targets[i]
+            actions.append(3 if env.rot != rot else 1 if env.x > x else 2 if env.x < x else 5)
+        episodes = block.vec_step(np.array(actions, dtype=np.int64))
+        for i, env in enumerate(envs):
+            obs[i], reward, terminated, truncated, info = env.step(actions[i])
+            assert block.buffers.rewards[i] == np.float32(reward), (t, i)
+            if terminated or truncated:
+                k = episodes.env_ids.tolist().index(i)
+                assert episodes.metrics["score"][k] == info["score"] and episodes.returns[k] == info["score"]
+                most = max(most, info["lines"])
+                obs[i], pieces[i] = env.reset()[0], -1
+        np.testing.assert_array_equal(block.buffers.observations, obs, err_msg=f"step {t}")
+    assert max([most, *(env.lines for env in envs)]) >= 10  # level 2 reached: its points doubled

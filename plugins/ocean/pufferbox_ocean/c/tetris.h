@@ -1,4 +1,4 @@
-/* Tetris: the seven tetrominoes fall into a TETRIS_W x TETRIS_H well; full rows clear.
+/* Tetris: the seven tetrominoes fall into the standard 10 x 20 well; full rows clear.
  *
  * Board: row 0 at the top; a cell is 0 (empty) or 1 (locked). A piece is a type (I O T S Z J L), a
  * rotation (0..3, clockwise turns inside its 4x4, 2x2 or 3x3 box, no wall kicks) and the box's
@@ -9,23 +9,24 @@
  * which locks at once; a move that does not fit is ignored), then gravity: every `gravity` steps the
  * piece falls a row, and locks when it cannot. A lock writes the piece into the board, clears the full
  * rows (the rows above move down) and spawns the next piece.
- * Reward: 1, 3, 5 or 8 for clearing 1, 2, 3 or 4 rows with one piece, plus TETRIS_PIECE_REWARD per
- * piece locked. Observation (2 W H + 20 floats): the board (locked cells, row by row), the falling
- * piece's cells on the same grid, its type one-hot (7), rotation one-hot (4), x / W, y / H, and the
- * next piece's type one-hot (7).
+ * Score (the Tetris guideline's): 100, 300, 500 or 800 x level for clearing 1, 2, 3 or 4 rows with one
+ * piece, the level being 1 + (rows cleared before this piece) / 10; a soft drop scores 1 point per row,
+ * a hard drop 2 per row. Gravity does not speed up with the level (it is the `gravity` setting).
+ * Reward: the score's change. Observation (2 W H + 20 floats): the board (locked cells, row by row), the
+ * falling piece's cells on the same grid, its type one-hot (7), rotation one-hot (4), x / W, y / H,
+ * and the next piece's type one-hot (7).
  * Reference: pufferbox_ocean/games/tetris.py (same rules, same generator, same order of operations).
  */
 #ifndef OCEAN_TETRIS_H
 #define OCEAN_TETRIS_H
 #include "ocean.h"
 
-#define TETRIS_W 6  /* a small well: it learns in minutes on a CPU (10 x 20 is the standard) */
-#define TETRIS_H 12
+#define TETRIS_W 10 /* the standard well */
+#define TETRIS_H 20
 #define TETRIS_CELLS (TETRIS_W * TETRIS_H)
 #define TETRIS_OBS (2 * TETRIS_CELLS + 20)
 #define TETRIS_N_PARAMS 2  /* gravity, max_steps */
-#define TETRIS_N_METRICS 2 /* lines (cleared), pieces (locked) */
-#define TETRIS_PIECE_REWARD 0.01
+#define TETRIS_N_METRICS 3 /* lines (cleared), pieces (locked), score (points) */
 
 static const int64_t TETRIS_ACT_N[1] = {6};
 #define TETRIS_GAME                                                                                            \
@@ -38,7 +39,7 @@ typedef struct {
     int bag[7];
     int64_t bag_next; /* index of the next piece dealt from bag; 7: reshuffle first */
     int64_t piece, rot, x, y, next, fall; /* fall: steps since the piece last fell */
-    int64_t lines, pieces, steps;
+    int64_t lines, pieces, steps, score;
     int over;
 } Tetris;
 
@@ -139,17 +140,17 @@ OCEAN_FN void tetris_reset(Tetris *env, float *obs)
 {
     memset(env->board, 0, sizeof(env->board));
     env->bag_next = 7;
-    env->lines = env->pieces = env->steps = 0;
+    env->lines = env->pieces = env->steps = env->score = 0;
     env->over = 0;
     env->next = tetris_deal(env);
     tetris_spawn(env);
     tetris_observe(env, obs);
 }
 
-/* Writes the piece into the board, clears the full rows, spawns the next piece: the reward. */
-OCEAN_FN double tetris_lock(Tetris *env)
+/* Writes the piece into the board, clears the full rows, spawns the next piece: the points scored. */
+OCEAN_FN int64_t tetris_lock(Tetris *env)
 {
-    static const double LINE_REWARD[5] = {0.0, 1.0, 3.0, 5.0, 8.0}; /* by rows cleared */
+    static const int64_t LINE_POINTS[5] = {0, 100, 300, 500, 800}; /* by rows cleared, x level */
     const int8_t(*cells)[2] = tetris_cells(env->piece, env->rot);
     for (int k = 0; k < 4; k++) env->board[env->y + cells[k][0]][env->x + cells[k][1]] = 1;
     int cleared = 0;
@@ -163,20 +164,18 @@ OCEAN_FN double tetris_lock(Tetris *env)
         if (cleared) memcpy(env->board[r + cleared], env->board[r], TETRIS_W);
     }
     for (int r = 0; r < cleared; r++) memset(env->board[r], 0, TETRIS_W);
+    const int64_t points = LINE_POINTS[cleared] * (1 + env->lines / 10);
     env->lines += cleared;
     env->pieces += 1;
-    double reward = 0.0;
-    reward = reward + LINE_REWARD[cleared];
-    reward = reward + TETRIS_PIECE_REWARD;
     tetris_spawn(env);
-    return reward;
+    return points;
 }
 
 OCEAN_FN int tetris_step(Tetris *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                          uint8_t *truncations, double *metrics)
 {
     const int64_t a = actions[0];
-    double reward = 0.0;
+    int64_t reward = 0;
     int locked = 0;
     if (a == 1) {
         if (tetris_fits(env, env->rot, env->x - 1, env->y)) env->x -= 1;
@@ -186,10 +185,16 @@ OCEAN_FN int tetris_step(Tetris *env, const int64_t *actions, float *obs, float 
         int64_t rot = (env->rot + 1) % 4;
         if (tetris_fits(env, rot, env->x, env->y)) env->rot = rot;
     } else if (a == 4) {
-        if (tetris_fits(env, env->rot, env->x, env->y + 1)) env->y += 1;
+        if (tetris_fits(env, env->rot, env->x, env->y + 1)) {
+            env->y += 1;
+            reward += 1;
+        }
     } else if (a == 5) {
-        while (tetris_fits(env, env->rot, env->x, env->y + 1)) env->y += 1;
-        reward = tetris_lock(env);
+        while (tetris_fits(env, env->rot, env->x, env->y + 1)) {
+            env->y += 1;
+            reward += 2;
+        }
+        reward += tetris_lock(env);
         locked = 1;
     }
     if (!locked) {
@@ -197,9 +202,10 @@ OCEAN_FN int tetris_step(Tetris *env, const int64_t *actions, float *obs, float 
         if (env->fall >= env->gravity) {
             env->fall = 0;
             if (tetris_fits(env, env->rot, env->x, env->y + 1)) env->y += 1;
-            else reward = tetris_lock(env);
+            else reward += tetris_lock(env);
         }
     }
+    env->score += reward;
     env->steps += 1;
     rewards[0] = (float)reward;
     terminals[0] = (uint8_t)env->over;
@@ -208,6 +214,7 @@ OCEAN_FN int tetris_step(Tetris *env, const int64_t *actions, float *obs, float 
     if (terminals[0] || truncations[0]) {
         metrics[0] = (double)env->lines;
         metrics[1] = (double)env->pieces;
+        metrics[2] = (double)env->score;
         return 1;
     }
     return 0;
