@@ -15,6 +15,12 @@ re-renders their tables in RESULTS.md.
 
     .venv/bin/python benchmarks/bench_ray.py --seconds 5 --write
     .venv/bin/python benchmarks/bench_ray.py --seconds 0.5 --sections cluster   # smoke run
+
+``--sections learn`` trains CartPole on remote rollouts and on the serial backend at equal budgets
+(24,576 steps, seeds 1-3) and prints the mean return of the first 3 and last 8 updates' episodes:
+remote rollouts must learn as the host's do (the test suite checks only the mechanism).
+
+    .venv/bin/python benchmarks/bench_ray.py --sections learn
 """
 
 from __future__ import annotations
@@ -187,18 +193,43 @@ def publish_tables(machine_rows: list, cluster_rows: list, command: str, cpus_pe
         publish("ray_cluster", columns, rows, {**meta, "machine": cluster}, write, align="rrrrr")
 
 
+def learning(seeds: tuple[int, ...] = (1, 2, 3), total_steps: int = 24_576) -> None:
+    """CartPole's return on Ray remote rollouts vs the serial backend, equal budgets and seeds."""
+    import numpy as np
+
+    from pufferbox.train.config import resolve_run_config
+    from pufferbox.train.trainer import Trainer
+
+    for backend in ("ray", "serial"):
+        for seed in seeds:
+            overrides = [f"vec.backend={backend}", "vec.num_envs=8", "vec.native=false", "train.num_steps=32"]
+            overrides += [f"train.total_steps={total_steps}", "train.learning_rate=1e-3", f"train.seed={seed}"]
+            overrides += ["vec.num_workers=2"] if backend == "ray" else []
+            trainer = Trainer("cartpole", resolve_run_config(overrides=overrides))
+            try:
+                history = trainer.train().history
+            finally:
+                trainer.close()
+            returns = [h["episode_return"] for h in history if h["episode_return"] is not None]
+            early, late = float(np.mean(returns[:3])), float(np.mean(returns[-8:]))
+            lost = sum(h.get("lost_steps", 0) for h in history)
+            print(f"{backend:6s} seed {seed}: first 3 updates {early:6.1f}, last 8 {late:6.1f}, lost steps {lost}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per configuration")
-    parser.add_argument("--sections", default="machine,cluster", help="comma-separated: machine, cluster")
+    parser.add_argument("--sections", default="machine,cluster", help="comma-separated: machine, cluster, learn")
     parser.add_argument("--cpus-per-node", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--nethack-envs", type=int, default=8)
     parser.add_argument("--write", action="store_true", help="write the tables' JSON and re-render RESULTS.md")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
-    if sections - {"machine", "cluster"} or args.seconds <= 0 or args.cpus_per_node < 1 or args.nodes < 1:
-        parser.error("--sections takes machine, cluster; --seconds, --cpus-per-node and --nodes must be positive")
+    if sections - {"machine", "cluster", "learn"} or args.seconds <= 0 or args.cpus_per_node < 1 or args.nodes < 1:
+        parser.error("--sections takes machine, cluster, learn; --seconds, --cpus-per-node and --nodes must be positive")
+    if "learn" in sections:
+        learning()
     # The cluster first: one process joins one Ray at a time, and the local one stays up until exit.
     cluster_rows = cluster_scaling(args.seconds, args.cpus_per_node, args.nodes) if "cluster" in sections else []
     machine_rows = one_machine(args.seconds, args.nethack_envs) if "machine" in sections else []
