@@ -259,7 +259,8 @@ def env_rows(specs: list[Any], recorded: dict[str, Any]) -> list[str]:
     for spec in specs:
         spaces = recorded.get(spec.name) or live_spaces(spec)
         aliases = f" (also {', '.join(f'`{a}`' for a in spec.aliases)})" if getattr(spec, "aliases", None) else ""
-        name = f"`{spec.name}`{aliases}"
+        built = "" if spec.name in recorded else " (built during the docs build: not recorded yet)"
+        name = f"`{spec.name}`{aliases}{built}"
         solved = "" if spec.training.solved_return is None else spec.training.solved_return
         if "error" in spaces:
             rows.append(f"| {name} | | not built here: {code(spaces['error'])} | | {solved} |")
