@@ -146,6 +146,8 @@ GAME = Game(
     Pong,
     solved_return=15.0,
     solved_meaning="wins 21-6 or better against the scripted paddle (return = points won - points lost)",
+    # Mastery: a game to 21 won by 15 points or more. The defaults reach it at 2.39M steps in 18 s on 2
+    # loaded cores (seed 1, load 3-4).
     # Learning, not stepping, is the cost here (the game steps at millions per second): four epochs over
     # four large minibatches of shorter rollouts, at a higher rate, solve in about as many steps as
     # the trainer's defaults (10 epochs x 32 minibatches) at a third of the learner's work.
