@@ -57,6 +57,7 @@ PEERS = {
     "arena": ({}, None, {}),
     "go": ({}, "pufferlib.ocean.go.go:Go", {}),  # both 7x7 by default
     "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
+    "g2048": ({}, None, {}),
 }
 
 PEER_SNIPPET = r"""

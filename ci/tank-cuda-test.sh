@@ -6,7 +6,7 @@
 # it as the devcontainer with the Dev Containers CLI (@devcontainers/cli from npm) on podman, from
 # compose.yaml (the GPU variant), and inside it check: nvcc 12.4; torch's CUDA build; PyCUDA built
 # for CUDA 12.4 and linked to libcuda.so.1; `pufferbox doctor`; every kernel compiled by nvcc
-# (sm_80, sm_90), all ten Ocean games' among them (test_every_game_has_a_kernel); `pufferbox check
+# (sm_80, sm_90), every Ocean game's among them (test_every_game_has_a_kernel); `pufferbox check
 # tag --cuda --host` (the kernel run on the CPU against its reference); `pufferbox envs`; a short
 # `pufferbox train`. No GPU is needed, nor used.
 #

@@ -21,8 +21,10 @@ def reference_envs(game, n, seed):
     return envs, multi, first
 
 
-def flat(obs, multi, agents):
-    return np.stack([obs[a] for a in agents]) if multi else np.asarray(obs)[None]
+def flat(obs, multi, agents, spec):
+    """One env's observation rows as the block writes them (a Dict observation flattened as its record)."""
+    row = lambda o: spec.flatten(o) if isinstance(o, dict) else np.asarray(o)
+    return np.stack([row(obs[a]) for a in agents]) if multi else row(obs)[None]
 
 
 @pytest.mark.parametrize("name", sorted(GAMES))
@@ -33,7 +35,9 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
     envs, multi, first = reference_envs(game, n, seed)
     agents = envs[0].possible_agents if multi else [None]
     A = len(agents)
-    np.testing.assert_array_equal(block.buffers.observations, np.concatenate([flat(o, multi, agents) for o in first]))
+    np.testing.assert_array_equal(
+        block.buffers.observations, np.concatenate([flat(o, multi, agents, block.obs_spec) for o in first])
+    )
     rng = np.random.default_rng(0)
     act_n = block.act_n
     ends = {"terminated": 0, "truncated": 0}
@@ -54,7 +58,7 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
                 info = info[agents[0]]
             else:
                 rew, term, trunc = np.array([rew]), np.array([term]), np.array([trunc])
-            expected = flat(obs, multi, agents)
+            expected = flat(obs, multi, agents, block.obs_spec)
             assert (b.rewards[rows] == rew.astype(np.float32)).all(), (name, t, i)
             assert (b.terminals[rows] == term).all() and (b.truncations[rows] == trunc).all(), (name, t, i)
             returns[i] += rew.astype(np.float32)
@@ -66,7 +70,7 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
                 expected_episodes.append((i, returns[i].mean(), info))
                 returns[i] = 0
                 obs = env.reset()[0]
-                expected = flat(obs, multi, agents)
+                expected = flat(obs, multi, agents, block.obs_spec)
             np.testing.assert_array_equal(b.observations[rows], expected, err_msg=f"{name} step {t} env {i}")
         assert episodes.env_ids.tolist() == [e[0] for e in expected_episodes], (name, t)
         for k, (i, ret, info) in enumerate(expected_episodes):
