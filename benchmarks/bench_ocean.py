@@ -58,6 +58,7 @@ PEERS = {
     "go": ({}, "pufferlib.ocean.go.go:Go", {}),  # both 7x7 by default
     "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
     "g2048": ({}, None, {}),
+    "freeway": ({}, None, {}),
 }
 
 PEER_SNIPPET = r"""
