@@ -588,9 +588,11 @@ class Registry:
         names = sorted([*self.envs, *self.aliases])
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; run `pufferbox envs` to list them"
-        broken = [p.name for p in self.plugins if not p.ok]
+        broken = [p for p in self.plugins if not p.ok]
         if broken:
-            hint += f" (broken plugins: {', '.join(broken)}; see `pufferbox plugins`)"
+            errors = {p.error for p in broken}  # one cause for all (a missing gymnasium): name it
+            cause = f": {errors.pop()}" if len(errors) == 1 else ""
+            hint += f" (broken plugins: {', '.join(p.name for p in broken)}{cause}; see `pufferbox plugins`)"
         raise UnknownEnvError(f"unknown env {name!r}{hint}")
 
     def from_plugin(self, name: str, plugin: str) -> EnvSpec:
