@@ -180,9 +180,9 @@ def test_pytest_fixture_runs_the_suite(pufferbox_check):
 
 
 def readme_blocks() -> dict[str, str]:
-    """Code blocks of the README's 'Writing a plugin' section, keyed by the file they show."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
+    """Code blocks of the plugin tutorial's 'A minimal plugin' section, keyed by the file they show."""
+    text = (ROOT / "docs" / "tutorials" / "python-plugin.md").read_text()
+    section = text.split("## A minimal plugin", 1)[1].split("\n## ", 1)[0]
     return {m.group(1): m.group(2) for m in re.finditer(r"```\w*\n# (\S+)\n(.*?)```", section, re.S)}
 
 
