@@ -59,6 +59,7 @@ PEERS = {
     "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
     "g2048": ({}, None, {}),
     "freeway": ({}, None, {}),
+    "sokoban": ({}, None, {}),
 }
 
 PEER_SNIPPET = r"""

@@ -20,7 +20,7 @@ HERE = Path(__file__).parent
 OCEAN = {"squared", "password", "stochastic", "memory", "multiagent", "spaces", "bandit"} | {
     f"ocean/{game}"
     for game in ("pong", "breakout", "tetris", "snake", "trash", "connect4", "tripletriad", "enduro", "arena", "go")
-    + ("g2048", "freeway")
+    + ("g2048", "freeway", "sokoban")
 }
 CLASSIC = {
     "cartpole",
