@@ -112,6 +112,8 @@ def test_the_recorded_spaces_list_every_registered_env():
     specs = get_registry().all_envs()
     gone = sorted(set(recorded) - {spec.name for spec in specs})
     assert not gone, f"record the spaces again (.venv/bin/python docs/hooks/reference.py --record-spaces): gone {gone[:5]}"
+    broken = {name: entry["error"] for name, entry in recorded.items() if "error" in entry}
+    assert not broken, f"registered envs that do not build (fix or unregister them): {broken}"
     start = time.perf_counter()
     new = [spec.name for spec in specs if spec.name not in recorded and hook.live_spaces(spec)]
     assert time.perf_counter() - start < 5, f"building {new} takes too long for a docs build: record the spaces again"

@@ -170,6 +170,8 @@ def make_atari(
         max_num_frames_per_episode=max_episode_frames,
         render_mode=render_mode,
     )
+    if env.unwrapped.get_action_meanings()[0] != "NOOP":  # Backgammon, Video Checkers: no no-op to start with
+        noop_max = 0
     env = AtariPreprocessing(
         env,
         noop_max=noop_max,

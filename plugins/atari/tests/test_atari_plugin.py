@@ -40,6 +40,17 @@ def test_preprocessing_gives_stacked_84x84_grayscale_with_sticky_actions():
     env.close()
 
 
+@pytest.mark.parametrize("game", ["backgammon", "video_checkers"])
+def test_a_game_whose_action_0_is_not_noop_builds_without_noop_starts(game):
+    env = make_atari(game)  # AtariPreprocessing's no-op starts need action 0 to be NOOP
+    try:
+        obs, _ = env.reset(seed=1)
+        assert obs.shape == (4, 84, 84)
+        assert env.unwrapped.get_action_meanings()[0] != "NOOP"
+    finally:
+        env.close()
+
+
 def test_clipped_rewards_keep_the_raw_return_in_the_final_info():
     env = make_atari("breakout", clip_rewards=True)
     env.reset(seed=3)
