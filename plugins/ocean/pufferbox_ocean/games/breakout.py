@@ -203,10 +203,13 @@ GAME = Game(
     ),
     # Mastery: clearing a whole wall (432) takes every ball returned, the shrunken paddle included. As
     # Pong's, learning is the cost, so shorter rollouts and four epochs over eight minibatches at a
-    # higher rate.
+    # higher rate. Not mastered within 10 minutes on 2 cores: with these defaults (load 2-4) the recent
+    # return passes 200 at 13.9M / 14.8M steps (127 / 168 s, seeds 1 / 2) and peaks at 303 / 297 at
+    # 44.0M / 40.8M (384 / 419 s), the learning rate annealed over the 45M; 4 epochs over 4 minibatches
+    # peak at 264 (53.7M steps, 481 s, seed 1, load 3-6).
     config={
         "train": {
-            "total_steps": 10_000_000,
+            "total_steps": 45_000_000,
             "stop_on_solve": True,
             "num_steps": 128,
             "update_epochs": 4,
@@ -216,8 +219,9 @@ GAME = Game(
         "vec": {"num_envs": 256},
     },
     # The GPU profile: 131,072 rows per update (2,048 envs x 64 steps), the defaults' four epochs over
-    # eight minibatches of 16,384: solves within 100 updates (benchmarks/gpu_profiles.py; RESULTS.md,
-    # "GPU profiles"). Muon at 1e-2 solves in 31-41 updates where Adam at 1e-3 takes 73-89.
+    # eight minibatches of 16,384. Measured on the former one-wall 6 x 12 game (solved at 50 of 288): it
+    # solved within 100 updates, Muon at 1e-2 in 31-41 where Adam at 1e-3 took 73-89 (benchmarks/
+    # gpu_profiles.py; RESULTS.md, "GPU profiles"); not yet measured on Atari's walls.
     gpu_config={
         "train": {
             "optimizer": "muon",
