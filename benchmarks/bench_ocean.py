@@ -51,6 +51,12 @@ PEERS = {
     "tetris": ({}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
     "snake": ({}, "pufferlib.ocean.snake.snake:Snake", {}),
     "trash": ({}, "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv", {}),
+    # PufferLib's defaults: 10x10, 3 agents, 15 items, 2 bins, 300 steps
+    "trash (matched: 15 items, 300 steps)": (
+        {"num_trash": 15, "max_steps": 300},
+        "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv",
+        {},
+    ),
     "connect4": ({}, "pufferlib.ocean.connect4.connect4:Connect4", {}),
     "tripletriad": ({}, "pufferlib.ocean.tripletriad.tripletriad:TripleTriad", {}),
     "enduro": ({}, "pufferlib.ocean.enduro.enduro:Enduro", {}),
@@ -136,7 +142,7 @@ def part_cpu(args: argparse.Namespace) -> None:
         ratio = f"{mine / theirs:.2f}x" if theirs else "-"
         theirs_text = f"{theirs / 1e6:.2f}M" if theirs else "no such game"
         table.append([label, f"{mine / 1e6:.2f}M", theirs_text, ratio, f"{row_load:.1f}"])
-    name = "ocean_speed" + "".join(f"_{g}" for g in args.games)
+    name = args.table or "ocean_speed" + "".join(f"_{g}" for g in args.games)
     meta = {
         "command": command_line(),
         "machine": f"{machine()}, one process each",
@@ -280,6 +286,7 @@ def main() -> None:
     parser.add_argument("--peer", action="store_true", help="with --part solve: PufferLib's trainer to the same return")
     parser.add_argument("--peer-seconds", type=float, default=600.0, help="its time budget per seed")
     parser.add_argument("--write", action="store_true", help="write the table's JSON and re-render RESULTS.md")
+    parser.add_argument("--table", default="", help="with --part cpu: the table's name (default ocean_speed[_GAME...])")
     parser.add_argument("extra", nargs="*", help="with --part solve: extra `pufferbox train` arguments after --")
     args = parser.parse_args()
     if args.num_envs < 1 or args.repeats < 1 or args.seconds <= 0:
