@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from pufferbox.registry import get_registry
-from pufferbox.train.retune import restart_rollout, set_hyperparameters
 from pufferbox.train.checkpoint import latest_checkpoint
 from pufferbox.train.config import ConfigError, resolve_config
 from pufferbox.train.learner import gae
 from pufferbox.train.overlap import OverlapCollector, vtrace
+from pufferbox.train.retune import restart_rollout, set_hyperparameters
 from pufferbox.train.trainer import Trainer
 
 THREAD = "pufferbox-overlap-collector"
