@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -80,14 +81,33 @@ def offsets(layout: Layout) -> tuple[dict[str, int], int]:
     return out, max(pos, ALIGN)
 
 
+class Segment(shared_memory.SharedMemory):
+    """A segment that stays mapped while any array view of it lives (see :func:`view`)."""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(BufferError, OSError):  # views outlive it: they unmap it when they go
+            self.close()
+
+
+def view(buf: memoryview, shape: tuple[int, ...], dtype: np.dtype, offset: int) -> np.ndarray:
+    count = int(np.prod(shape, dtype=np.int64))
+    if count == 0:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
 class SharedArrays:
     """Named numpy arrays in one shared-memory segment (created here, attached in workers)."""
 
     def __init__(self, shm: shared_memory.SharedMemory, layout: Layout, owner: bool):
         self.shm, self.layout, self.owner = shm, layout, owner
         pos, _ = offsets(layout)
+        # np.frombuffer holds an export of the segment's buffer while any view lives, so destroy()
+        # cannot unmap memory another thread still reads (np.ndarray(buffer=...) holds none).
+        buf = shm.buf
+        assert buf is not None  # None only after close()
         self.arrays: dict[str, np.ndarray] = {
-            name: np.ndarray(shape, dtype=dtype, buffer=shm.buf, offset=pos[name]) for name, (shape, dtype) in layout.items()
+            name: view(buf, shape, dtype, pos[name]) for name, (shape, dtype) in layout.items()
         }
 
     @classmethod
@@ -95,7 +115,7 @@ class SharedArrays:
         _, nbytes = offsets(layout)
         check_shm_room(nbytes)
         try:
-            shm = shared_memory.SharedMemory(name=segment_name(), create=True, size=nbytes)
+            shm = Segment(name=segment_name(), create=True, size=nbytes)
         except OSError as exc:
             raise VectorConfigError(
                 f"cannot allocate {nbytes / 2**20:.1f} MiB of shared memory ({exc}); raise "
@@ -107,7 +127,7 @@ class SharedArrays:
     def attach(cls, name: str, layout: Layout) -> SharedArrays:
         # Python 3.11 registers attached segments with the resource tracker too; multiprocessing
         # children share the creator's tracker, whose set of names makes that a no-op.
-        return cls(shared_memory.SharedMemory(name=name), layout, owner=False)
+        return cls(Segment(name=name), layout, owner=False)
 
     @property
     def name(self) -> str:
@@ -119,7 +139,7 @@ class SharedArrays:
         try:
             self.shm.close()
         except BufferError:
-            pass  # a caller still holds a view: the mapping goes when it does; unlink anyway
+            pass  # a view is still held (a thread mid-step): the mapping goes with the last one; unlink anyway
         if self.owner:
             try:
                 self.shm.unlink()
