@@ -55,3 +55,15 @@ def test_compile_errors_carry_nvcc_diagnostics():
 def test_constants_are_exact_float32_literals():
     text = assemble("", {"A": 0.1, "N": 3, "B": True})
     assert "#define A 0x1.99999a0000000p-4f" in text and "#define N 3" in text and "#define B 1" in text
+
+
+def test_quoted_includes_resolve_beside_the_including_file_first(tmp_path):
+    """A game header that includes a sibling header (tetris_place.h includes tetris.h) builds as a C
+    compiler would build it; each file is inlined once."""
+    (tmp_path / "game").mkdir()
+    (tmp_path / "game" / "base.h").write_text("int base_rule;\n")
+    (tmp_path / "game" / "variant.h").write_text('#include "base.h"\nint variant_rule;\n')
+    text = assemble(f'#include "{tmp_path / "game" / "variant.h"}"\n#include "{tmp_path / "game" / "base.h"}"\n', {})
+    assert text.count("int base_rule;") == 1 and "int variant_rule;" in text
+    with pytest.raises(CompileError, match='#include "missing.h" not found'):
+        assemble('#include "missing.h"\n', {})

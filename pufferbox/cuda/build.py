@@ -58,23 +58,26 @@ def c_literal(value: int | float | bool) -> str:
 
 
 def assemble(source: str, constants: dict[str, int | float], search: tuple[Path, ...] = ()) -> str:
-    """``#define`` lines for ``constants``, then ``source`` with its quoted includes inlined once each."""
-    seen: set[str] = set()
-    dirs = (*search, KERNEL_DIR)
+    """``#define`` lines for ``constants``, then ``source`` with its quoted includes inlined once each
+    (as a C compiler looks for them: beside the including file first, then in ``search``)."""
+    seen: set[Path] = set()
 
-    def inline(match: re.Match) -> str:
-        name = match.group(1)
-        if name in seen:
-            return ""
-        seen.add(name)
-        for folder in dirs:
-            path = Path(folder) / name
-            if path.is_file():
-                return INCLUDE.sub(inline, path.read_text())
-        raise CompileError(f'#include "{name}" not found in {", ".join(map(str, dirs))}')
+    def inlined(text: str, here: Path | None) -> str:
+        def inline(match: re.Match) -> str:
+            name = match.group(1)
+            dirs = (*(() if here is None else (here,)), *search, KERNEL_DIR)
+            path = next((Path(folder) / name for folder in dirs if (Path(folder) / name).is_file()), None)
+            if path is None:
+                raise CompileError(f'#include "{name}" not found in {", ".join(map(str, dirs))}')
+            if path.resolve() in seen:
+                return ""
+            seen.add(path.resolve())
+            return inlined(path.read_text(), path.parent)
+
+        return INCLUDE.sub(inline, text)
 
     defines = "".join(f"#define {key} {c_literal(value)}\n" for key, value in constants.items())
-    return defines + INCLUDE.sub(inline, source)
+    return defines + inlined(source, None)
 
 
 def find_nvcc() -> str | None:

@@ -136,7 +136,8 @@ OCEAN_FN void tetris_observe(const Tetris *env, float *obs)
     tail[13 + env->next] = 1.0f;
 }
 
-OCEAN_FN void tetris_reset(Tetris *env, float *obs)
+/* A new game: an empty well, a fresh bag, the first piece spawned (tetris_place.h starts its games so). */
+OCEAN_FN void tetris_start(Tetris *env)
 {
     memset(env->board, 0, sizeof(env->board));
     env->bag_next = 7;
@@ -144,6 +145,11 @@ OCEAN_FN void tetris_reset(Tetris *env, float *obs)
     env->over = 0;
     env->next = tetris_deal(env);
     tetris_spawn(env);
+}
+
+OCEAN_FN void tetris_reset(Tetris *env, float *obs)
+{
+    tetris_start(env);
     tetris_observe(env, obs);
 }
 
