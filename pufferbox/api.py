@@ -53,6 +53,9 @@ EXPORTS: dict[str, str] = {
     "SingleAgentReference": "pufferbox.native",
     "MultiAgentReference": "pufferbox.native",
     "NativeBuildError": "pufferbox.native",
+    "ACTION_ONE": "pufferbox.native",
+    "continuous_action_space": "pufferbox.native",
+    "quantize_actions": "pufferbox.native",
     # encoders a plugin's default policy may build on
     "CNNEncoder": "pufferbox.encoders",
     "MLPEncoder": "pufferbox.encoders",
@@ -78,6 +81,7 @@ if TYPE_CHECKING:  # the same names, imported statically for type checkers and e
     from pufferbox.episodes import NO_EPISODES, Episodes  # noqa: F401
     from pufferbox.hookspecs import hookimpl  # noqa: F401
     from pufferbox.native import (  # noqa: F401
+        ACTION_ONE,
         CGame,
         CGameLibrary,
         GameReference,
@@ -85,6 +89,8 @@ if TYPE_CHECKING:  # the same names, imported statically for type checkers and e
         MultiAgentReference,
         NativeBuildError,
         SingleAgentReference,
+        continuous_action_space,
+        quantize_actions,
     )
     from pufferbox.registry import EnvBuild, EnvMeta, EnvSpec, TrainDefaults, get_registry, resolve  # noqa: F401
     from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError  # noqa: F401

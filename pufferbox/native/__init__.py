@@ -10,11 +10,14 @@ rules. From them a plugin gets, without a build step of its own:
   the CPU block (``pufferbox check NAME --cuda --host``);
 - registration (:class:`CGameLibrary`): one EnvSpec per header, whose ``native`` block the
   conformance suite's native check steps beside the reference;
+- continuous actions (an action size of 0): :func:`quantize_actions`, the fixed point the C step
+  and the reference share (:mod:`pufferbox.native.actions`);
 - ``pufferbox new-env NAME --c`` (:mod:`pufferbox.native.scaffold`) writes such a plugin.
 
 Plugins import these names from :mod:`pufferbox.api`. The guide: docs/tutorials/c-game-sdk.md.
 """
 
+from pufferbox.native.actions import ACTION_ONE, continuous_action_space, quantize_actions
 from pufferbox.native.block import GameBlock
 from pufferbox.native.build import SDK_DIR, NativeBuildError
 from pufferbox.native.library import CGameLibrary, CGameSpec
@@ -22,6 +25,7 @@ from pufferbox.native.reference import CGame, GameReference, MultiAgentReference
 from pufferbox.native.rng import GameRng
 
 __all__ = [
+    "ACTION_ONE",
     "SDK_DIR",
     "CGame",
     "CGameLibrary",
@@ -32,4 +36,6 @@ __all__ = [
     "MultiAgentReference",
     "NativeBuildError",
     "SingleAgentReference",
+    "continuous_action_space",
+    "quantize_actions",
 ]

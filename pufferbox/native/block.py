@@ -3,6 +3,10 @@
 The block owns the env structs (one byte row each) and the episode records; the backend owns the
 rows the game writes. Env ``i`` of a block reset with ``seed`` is the reference env reset with
 ``seed + i``: same generator, same draws, same arithmetic (checked by ``pufferbox check``).
+
+A game whose action sizes (``ACT_N``) are all 0 is continuous: its action space is
+``Box(-1, 1, (ACT_LEN,), float32)`` and the block hands the C step the floats in fixed point
+(:mod:`pufferbox.native.actions`), as the reference sees them.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ import os
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from pufferbox.emulation import APIUsageError
 from pufferbox.episodes import NO_EPISODES, Episodes
+from pufferbox.native.actions import ACTION_ONE, CONTINUOUS, quantize_actions
 from pufferbox.spaces import ActionSpec, ObservationSpec, SpaceError
 from pufferbox.vector.native import NativeBlock
 
@@ -38,7 +44,7 @@ class GameBlock(NativeBlock):
             raise ValueError(f"{game}: no such game in the compiled table ({', '.join(layouts)}); fix: name it c/{game}.h")
         self.extension = extension
         self.single = reference(**kwargs)
-        env_size, agents, obs_bytes, _, act_n, n_params, n_metrics = layouts[game]
+        env_size, agents, obs_bytes, act_len, act_n, n_params, n_metrics = layouts[game]
         multi = hasattr(self.single, "possible_agents")
         agent = self.single.possible_agents[0] if multi else None
         obs_space = self.single.observation_space(agent) if multi else self.single.observation_space
@@ -48,7 +54,9 @@ class GameBlock(NativeBlock):
         row_bytes = self.obs_spec.flat_size * self.obs_spec.flat_dtype.itemsize
         if (multi and len(self.single.possible_agents) != agents) or row_bytes != obs_bytes:
             raise ValueError(f"{game}: the C table's agents or observation bytes differ from the reference's spaces")
+        self.continuous = check_action_layout(game, act_len, act_n, act_space)
         super().__init__(num_envs, name=game)
+        self.quantized = np.zeros((self.num_agents, act_len), dtype=np.int64) if self.continuous else None
         self.game, self.act_n, self.metric_names = game, act_n, tuple(getattr(reference, "METRICS", ()))
         self.params = np.array(self.single.params(), dtype=np.int64)
         if len(self.params) != n_params:
@@ -100,7 +108,9 @@ class GameBlock(NativeBlock):
     def vec_step(self, actions: np.ndarray) -> Episodes:
         if not self.seeded or self.kernel is None:
             raise APIUsageError(f"{self.name}: step() before reset() or after close()")
-        if type(actions) is not np.ndarray or actions.dtype != np.int64 or not actions.flags.c_contiguous:
+        if self.quantized is not None:  # floats in [-1, 1] to the fixed point the C step reads
+            actions = quantize_actions(np.reshape(actions, self.quantized.shape), self.quantized, self.name)
+        elif type(actions) is not np.ndarray or actions.dtype != np.int64 or not actions.flags.c_contiguous:
             actions = np.asarray(actions)
             if actions.dtype.kind not in "iub":
                 raise SpaceError(f"{self.name}: actions must be integers, got {actions.dtype}")
@@ -116,5 +126,27 @@ class GameBlock(NativeBlock):
         if ended < 0:
             bad = actions.reshape(-1)[-ended - 1]
             space = f"Discrete({self.act_n[0]})" if len(self.act_n) == 1 else f"MultiDiscrete({list(self.act_n)})"
+            space = f"[-{ACTION_ONE}, {ACTION_ONE}] (fixed point)" if self.continuous else space
             raise SpaceError(f"{self.name}: action {bad} is outside the flat action space {space}")
         return NO_EPISODES
+
+
+def check_action_layout(game: str, act_len: int, act_n: tuple, space: Any) -> bool:
+    """Whether the game is continuous (every ``ACT_N`` entry 0); a one-line ``ValueError`` for a mix of
+    discrete and continuous elements, or a continuous game whose reference's action space is not
+    ``Box(-1, 1, (ACT_LEN,))``."""
+    kinds = {n == CONTINUOUS for n in act_n}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"{game}: ACT_N mixes continuous (0) and discrete elements {list(act_n)}; fix: make every element "
+            f"continuous (0) or every element discrete (a number of choices)"
+        )
+    if kinds != {True}:
+        return False
+    box = isinstance(space, spaces.Box) and space.shape == (act_len,)
+    if not box or not (np.all(space.low == -1.0) and np.all(space.high == 1.0)):
+        raise ValueError(
+            f"{game}: a continuous game's action space must be Box(-1, 1, ({act_len},), float32), "
+            f"the reference has {space}; fix: continuous_action_space({act_len})"
+        )
+    return True

@@ -62,6 +62,8 @@ class CGameCudaReference(BatchedReference):
     def __init__(self, num_envs: int = 1, **kwargs: Any):
         extension = type(self).extension()
         self.env_size, agents, obs_bytes, act_len, act_n, _, n_metrics = extension.games()[self.game]
+        if any(int(n) == 0 for n in act_n):  # the CUDA runtime samples and moves discrete actions only
+            raise ValueError(f"{self.game}: continuous actions have no CUDA kernel; fix: cuda_type='' in its CGame record")
         params = np.array(self.single(**kwargs).params(), dtype=np.int64)
         self.num_envs, self.num_agents, self.obs_dim, self.num_actions = num_envs, agents, obs_bytes // 4, int(act_n[0])
         self.action_sizes = tuple(int(n) for n in act_n) if act_len > 1 else ()  # MultiDiscrete: ACTION_SLOTS words

@@ -1,5 +1,6 @@
 """The Ocean games: each C block equals its Python reference bit for bit, passes the conformance
-suite, renders, and refuses bad settings and actions in one line."""
+suite, renders, and refuses bad settings and actions in one line (continuous games: random actions in
+[-1, 1] and a little past it, quantized to the same fixed point on both sides)."""
 
 from __future__ import annotations
 
@@ -43,14 +44,17 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
     ends = {"terminated": 0, "truncated": 0}
     returns = np.zeros((n, A))
     for t in range(steps):
-        actions = np.stack([rng.integers(0, k, n * A) for k in act_n], axis=1).astype(np.int64)
-        actions = actions.reshape(n * A, *block.act_spec.shape)
+        if block.continuous:  # a little past [-1, 1], so clipping is compared too
+            actions = rng.uniform(-1.1, 1.1, (n * A, len(act_n))).astype(np.float32)
+        else:
+            actions = np.stack([rng.integers(0, k, n * A) for k in act_n], axis=1).astype(np.int64)
+            actions = actions.reshape(n * A, *block.act_spec.shape)
         episodes = block.vec_step(actions)
         b = block.buffers
         expected_episodes = []
         for i, env in enumerate(envs):
             rows = slice(i * A, (i + 1) * A)
-            as_action = lambda row: int(np.asarray(row).item()) if np.size(row) == 1 else row
+            as_action = lambda row: int(np.asarray(row).item()) if np.size(row) == 1 and not block.continuous else row
             act = {a: as_action(actions[i * A + j]) for j, a in enumerate(agents)} if multi else as_action(actions[i])
             obs, rew, term, trunc, info = env.step(act)
             if multi:
@@ -108,9 +112,15 @@ def test_bad_settings_and_actions_are_one_line_errors(name):
     assert "\n" not in str(info.value)
     block = GameBlock(name, game.reference, 2)
     block.vec_reset(seed=0)
-    actions = np.zeros((block.num_agents, *block.act_spec.shape), dtype=np.int64)
     before = block.buffers.observations.copy()
-    actions.reshape(-1)[-1] = block.act_n[-1]
-    with pytest.raises(SpaceError, match="outside the flat action space"):
-        block.vec_step(actions)
+    if block.continuous:  # out of range is clipped; NaN is refused
+        actions = np.zeros((block.num_agents, len(block.act_n)), dtype=np.float32)
+        actions.reshape(-1)[-1] = np.nan
+        with pytest.raises(SpaceError, match="a continuous action is NaN"):
+            block.vec_step(actions)
+    else:
+        actions = np.zeros((block.num_agents, *block.act_spec.shape), dtype=np.int64)
+        actions.reshape(-1)[-1] = block.act_n[-1]
+        with pytest.raises(SpaceError, match="outside the flat action space"):
+            block.vec_step(actions)
     np.testing.assert_array_equal(block.buffers.observations, before)  # nothing stepped

@@ -170,7 +170,9 @@ static PyObject *Kernel_reset(PyObject *op, PyObject *seeds_obj)
 }
 
 /* step(actions): one step of every env. Returns the number of episodes that ended (their records in
- * the ended_* arrays), or -(flat index + 1) of the first action out of range (nothing stepped). */
+ * the ended_* arrays), or -(flat index + 1) of the first action out of range (nothing stepped): a
+ * discrete element outside [0, choices), a continuous one (OCEAN_CONTINUOUS) outside
+ * [-OCEAN_ACTION_ONE, OCEAN_ACTION_ONE]. */
 static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
 {
     Kernel *self = (Kernel *)op;
@@ -186,8 +188,10 @@ static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
     }
     const int64_t *act = actions.buf;
     for (Py_ssize_t i = 0; i < n * per_env; i++) {
-        int64_t a = act[i];
-        if (a < 0 || a >= g->act_n[i % g->act_len]) {
+        const int64_t a = act[i], choices = g->act_n[i % g->act_len];
+        const int bad = choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE || a > OCEAN_ACTION_ONE)
+                                                    : (a < 0 || a >= choices);
+        if (bad) {
             PyBuffer_Release(&actions);
             return PyLong_FromSsize_t(-(i + 1));
         }

@@ -54,6 +54,14 @@ OCEAN_FN double rng_unit(OceanRng *r)
     return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* A continuous action element (an ACT_N entry of 0) reaches step() in fixed point: the policy's value
+ * clipped to [-1, 1] and rounded to a multiple of 1/OCEAN_ACTION_ONE (round half to even), so the C
+ * step, the Python reference and any other backend see the same integer in [-OCEAN_ACTION_ONE,
+ * OCEAN_ACTION_ONE]; (double)actions[i] / OCEAN_ACTION_ONE is then exact. A discrete element keeps its
+ * number of choices (>= 1). A game that mixes both kinds is refused (pufferbox/native/block.py). */
+#define OCEAN_ACTION_ONE 65536
+#define OCEAN_CONTINUOUS 0
+
 typedef int (*ocean_configure_fn)(void *env, const int64_t *params);
 typedef void (*ocean_reset_fn)(void *env, void *obs);
 typedef int (*ocean_step_fn)(void *env, const int64_t *actions, void *obs, float *rewards, uint8_t *terminals,
@@ -66,7 +74,8 @@ typedef struct {
     int agents;           /* rows per env */
     size_t obs_bytes;     /* bytes of one agent's observation row */
     int act_len;          /* int64 actions per agent */
-    const int64_t *act_n; /* each action's number of choices (Discrete / MultiDiscrete) */
+    const int64_t *act_n; /* each action's number of choices (Discrete / MultiDiscrete), or
+                             OCEAN_CONTINUOUS (0): a value in [-1, 1] as [-OCEAN_ACTION_ONE, OCEAN_ACTION_ONE] */
     int n_params;         /* int64 parameters configure() reads */
     int n_metrics;        /* doubles an ended episode reports */
     ocean_configure_fn configure;
