@@ -110,12 +110,14 @@ class GameBlock(NativeBlock):
             raise APIUsageError(f"{self.name}: step() before reset() or after close()")
         if self.quantized is not None:  # floats in [-1, 1] to the fixed point the C step reads
             actions = quantize_actions(np.reshape(actions, self.quantized.shape), self.quantized, self.name)
-        elif type(actions) is not np.ndarray or actions.dtype != np.int64 or not actions.flags.c_contiguous:
+        try:  # the kernel takes C-contiguous int64 as they are: the usual case pays no check here
+            ended = self.kernel.step(actions)
+        except (TypeError, BufferError, ValueError):
             actions = np.asarray(actions)
             if actions.dtype.kind not in "iub":
-                raise SpaceError(f"{self.name}: actions must be integers, got {actions.dtype}")
+                raise SpaceError(f"{self.name}: actions must be integers, got {actions.dtype}") from None
             actions = np.ascontiguousarray(actions, dtype=np.int64)
-        ended = self.kernel.step(actions)
+            ended = self.kernel.step(actions)
         if ended > 0:  # copies: the kernel's arrays are rewritten next step
             return Episodes(
                 self.ended_env[:ended].copy(),
@@ -124,7 +126,7 @@ class GameBlock(NativeBlock):
                 {name: self.ended_metrics[:ended, i].copy() for i, name in enumerate(self.metric_names)},
             )
         if ended < 0:
-            bad = actions.reshape(-1)[-ended - 1]
+            bad = np.asarray(actions).reshape(-1)[-ended - 1]
             space = f"Discrete({self.act_n[0]})" if len(self.act_n) == 1 else f"MultiDiscrete({list(self.act_n)})"
             space = f"[-{ACTION_ONE}, {ACTION_ONE}] (fixed point)" if self.continuous else space
             raise SpaceError(f"{self.name}: action {bad} is outside the flat action space {space}")

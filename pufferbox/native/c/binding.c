@@ -179,21 +179,31 @@ static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
     if (require_bound(self)) return NULL;
     const OceanGame *g = self->game;
     Py_buffer actions;
-    if (PyObject_GetBuffer(actions_obj, &actions, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    const Py_ssize_t A = g->agents, n = self->num_envs, per_env = A * g->act_len;
-    if (actions.len < n * per_env * 8 || actions.itemsize != 8) {
+    if (PyObject_GetBuffer(actions_obj, &actions, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    const Py_ssize_t A = g->agents, n = self->num_envs, per_env = A * g->act_len, len_a = g->act_len;
+    const char *format = actions.format ? actions.format : "B";
+    if (*format == '<' || *format == '=' || *format == '@') format++;
+    if (actions.itemsize != 8 || (*format != 'l' && *format != 'q') || format[1]) {
+        PyBuffer_Release(&actions);
+        PyErr_SetString(PyExc_TypeError, "ocean kernel: step() needs int64 actions");
+        return NULL;
+    }
+    if (actions.len < n * per_env * 8) {
         PyBuffer_Release(&actions);
         PyErr_SetString(PyExc_ValueError, "ocean kernel: step() needs int64 actions, one row per agent");
         return NULL;
     }
     const int64_t *act = actions.buf;
-    for (Py_ssize_t i = 0; i < n * per_env; i++) {
-        const int64_t a = act[i], choices = g->act_n[i % g->act_len];
-        const int bad = choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE || a > OCEAN_ACTION_ONE)
-                                                    : (a < 0 || a >= choices);
-        if (bad) {
-            PyBuffer_Release(&actions);
-            return PyLong_FromSsize_t(-(i + 1));
+    /* Row by row, element by element: no division per action (the check runs on every step). */
+    for (Py_ssize_t row = 0; row < n * A; row++) {
+        for (Py_ssize_t j = 0; j < len_a; j++) {
+            const int64_t a = act[row * len_a + j], choices = g->act_n[j];
+            const int bad = choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE || a > OCEAN_ACTION_ONE)
+                                                        : (a < 0 || a >= choices);
+            if (bad) {
+                PyBuffer_Release(&actions);
+                return PyLong_FromSsize_t(-(row * len_a + j + 1));
+            }
         }
     }
     uint8_t *state = VIEW(self, B_STATE, uint8_t), *obs = VIEW(self, B_OBS, uint8_t);
