@@ -4,6 +4,7 @@ and time to solve with `pufferbox train` defaults.
     .venv/bin/python benchmarks/bench_train_peers.py --setup --envs nethack   # PufferLib 3.0's venv, once
     .venv/bin/python benchmarks/bench_ocean.py --part cpu [--num-envs 256] [--repeats 3]
     .venv/bin/python benchmarks/bench_ocean.py --part solve --games pong --seeds 1 2 3 [--peer]
+    .venv/bin/python benchmarks/bench_ocean.py --part race --games pong breakout --seeds 1 --peer-seconds 600
     python3 benchmarks/bench_ocean.py --part cuda                            # on a GPU machine
 
 ``cpu``: one process each, ``--num-envs`` envs in one object, uniformly random actions drawn before
@@ -14,11 +15,15 @@ with the frame skip matched where a game has one. ``solve``: `pufferbox train oc
 plugin defaults, wall time from launch to the step the recent mean return first reaches
 `solved_return` (the trainer's own solve detection), per seed; ``--peer`` also runs PufferLib 3.0's own
 trainer with its shipped config for that game right after each seed and reports its time from launch
-to its logged score first reaching the same return (Pong: points won - points lost). ``cuda``: env steps/s of each game's
-kernel (KernelEnv, random actions written on the device).
+to its logged score first reaching the same return (Pong: points won - points lost). ``race``: the
+other way round, for games our defaults master and PufferLib's trainer does not reach on a CPU in its
+budget: its trainer runs ``--peer-seconds``, then `pufferbox train` with the defaults until its recent
+return first reaches the best score PufferLib's logged; both times from launch, and their ratio.
+``cuda``: env steps/s of each game's kernel (KernelEnv, random actions written on the device).
 
 ``--write`` writes each part's table to benchmarks/results/ (``ocean_speed.json``, or ``ocean_speed_GAME...``
-for ``--games``; ``ocean_solve_GAME.json``; ``gpu_ocean_kernels.json``) and re-renders it in RESULTS.md.
+for ``--games``; ``ocean_solve_GAME.json``; ``ocean_race_GAME.json``; ``gpu_ocean_kernels.json``) and
+re-renders it in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -219,7 +224,17 @@ PEER_TRAINERS = {"pong": ("puffer_pong", "score", 1.0), "breakout": ("puffer_bre
 def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tuple[float | None, int | None, float | None]:
     """PufferLib's trainer on its own game and config: seconds from launch to its logged score first >= threshold."""
     env_name, field, scale = PEER_TRAINERS[game]
-    threshold *= scale
+    rows = peer_log(game, seed, seconds)
+    best = max((r.get(field, float("-inf")) for r in rows), default=None)
+    for row in rows:
+        if row.get(field, float("-inf")) >= threshold * scale:
+            return row["t"], row["step"], best
+    return None, (rows[-1]["step"] if rows else None), best
+
+
+def peer_log(game: str, seed: int, seconds: float) -> list[dict]:
+    """PufferLib's trainer on its own game and config for ``seconds``: its logged rows (``t`` from launch)."""
+    env_name = PEER_TRAINERS[game][0]
     python = peer_venvs.python_of(peer_venvs.PUFFERLIB_VENV)
     script = Path(__file__).parent / "pufferlib_ocean_peer.py"
     with tempfile.TemporaryDirectory() as tmp:
@@ -235,12 +250,58 @@ def peer_time_to(game: str, seed: int, threshold: float, seconds: float) -> tupl
             finally:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
-    best = max((r.get(field, float("-inf")) for r in rows), default=None)
-    for row in rows:
-        if row.get(field, float("-inf")) >= threshold:
-            return row["t"], row["step"], best
-    return None, (rows[-1]["step"] if rows else None), best
+        return [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+
+
+def part_race(args: argparse.Namespace) -> None:
+    """PufferLib's trainer for ``--peer-seconds``, then ours to the best score it logged: both times from launch."""
+    for game in args.games or ["pong"]:
+        table = []
+        for seed in args.seeds:
+            peer_rows = peer_log(game, seed, args.peer_seconds)
+            env_name, field, scale = PEER_TRAINERS[game]
+            scored = [r for r in peer_rows if field in r]
+            if not scored:
+                print(f"{game} seed {seed}: PufferLib's trainer logged no {field}", file=sys.stderr)
+                continue
+            best = max(r[field] for r in scored)
+            peer_t = next(r["t"] for r in scored if r[field] >= best)
+            level = best / scale
+            ours_t, ours_step = time_to_return(game, seed, level, timeout=max(60.0, peer_t))
+            ratio = f"{peer_t / ours_t:.1f}x" if ours_t else "-"
+            mine = f"{ours_t:.1f} s ({ours_step:,} steps)" if ours_t else f"not within {max(60.0, peer_t):.0f} s"
+            table.append([str(seed), f"{level:g}", f"{peer_t:.1f} s", mine, ratio])
+            print(" | ".join(table[-1]), flush=True)
+        meta = {
+            "command": command_line(),
+            "machine": machine(),
+            "load": f"{load()} (at the end)",
+            "peer": f"PufferLib 3.0 {PEER_TRAINERS[game][0]}, its shipped config, {args.peer_seconds:.0f} s per seed",
+        }
+        columns = ["seed", "PufferLib's best score", "PufferLib: launch to it", "pufferbox defaults: launch to it", "ratio"]
+        publish(f"ocean_race_{game}", columns, table, meta, args.write, align="rrrrr")
+
+
+def time_to_return(game: str, seed: int, level: float, timeout: float) -> tuple[float | None, int]:
+    """`pufferbox train ocean/GAME` with its defaults, watched: seconds from launch until a logged recent
+    return first reaches ``level`` (then the run is stopped), and the steps then."""
+    pufferbox = Path(sys.executable).parent / "pufferbox"
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = Path(tmp) / "run" / "metrics.jsonl"
+        start = time.perf_counter()
+        cmd = [str(pufferbox), "train", f"ocean/{game}", "--seed", str(seed), "--run-dir", f"{tmp}/run", "--no-tensorboard"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while time.perf_counter() - start < timeout and proc.poll() is None:
+                time.sleep(0.1)
+                rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+                hit = next((r for r in rows if r.get("return", float("-inf")) >= level), None)
+                if hit is not None:
+                    return time.perf_counter() - start, int(hit["step"])
+            return None, 0
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 def part_cuda(args: argparse.Namespace) -> None:
@@ -276,7 +337,7 @@ def part_cuda(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("cpu", "solve", "cuda"), default="cpu")
+    parser.add_argument("--part", choices=("cpu", "solve", "race", "cuda"), default="cpu")
     parser.add_argument("--games", nargs="*", default=[])
     parser.add_argument("--num-envs", type=int, default=256)
     parser.add_argument("--cuda-envs", type=int, default=65536)
@@ -291,7 +352,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.num_envs < 1 or args.repeats < 1 or args.seconds <= 0:
         raise SystemExit("Error: --num-envs and --repeats must be >= 1 and --seconds > 0")
-    {"cpu": part_cpu, "solve": part_solve, "cuda": part_cuda}[args.part](args)
+    {"cpu": part_cpu, "solve": part_solve, "race": part_race, "cuda": part_cuda}[args.part](args)
 
 
 if __name__ == "__main__":
