@@ -45,12 +45,13 @@ def test_illegal_placements_are_masked_and_drop_the_piece_as_it_spawned():
     assert env.board[H - 1][spawn_x] == 1 and env.board[H - 1][spawn_x + 1] == 1  # where it spawned
 
 
-def test_the_observation_holds_the_heights_and_both_pieces():
+def test_the_observation_holds_the_heights_the_holes_and_both_pieces():
     env = TetrisPlace()
     env.reset(seed=2)
     env.board[H - 3][4] = 1
     obs = env.observe()
     assert obs["heights"][4] == np.float32(3 / H) and obs["heights"].sum() == np.float32(3 / H)
+    assert obs["holes"][4] == np.float32(2 / H) and obs["holes"].sum() == np.float32(2 / H)  # the two under it
     assert obs["piece"][env.piece] == 1 and obs["next"][env.next] == 1 and obs["board"].sum() == 1
 
 

@@ -7,9 +7,10 @@
  * not fit at its spawn position. A placement that does not fit at the top (off the well's side, or
  * into the stack) is illegal: the observation's action mask says so; played anyway the piece drops as
  * it spawned, counted in the `invalid` metric. Each step is one piece: max_steps caps the pieces.
- * Reward: the score's change. Observation (264 floats, the record's keys in order): action_mask (40),
- * board (200: locked cells, row by row), heights (10: each column's stack height / 20), next piece's
- * type one-hot (7), the piece to place's type one-hot (7).
+ * Reward: the score's change. Observation (274 floats, the record's keys in order): action_mask (40),
+ * board (200: locked cells, row by row), heights (10: each column's stack height / 20), holes (10:
+ * each column's empty cells under its top / 20), next piece's type one-hot (7), the piece to place's
+ * type one-hot (7).
  * Reference: pufferbox_ocean/games/tetris_place.py (same rules, same generator, same order of draws).
  */
 #ifndef OCEAN_TETRIS_PLACE_H
@@ -17,7 +18,7 @@
 #include "tetris.h"
 
 #define TETRIS_PLACE_ACTIONS (4 * TETRIS_W)
-#define TETRIS_PLACE_OBS (TETRIS_PLACE_ACTIONS + TETRIS_CELLS + TETRIS_W + 14)
+#define TETRIS_PLACE_OBS (TETRIS_PLACE_ACTIONS + TETRIS_CELLS + 2 * TETRIS_W + 14)
 #define TETRIS_PLACE_N_PARAMS 1  /* max_steps (pieces) */
 #define TETRIS_PLACE_N_METRICS 4 /* lines, pieces, score, invalid */
 
@@ -66,13 +67,15 @@ OCEAN_FN void tetris_place_observe(const TetrisPlace *env, float *obs)
     float *board = obs + TETRIS_PLACE_ACTIONS;
     const uint8_t *b = &t->board[0][0];
     for (int i = 0; i < TETRIS_CELLS; i++) board[i] = (float)b[i];
-    float *heights = board + TETRIS_CELLS;
+    float *heights = board + TETRIS_CELLS, *holes = heights + TETRIS_W;
     for (int c = 0; c < TETRIS_W; c++) {
-        int r = 0;
+        int r = 0, empty = 0;
         while (r < TETRIS_H && !t->board[r][c]) r++;
         heights[c] = (float)((double)(TETRIS_H - r) / (double)TETRIS_H);
+        for (int below = r + 1; below < TETRIS_H; below++) empty += !t->board[below][c];
+        holes[c] = (float)((double)empty / (double)TETRIS_H);
     }
-    float *types = heights + TETRIS_W;
+    float *types = holes + TETRIS_W;
     memset(types, 0, 14 * sizeof(float));
     types[t->next] = 1.0f;
     types[7 + t->piece] = 1.0f;

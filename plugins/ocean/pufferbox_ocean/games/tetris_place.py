@@ -4,7 +4,7 @@ Example:
     >>> env = TetrisPlace()
     >>> obs, _ = env.reset(seed=1)
     >>> sorted(obs), env.action_space
-    (['action_mask', 'board', 'heights', 'next', 'piece'], Discrete(40))
+    (['action_mask', 'board', 'heights', 'holes', 'next', 'piece'], Discrete(40))
     >>> obs, reward, terminated, truncated, info = env.step(0)  # rotation 0, leftmost cell in column 0
     >>> env.pieces, reward > 0
     (1, True)
@@ -36,8 +36,8 @@ class TetrisPlace(Tetris):
     level). A placement that does not fit at the top is illegal (``action_mask`` 0); played anyway the
     piece drops as it spawned (counted in ``invalid``). The game is over when a new piece does not fit
     at its spawn position; ``max_steps`` caps the pieces. Reward: the score's change. Observation:
-    ``action_mask`` (40), ``board`` (200 cells), ``heights`` (each column's stack / 20), the ``next``
-    and current ``piece`` types one-hot.
+    ``action_mask`` (40), ``board`` (200 cells), ``heights`` (each column's stack / 20), ``holes`` (each
+    column's empty cells under its top / 20), the ``next`` and current ``piece`` types one-hot.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "ocean_tetris_place"}
@@ -48,7 +48,14 @@ class TetrisPlace(Tetris):
         super().__init__(max_steps=check_positive("tetris_place", "max_steps", max_steps), render_mode=render_mode)
         box = lambda n: spaces.Box(0.0, 1.0, (n,), dtype=np.float32)
         self.observation_space = spaces.Dict(
-            {"action_mask": box(ACTIONS), "board": box(CELLS), "heights": box(W), "next": box(7), "piece": box(7)}
+            {
+                "action_mask": box(ACTIONS),
+                "board": box(CELLS),
+                "heights": box(W),
+                "holes": box(W),
+                "next": box(7),
+                "piece": box(7),
+            }
         )
         self.action_space = spaces.Discrete(ACTIONS)
 
@@ -57,10 +64,11 @@ class TetrisPlace(Tetris):
         return self.fits(rot, *target(self.piece, rot, action % W))
 
     def observe(self) -> dict:  # type: ignore[override]
-        heights = np.zeros(W, dtype=np.float32)
+        heights, holes = np.zeros(W, dtype=np.float32), np.zeros(W, dtype=np.float32)
         for c in range(W):
             top = next((r for r in range(H) if self.board[r][c]), H)
             heights[c] = (H - top) / H
+            holes[c] = sum(1 for r in range(top + 1, H) if not self.board[r][c]) / H
         types = np.zeros(14, dtype=np.float32)
         types[self.next] = 1.0
         types[7 + self.piece] = 1.0
@@ -68,6 +76,7 @@ class TetrisPlace(Tetris):
             "action_mask": np.array([self.legal(a) for a in range(ACTIONS)], dtype=np.float32),
             "board": np.array(self.board, dtype=np.float32).reshape(-1),
             "heights": heights,
+            "holes": holes,
             "next": types[:7],
             "piece": types[7:],
         }
