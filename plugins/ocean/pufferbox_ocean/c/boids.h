@@ -1,0 +1,245 @@
+/* Boids: a flock of BOIDS_N agents in a walled arena, each steering itself by continuous acceleration,
+ * rewarded by the three boids rules as it sees them.
+ *
+ * Units: pixels and ticks; the arena is width x height and wraps around (walls = 1: positions are
+ * clipped to it instead; distances then do not wrap). Each step a boid
+ * adds acceleration x its action (two values in [-1, 1]) to its velocity (each axis clipped to
+ * +-velocity_cap), then moves. Then each boid counts the others: those closer than protected_range
+ * crowd it (separation), those farther but within visual_range are its flockmates (alignment: their
+ * mean velocity; cohesion: their centre). Reward per step:
+ *   - avoid_factor x min(crowding boids / 5, 1)
+ *   - matching_factor x (|mean vx - vx| + |mean vy - vy|) / (4 velocity_cap)       with flockmates
+ *   - centering_factor x (|centre x - x| + |centre y - y|) / (2 visual_range)     with flockmates
+ *     (the centre of their nearest images, as seen from the boid)
+ *   - centering_factor                                                            without any
+ *   + margin_factor per axis inside the margin band, - margin_factor per axis outside it.
+ * With crash_range > 0, two boids closer than it end the episode (terminal, -1 to each crashed boid);
+ * else it is truncated after max_steps. Factors arrive in thousandths.
+ * Observation (36 floats): own position (-1..1 across the arena) and velocity / velocity_cap, then its
+ * BOIDS_K nearest boids, nearest first: relative position / visual_range (clipped to +-4) and relative
+ * velocity / velocity_cap.
+ * Reference: pufferbox_ocean/games/boids.py (same rules, same generator, same order of operations).
+ */
+#ifndef OCEAN_BOIDS_H
+#define OCEAN_BOIDS_H
+#include <math.h>
+#include "ocean.h"
+
+#define BOIDS_N 64
+#define BOIDS_K 8
+#define BOIDS_OBS (4 + 4 * BOIDS_K)
+#define BOIDS_N_PARAMS 14
+#define BOIDS_N_METRICS 4 /* crowded, alone, outside_margin (shares of boid-steps), crashed */
+#define BOIDS_SEEN_CLIP 4.0
+
+static const int64_t BOIDS_ACT_N[2] = {OCEAN_CONTINUOUS, OCEAN_CONTINUOUS};
+#define BOIDS_GAME OCEAN_GAME(boids, Boids, BOIDS_N, BOIDS_OBS * sizeof(float), 2, BOIDS_ACT_N, BOIDS_N_PARAMS, BOIDS_N_METRICS)
+
+typedef struct {
+    OceanRng rng;
+    int64_t width, height, velocity_cap, protected_range, visual_range, margin, crash_range, max_steps, walls;
+    double acceleration, avoid, matching, centering, margin_factor; /* from thousandths */
+    double x[BOIDS_N], y[BOIDS_N], vx[BOIDS_N], vy[BOIDS_N];
+    double kth2[BOIDS_N]; /* each boid's squared distance to its BOIDS_K-th nearest at the last sense */
+    int64_t steps, crowded, alone, outside;
+} Boids;
+
+OCEAN_FN int boids_configure(Boids *env, const int64_t *params)
+{
+    if (params[0] < 1) return -1;                      /* width */
+    if (params[1] < 1) return -2;                      /* height */
+    if (params[2] < 1) return -3;                      /* velocity_cap */
+    if (params[3] < 0) return -4;                      /* protected_range */
+    if (params[4] < 1) return -5;                      /* visual_range */
+    if (params[5] < 0) return -6;                      /* margin */
+    if (params[6] < 0) return -7;                      /* crash_range */
+    if (params[7] < 1) return -8;                      /* max_steps */
+    for (int i = 8; i < 13; i++)
+        if (params[i] < 0) return -(i + 1);            /* acceleration and the factors, in thousandths */
+    if (params[13] < 0 || params[13] > 1) return -14;  /* walls */
+    env->width = params[0];
+    env->height = params[1];
+    env->velocity_cap = params[2];
+    env->protected_range = params[3];
+    env->visual_range = params[4];
+    env->margin = params[5];
+    env->crash_range = params[6];
+    env->max_steps = params[7];
+    env->acceleration = (double)params[8] / 1000.0;
+    env->avoid = (double)params[9] / 1000.0;
+    env->matching = (double)params[10] / 1000.0;
+    env->centering = (double)params[11] / 1000.0;
+    env->margin_factor = (double)params[12] / 1000.0;
+    env->walls = params[13];
+    return 0;
+}
+
+OCEAN_FN double boids_clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+OCEAN_FN double boids_abs(double v) { return v < 0.0 ? -v : v; }
+
+/* Every boid's observation row and reward; returns 1 when two boids crashed. The squared distances are
+ * computed once per pair, and the counts and sums run without branches (a boid outside the visual band
+ * adds 0.0, which leaves a sum of non-negative zeros and finite values unchanged, as the reference's
+ * skipped addition does), since the distance tests are unpredictable. The nearest boids are sorted
+ * from a short list of candidates: a boid moves at most velocity_cap per axis a step, so its last
+ * BOIDS_K nearest are now within their last distance + 2 sqrt(2) velocity_cap, and so are the new
+ * ones; a generous bound (3 caps + 1) keeps the choice exact, and too few candidates fall back to all. */
+OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
+{
+    const double cap = (double)env->velocity_cap, vis = (double)env->visual_range;
+    const double prot2 = (double)(env->protected_range * env->protected_range);
+    const double vis2 = (double)(env->visual_range * env->visual_range);
+    const double crash2 = (double)(env->crash_range * env->crash_range);
+    const double w = (double)env->width, h = (double)env->height, m = (double)env->margin;
+    const double half_w = w / 2.0, half_h = h / 2.0;
+    double dist2[BOIDS_N][BOIDS_N], rel_x[BOIDS_N][BOIDS_N], rel_y[BOIDS_N][BOIDS_N];
+    for (int i = 0; i < BOIDS_N; i++)
+        for (int j = i + 1; j < BOIDS_N; j++) {
+            double dx = env->x[j] - env->x[i], dy = env->y[j] - env->y[i];
+            if (!env->walls) { /* the nearest image across the wrapped edges */
+                if (dx > half_w) dx = dx - w;
+                else if (dx < -half_w) dx = dx + w;
+                if (dy > half_h) dy = dy - h;
+                else if (dy < -half_h) dy = dy + h;
+            }
+            rel_x[i][j] = dx; /* and -dx from j: exact either way */
+            rel_x[j][i] = -dx;
+            rel_y[i][j] = dy;
+            rel_y[j][i] = -dy;
+            dist2[i][j] = dist2[j][i] = dx * dx + dy * dy;
+        }
+    int crash = 0;
+    for (int i = 0; i < BOIDS_N; i++) {
+        int near[BOIDS_K], cand[BOIDS_N];
+        double near_d2[BOIDS_K];
+        int n_near = 0, n_cand = 0, crowd = 0, seen = 0, crashed = 0;
+        double sx = 0.0, sy = 0.0, svx = 0.0, svy = 0.0;
+        const double reach = sqrt(env->kth2[i]) + 3.0 * cap + 1.0, reach2 = reach * reach;
+        for (int j = 0; j < BOIDS_N; j++) {
+            if (j == i) continue;
+            const double d2 = dist2[i][j];
+            const int close = d2 < prot2, flock = !close & (d2 < vis2);
+            const double take = (double)flock;
+            crashed |= d2 < crash2;
+            crowd += close;
+            seen += flock;
+            sx = sx + rel_x[i][j] * take;
+            sy = sy + rel_y[i][j] * take;
+            svx = svx + env->vx[j] * take;
+            svy = svy + env->vy[j] * take;
+            cand[n_cand] = j;
+            n_cand += d2 <= reach2;
+        }
+        if (n_cand < BOIDS_K) { /* cannot happen with a true bound: all of them */
+            n_cand = 0;
+            for (int j = 0; j < BOIDS_N; j++)
+                if (j != i) cand[n_cand++] = j;
+        }
+        double worst = 1e300; /* above any squared distance */
+        for (int c = 0; c < n_cand; c++) { /* the BOIDS_K nearest, nearest first (ties: the lower index first) */
+            const int j = cand[c];
+            const double d2 = dist2[i][j];
+            if (d2 < worst) {
+                int at = n_near < BOIDS_K ? n_near++ : BOIDS_K - 1;
+                while (at > 0 && d2 < near_d2[at - 1]) {
+                    near[at] = near[at - 1];
+                    near_d2[at] = near_d2[at - 1];
+                    at -= 1;
+                }
+                near[at] = j;
+                near_d2[at] = d2;
+                if (n_near == BOIDS_K) worst = near_d2[BOIDS_K - 1];
+            }
+        }
+        env->kth2[i] = near_d2[BOIDS_K - 1];
+        double r = 0.0;
+        if (crowd > 0) r = r - env->avoid * boids_clamp((double)crowd / 5.0, 0.0, 1.0);
+        if (seen > 0) {
+            const double n = (double)seen;
+            r = r - env->matching * ((boids_abs(svx / n - env->vx[i]) + boids_abs(svy / n - env->vy[i])) / (4.0 * cap));
+            r = r - env->centering * ((boids_abs(sx / n) + boids_abs(sy / n)) / (2.0 * vis));
+        } else {
+            r = r - env->centering;
+        }
+        const int out_x = env->x[i] < m || env->x[i] > w - m, out_y = env->y[i] < m || env->y[i] > h - m;
+        r = r + (out_x ? -env->margin_factor : env->margin_factor);
+        r = r + (out_y ? -env->margin_factor : env->margin_factor);
+        if (crashed) r = r - 1.0;
+        rewards[i] = (float)r;
+        env->crowded += crowd > 0;
+        env->alone += seen == 0;
+        env->outside += out_x || out_y;
+        crash |= crashed;
+        float *row = obs + i * BOIDS_OBS;
+        row[0] = (float)(env->x[i] / w * 2.0 - 1.0);
+        row[1] = (float)(env->y[i] / h * 2.0 - 1.0);
+        row[2] = (float)(env->vx[i] / cap);
+        row[3] = (float)(env->vy[i] / cap);
+        for (int k = 0; k < BOIDS_K; k++) {
+            const int j = near[k];
+            float *cell = row + 4 + 4 * k;
+            cell[0] = (float)boids_clamp(rel_x[i][j] / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
+            cell[1] = (float)boids_clamp(rel_y[i][j] / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
+            cell[2] = (float)((env->vx[j] - env->vx[i]) / cap);
+            cell[3] = (float)((env->vy[j] - env->vy[i]) / cap);
+        }
+    }
+    return crash;
+}
+
+OCEAN_FN void boids_reset(Boids *env, float *obs)
+{
+    const double m = (double)env->margin, cap = (double)env->velocity_cap;
+    const double span_x = (double)env->width - 2.0 * m, span_y = (double)env->height - 2.0 * m;
+    for (int i = 0; i < BOIDS_N; i++) {
+        env->kth2[i] = 1e300; /* no bound yet: every boid is a candidate */
+        env->x[i] = m + rng_unit(&env->rng) * span_x;
+        env->y[i] = m + rng_unit(&env->rng) * span_y;
+        env->vx[i] = (rng_unit(&env->rng) - 0.5) * cap;
+        env->vy[i] = (rng_unit(&env->rng) - 0.5) * cap;
+    }
+    float rewards[BOIDS_N];
+    boids_sense(env, obs, rewards);
+    env->steps = env->crowded = env->alone = env->outside = 0;
+}
+
+OCEAN_FN int boids_step(Boids *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                        uint8_t *truncations, double *metrics)
+{
+    const double cap = (double)env->velocity_cap, w = (double)env->width, h = (double)env->height;
+    for (int i = 0; i < BOIDS_N; i++) {
+        const double ax = (double)actions[2 * i] / OCEAN_ACTION_ONE, ay = (double)actions[2 * i + 1] / OCEAN_ACTION_ONE;
+        env->vx[i] = boids_clamp(env->vx[i] + env->acceleration * ax, -cap, cap);
+        env->vy[i] = boids_clamp(env->vy[i] + env->acceleration * ay, -cap, cap);
+        if (env->walls) {
+            env->x[i] = boids_clamp(env->x[i] + env->vx[i], 0.0, w);
+            env->y[i] = boids_clamp(env->y[i] + env->vy[i], 0.0, h);
+        } else { /* wrap around (a step is shorter than the arena) */
+            env->x[i] = env->x[i] + env->vx[i];
+            if (env->x[i] < 0.0) env->x[i] = env->x[i] + w;
+            else if (env->x[i] >= w) env->x[i] = env->x[i] - w;
+            env->y[i] = env->y[i] + env->vy[i];
+            if (env->y[i] < 0.0) env->y[i] = env->y[i] + h;
+            else if (env->y[i] >= h) env->y[i] = env->y[i] - h;
+        }
+    }
+    const int crash = boids_sense(env, obs, rewards);
+    env->steps += 1;
+    const int cut = !crash && env->steps >= env->max_steps;
+    for (int i = 0; i < BOIDS_N; i++) {
+        terminals[i] = (uint8_t)crash;
+        truncations[i] = (uint8_t)cut;
+    }
+    if (crash || cut) {
+        const double boid_steps = (double)(BOIDS_N * env->steps);
+        metrics[0] = (double)env->crowded / boid_steps;
+        metrics[1] = (double)env->alone / boid_steps;
+        metrics[2] = (double)env->outside / boid_steps;
+        metrics[3] = (double)crash;
+        return 1;
+    }
+    return 0;
+}
+
+#endif
