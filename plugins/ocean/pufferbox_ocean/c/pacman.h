@@ -1,0 +1,423 @@
+/* Pac-Man: eat every pellet of the maze while four ghosts hunt you.
+ *
+ * The maze is a fixed table (pacman_tile): maze 0 is the arcade's 28x31 maze (240 pellets, 4 power
+ * pellets), maze 1 a reduced 19x21 one (146 and 4). Everything moves one cell at a time; the row
+ * with open ends is a tunnel that wraps. Directions (and actions): 0 up, 1 left, 2 down, 3 right.
+ * A step: the frightened timer runs down (when it ends, frightened ghosts turn normal) or else the
+ * scatter/chase clock runs (phases scatter, chase, scatter, ... of scatter_steps and chase_steps;
+ * after mode_switches switches the phase lasts for good; each switch reverses the ghosts outside the
+ * house). Pac-Man turns to the action's direction if that cell is open, then moves on in its direction
+ * unless a wall blocks it. A pellet scores 10, a power pellet 50 and frightens every ghost outside the
+ * house for frightened_steps (they reverse; eating them scores 200, 400, 800, 1600 in turn). Eating
+ * the last pellet clears the level and ends the game (a win). Then Pac-Man meets any ghost on its cell,
+ * then the ghosts move, then it meets any ghost on its cell or one it swapped cells with. Meeting a
+ * frightened ghost eats it (it goes back into the house and leaves again after PACMAN_EATEN_WAIT
+ * steps); meeting another costs a life: with lives left, Pac-Man and the ghosts go back to their start
+ * (the pellets stay), with none the game ends.
+ * Ghosts (0 Blinky, 1 Pinky, 2 Inky, 3 Clyde): Blinky starts outside the house, ghost i leaves it
+ * i * release_steps steps into a round (at the cell above the door, heading left). At a cell a ghost
+ * never turns back (unless reversed, or at a dead end); a frightened one picks among the open ways at
+ * random, another takes the way whose next cell is closest (squared, ties: up, left, down, right) to
+ * its target: in scatter its corner, in chase Pac-Man (Blinky), 4 cells ahead of it (Pinky), Blinky's
+ * position mirrored through the cell 2 ahead of it (Inky), Pac-Man while farther than 8 cells and
+ * otherwise its corner (Clyde). Simplifications of the arcade: no up-direction offset bug, no fruit,
+ * no slow tunnel, eaten ghosts go home at once, the door is closed to everyone. Ghosts move on
+ * ghost_speed percent of the steps, frightened ones on half as many (integer floors of the clock).
+ * Reward: points / 100. An episode is truncated after max_steps steps.
+ * Observation (154 floats): the 11x11 cells around Pac-Man (wall -1, empty 0, pellet 0.5, power pellet
+ * 1; rows wrap left and right, beyond the top and bottom is wall), Pac-Man's x / width, y / height, its
+ * direction one-hot, frightened steps left / frightened_steps, lives left / lives, the pellets left /
+ * all, the share of the pellets left that lie left of, right of, above and below it; then per ghost its
+ * dx / width, dy / height from Pac-Man and three flags: in the house, chasing, frightened.
+ * Reference: pufferbox_ocean/games/pacman.py (same rules, same generator, same order of draws).
+ */
+#ifndef OCEAN_PACMAN_H
+#define OCEAN_PACMAN_H
+#include "ocean.h"
+
+#define PACMAN_MAX_W 28
+#define PACMAN_MAX_H 31
+#define PACMAN_GHOSTS 4
+#define PACMAN_VIEW 5 /* the window's radius */
+#define PACMAN_SIDE (2 * PACMAN_VIEW + 1)
+#define PACMAN_OBS (PACMAN_SIDE * PACMAN_SIDE + 13 + 5 * PACMAN_GHOSTS)
+#define PACMAN_N_PARAMS 9 /* lives, frightened_steps, scatter_steps, chase_steps, mode_switches, ghost_speed, release_steps, max_steps, maze */
+#define PACMAN_N_METRICS 4 /* score, win, pellets, ghosts */
+#define PACMAN_EATEN_WAIT 10
+#define PACMAN_EMPTY 0
+#define PACMAN_WALL 1
+#define PACMAN_PELLET 2
+#define PACMAN_POWER 3
+#define PACMAN_HOUSE 0 /* ghost states */
+#define PACMAN_CHASING 1
+#define PACMAN_FRIGHTENED 2
+
+static const int64_t PACMAN_ACT_N[1] = {4};
+#define PACMAN_GAME OCEAN_GAME(pacman, Pacman, 1, PACMAN_OBS * sizeof(float), 1, PACMAN_ACT_N, PACMAN_N_PARAMS, PACMAN_N_METRICS)
+
+typedef struct {
+    OceanRng rng;
+    int64_t lives, frightened_steps, scatter_steps, chase_steps, mode_switches, ghost_speed, release_steps, max_steps, maze;
+    int64_t width, height, total, start_x, start_y, exit_x, exit_y;
+    int64_t home_x[PACMAN_GHOSTS], home_y[PACMAN_GHOSTS];
+    int64_t px, py, pdir, lives_left, pellets, score, eaten, clock, played;
+    int64_t phase, phase_left, frightened_left, combo;
+    int64_t gx[PACMAN_GHOSTS], gy[PACMAN_GHOSTS], gdir[PACMAN_GHOSTS], gstate[PACMAN_GHOSTS], gwait[PACMAN_GHOSTS];
+    int64_t greverse[PACMAN_GHOSTS];
+    int64_t col_count[PACMAN_MAX_W], row_count[PACMAN_MAX_H];
+    int64_t start_cols[PACMAN_MAX_W], start_rows[PACMAN_MAX_H];
+    uint8_t cells[PACMAN_MAX_H * PACMAN_MAX_W], start_cells[PACMAN_MAX_H * PACMAN_MAX_W];
+} Pacman;
+
+/* The layout's character at (x, y): '#' wall, '-' the house's door, '.' pellet, 'o' power pellet, 'P'
+ * Pac-Man's start, 'B' the cell above the door (Blinky's start, where ghosts leave the house), '1' '2'
+ * '3' Pinky's, Inky's and Clyde's places in the house, ' ' empty. */
+OCEAN_FN char pacman_tile(int64_t maze, int64_t x, int64_t y)
+{
+    static const char CLASSIC[31][29] = {
+        "############################", "#............##............#", "#.####.#####.##.#####.####.#",
+        "#o####.#####.##.#####.####o#", "#.####.#####.##.#####.####.#", "#..........................#",
+        "#.####.##.########.##.####.#", "#.####.##.########.##.####.#", "#......##....##....##......#",
+        "######.##### ## #####.######", "######.##### ## #####.######", "######.##    B     ##.######",
+        "######.## ###--### ##.######", "######.## #      # ##.######", "      .   #2 1 3 #   .      ",
+        "######.## #      # ##.######", "######.## ######## ##.######", "######.##          ##.######",
+        "######.## ######## ##.######", "######.## ######## ##.######", "#............##............#",
+        "#.####.#####.##.#####.####.#", "#.####.#####.##.#####.####.#", "#o..##.......P .......##..o#",
+        "###.##.##.########.##.##.###", "###.##.##.########.##.##.###", "#......##....##....##......#",
+        "#.##########.##.##########.#", "#.##########.##.##########.#", "#..........................#",
+        "############################",
+    };
+    static const char SMALL[21][20] = {
+        "###################", "#........#........#", "#o##.###.#.###.##o#", "#.................#",
+        "#.##.#.#####.#.##.#", "#....#...#...#....#", "####.### # ###.####", "####.#   B   #.####",
+        "####.# ##-## #.####", "    .  #213#  .    ", "####.# ##### #.####", "####.#       #.####",
+        "####.# ##### #.####", "#........#........#", "#.##.###.#.###.##.#", "#o.#.....P.....#.o#",
+        "##.#.#.#####.#.#.##", "#....#...#...#....#", "#.######.#.######.#", "#.................#",
+        "###################",
+    };
+    return maze == 0 ? CLASSIC[y][x] : SMALL[y][x];
+}
+
+OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
+{
+    if (params[0] < 1 || params[0] > 9) return -1;
+    if (params[1] < 1) return -2;
+    if (params[2] < 1) return -3;
+    if (params[3] < 1) return -4;
+    if (params[4] < 0) return -5;
+    if (params[5] < 1 || params[5] > 100) return -6;
+    if (params[6] < 0) return -7;
+    if (params[7] < 1) return -8;
+    if (params[8] < 0 || params[8] > 1) return -9;
+    env->lives = params[0];
+    env->frightened_steps = params[1];
+    env->scatter_steps = params[2];
+    env->chase_steps = params[3];
+    env->mode_switches = params[4];
+    env->ghost_speed = params[5];
+    env->release_steps = params[6];
+    env->max_steps = params[7];
+    env->maze = params[8];
+    env->width = env->maze == 0 ? 28 : 19;
+    env->height = env->maze == 0 ? 31 : 21;
+    const int64_t w = env->width, h = env->height;
+    for (int64_t x = 0; x < w; x++) env->start_cols[x] = 0;
+    for (int64_t y = 0; y < h; y++) env->start_rows[y] = 0;
+    env->total = 0;
+    for (int64_t y = 0; y < h; y++) {
+        for (int64_t x = 0; x < w; x++) {
+            char c = pacman_tile(env->maze, x, y);
+            if (c == 'P') env->start_x = x, env->start_y = y;
+            if (c == 'B') env->exit_x = x, env->exit_y = y;
+            if (c >= '1' && c <= '3') env->home_x[c - '0'] = x, env->home_y[c - '0'] = y;
+            uint8_t cell = (c == '#' || c == '-') ? PACMAN_WALL : (c == '.' ? PACMAN_PELLET : (c == 'o' ? PACMAN_POWER : PACMAN_EMPTY));
+            env->start_cells[y * w + x] = cell;
+            if (cell == PACMAN_PELLET || cell == PACMAN_POWER) {
+                env->total += 1;
+                env->start_cols[x] += 1;
+                env->start_rows[y] += 1;
+            }
+        }
+    }
+    /* an eaten Blinky waits in Pinky's place, the middle of the house */
+    env->home_x[0] = env->home_x[1];
+    env->home_y[0] = env->home_y[1];
+    return 0;
+}
+
+OCEAN_FN int pacman_open(const Pacman *env, int64_t x, int64_t y, int64_t dir)
+{
+    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    int64_t nx = x + DX[dir], ny = y + DY[dir];
+    if (ny < 0 || ny >= env->height) return 0;
+    if (nx < 0) nx += env->width;
+    if (nx >= env->width) nx -= env->width;
+    return env->cells[ny * env->width + nx] != PACMAN_WALL;
+}
+
+/* (x, y) moved one cell in dir, wrapping left and right. */
+OCEAN_FN void pacman_move(const Pacman *env, int64_t *x, int64_t *y, int64_t dir)
+{
+    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    *x += DX[dir];
+    *y += DY[dir];
+    if (*x < 0) *x += env->width;
+    if (*x >= env->width) *x -= env->width;
+}
+
+OCEAN_FN void pacman_round(Pacman *env)
+{
+    env->px = env->start_x;
+    env->py = env->start_y;
+    env->pdir = 1;
+    env->phase = 0;
+    env->phase_left = env->scatter_steps;
+    env->frightened_left = 0;
+    env->combo = 0;
+    for (int i = 0; i < PACMAN_GHOSTS; i++) {
+        env->gx[i] = i == 0 ? env->exit_x : env->home_x[i];
+        env->gy[i] = i == 0 ? env->exit_y : env->home_y[i];
+        env->gdir[i] = i == 0 ? 1 : 0;
+        env->gstate[i] = i == 0 ? PACMAN_CHASING : PACMAN_HOUSE;
+        env->gwait[i] = i * env->release_steps;
+        env->greverse[i] = 0;
+    }
+}
+
+OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
+{
+    static const float VALUE[4] = {0.0f, -1.0f, 0.5f, 1.0f}; /* empty, wall, pellet, power pellet */
+    const int64_t w = env->width, h = env->height;
+    int k = 0;
+    for (int64_t dy = -PACMAN_VIEW; dy <= PACMAN_VIEW; dy++) {
+        int64_t y = env->py + dy;
+        if (y < 0 || y >= h) {
+            for (int i = 0; i < PACMAN_SIDE; i++) obs[k++] = -1.0f;
+            continue;
+        }
+        const uint8_t *row = env->cells + y * w;
+        int64_t x0 = env->px - PACMAN_VIEW;
+        if (x0 >= 0 && x0 + PACMAN_SIDE <= w) {
+            for (int i = 0; i < PACMAN_SIDE; i++) obs[k++] = VALUE[row[x0 + i]];
+        } else {
+            for (int i = 0; i < PACMAN_SIDE; i++) {
+                int64_t x = x0 + i;
+                if (x < 0) x += w;
+                if (x >= w) x -= w;
+                obs[k++] = VALUE[row[x]];
+            }
+        }
+    }
+    const double inv_w = 1.0 / (double)w, inv_h = 1.0 / (double)h;
+    obs[k++] = (float)((double)env->px * inv_w);
+    obs[k++] = (float)((double)env->py * inv_h);
+    for (int d = 0; d < 4; d++) obs[k++] = env->pdir == d ? 1.0f : 0.0f;
+    obs[k++] = (float)((double)env->frightened_left / (double)env->frightened_steps);
+    obs[k++] = (float)((double)env->lives_left / (double)env->lives);
+    obs[k++] = (float)((double)env->pellets / (double)env->total);
+    int64_t left = 0, above = 0;
+    for (int64_t x = 0; x < env->px; x++) left += env->col_count[x];
+    for (int64_t y = 0; y < env->py; y++) above += env->row_count[y];
+    int64_t right = env->pellets - left - env->col_count[env->px];
+    int64_t below = env->pellets - above - env->row_count[env->py];
+    double inv_n = 1.0 / (double)(env->pellets > 0 ? env->pellets : 1);
+    obs[k++] = (float)((double)left * inv_n);
+    obs[k++] = (float)((double)right * inv_n);
+    obs[k++] = (float)((double)above * inv_n);
+    obs[k++] = (float)((double)below * inv_n);
+    for (int i = 0; i < PACMAN_GHOSTS; i++) {
+        obs[k++] = (float)((double)(env->gx[i] - env->px) * inv_w);
+        obs[k++] = (float)((double)(env->gy[i] - env->py) * inv_h);
+        obs[k++] = env->gstate[i] == PACMAN_HOUSE ? 1.0f : 0.0f;
+        obs[k++] = env->gstate[i] == PACMAN_CHASING ? 1.0f : 0.0f;
+        obs[k++] = env->gstate[i] == PACMAN_FRIGHTENED ? 1.0f : 0.0f;
+    }
+}
+
+OCEAN_FN void pacman_reset(Pacman *env, float *obs)
+{
+    memcpy(env->cells, env->start_cells, sizeof env->cells);
+    memcpy(env->col_count, env->start_cols, sizeof env->col_count);
+    memcpy(env->row_count, env->start_rows, sizeof env->row_count);
+    env->pellets = env->total;
+    env->lives_left = env->lives;
+    env->score = env->eaten = env->clock = env->played = 0;
+    pacman_round(env);
+    pacman_observe(env, obs);
+}
+
+/* Pac-Man meets the ghosts outside the house on its cell (or, with swaps, one that swapped cells
+ * with it): eats the frightened ones, returns 1 if a chasing one caught it. */
+OCEAN_FN int pacman_meet(Pacman *env, const int64_t *old_gx, const int64_t *old_gy, int64_t old_px, int64_t old_py,
+                         int64_t *points)
+{
+    int caught = 0;
+    for (int i = 0; i < PACMAN_GHOSTS; i++) {
+        if (env->gstate[i] == PACMAN_HOUSE) continue;
+        int met = env->gx[i] == env->px && env->gy[i] == env->py;
+        if (old_gx != 0)
+            met = met || (env->gx[i] == old_px && env->gy[i] == old_py && old_gx[i] == env->px && old_gy[i] == env->py);
+        if (!met) continue;
+        if (env->gstate[i] == PACMAN_FRIGHTENED) {
+            *points += (int64_t)200 << (env->combo < 3 ? env->combo : 3);
+            env->combo += 1;
+            env->eaten += 1;
+            env->gstate[i] = PACMAN_HOUSE;
+            env->gx[i] = env->home_x[i];
+            env->gy[i] = env->home_y[i];
+            env->gdir[i] = 0;
+            env->gwait[i] = PACMAN_EATEN_WAIT;
+            env->greverse[i] = 0;
+        } else {
+            caught = 1;
+        }
+    }
+    return caught;
+}
+
+OCEAN_FN int64_t pacman_direction(Pacman *env, int i, int64_t tx, int64_t ty)
+{
+    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    int64_t back = (env->gdir[i] + 2) & 3;
+    int64_t options[4];
+    int n = 0;
+    for (int64_t d = 0; d < 4; d++)
+        if (d != back && pacman_open(env, env->gx[i], env->gy[i], d)) options[n++] = d;
+    if (n == 0) return back;
+    if (n == 1) return options[0];
+    if (env->gstate[i] == PACMAN_FRIGHTENED) return options[rng_below(&env->rng, n)];
+    int64_t best = options[0], best_d = -1;
+    for (int k = 0; k < n; k++) {
+        int64_t ex = env->gx[i] + DX[options[k]] - tx, ey = env->gy[i] + DY[options[k]] - ty;
+        int64_t dist = ex * ex + ey * ey;
+        if (best_d < 0 || dist < best_d) best = options[k], best_d = dist;
+    }
+    return best;
+}
+
+OCEAN_FN void pacman_ghosts(Pacman *env)
+{
+    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    const int64_t t = env->clock, s = env->ghost_speed;
+    const int normal = (t * s) / 100 != ((t - 1) * s) / 100;
+    const int slow = (t * s) / 200 != ((t - 1) * s) / 200;
+    const int scatter = (env->phase & 1) == 0;
+    for (int i = 0; i < PACMAN_GHOSTS; i++) {
+        if (env->gstate[i] == PACMAN_HOUSE) {
+            env->gwait[i] -= 1;
+            if (env->gwait[i] <= 0) {
+                env->gstate[i] = PACMAN_CHASING;
+                env->gx[i] = env->exit_x;
+                env->gy[i] = env->exit_y;
+                env->gdir[i] = 1;
+            }
+            continue;
+        }
+        if (!(env->gstate[i] == PACMAN_FRIGHTENED ? slow : normal)) continue;
+        if (env->greverse[i]) {
+            env->greverse[i] = 0;
+            int64_t back = (env->gdir[i] + 2) & 3;
+            if (pacman_open(env, env->gx[i], env->gy[i], back)) {
+                env->gdir[i] = back;
+                pacman_move(env, &env->gx[i], &env->gy[i], back);
+                continue;
+            }
+        }
+        int64_t tx, ty;
+        if (scatter || (i == 3 && (env->gx[3] - env->px) * (env->gx[3] - env->px) +
+                                              (env->gy[3] - env->py) * (env->gy[3] - env->py) <= 64)) {
+            tx = (i == 0 || i == 2) ? env->width - (i == 0 ? 3 : 1) : (i == 1 ? 2 : 0);
+            ty = i < 2 ? -4 : env->height;
+        } else if (i == 1) {
+            tx = env->px + 4 * DX[env->pdir];
+            ty = env->py + 4 * DY[env->pdir];
+        } else if (i == 2) {
+            tx = 2 * (env->px + 2 * DX[env->pdir]) - env->gx[0];
+            ty = 2 * (env->py + 2 * DY[env->pdir]) - env->gy[0];
+        } else {
+            tx = env->px;
+            ty = env->py;
+        }
+        int64_t d = pacman_direction(env, i, tx, ty);
+        env->gdir[i] = d;
+        if (pacman_open(env, env->gx[i], env->gy[i], d)) pacman_move(env, &env->gx[i], &env->gy[i], d);
+    }
+}
+
+OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
+                         uint8_t *truncations, double *metrics)
+{
+    int64_t points = 0;
+    int ended = 0, win = 0;
+    env->clock += 1;
+    env->played += 1;
+    if (env->frightened_left > 0) {
+        env->frightened_left -= 1;
+        if (env->frightened_left == 0) {
+            env->combo = 0;
+            for (int i = 0; i < PACMAN_GHOSTS; i++)
+                if (env->gstate[i] == PACMAN_FRIGHTENED) env->gstate[i] = PACMAN_CHASING;
+        }
+    } else if (env->phase < env->mode_switches) {
+        env->phase_left -= 1;
+        if (env->phase_left == 0) {
+            env->phase += 1;
+            env->phase_left = (env->phase & 1) ? env->chase_steps : env->scatter_steps;
+            for (int i = 0; i < PACMAN_GHOSTS; i++) env->greverse[i] = env->gstate[i] != PACMAN_HOUSE;
+        }
+    }
+    int64_t old_px = env->px, old_py = env->py;
+    int64_t action = actions[0];
+    if (pacman_open(env, env->px, env->py, action)) env->pdir = action;
+    if (pacman_open(env, env->px, env->py, env->pdir)) pacman_move(env, &env->px, &env->py, env->pdir);
+    int64_t at = env->py * env->width + env->px;
+    uint8_t cell = env->cells[at];
+    if (cell == PACMAN_PELLET || cell == PACMAN_POWER) {
+        env->cells[at] = PACMAN_EMPTY;
+        env->pellets -= 1;
+        env->col_count[env->px] -= 1;
+        env->row_count[env->py] -= 1;
+        points += cell == PACMAN_PELLET ? 10 : 50;
+        if (cell == PACMAN_POWER) {
+            env->frightened_left = env->frightened_steps;
+            env->combo = 0;
+            for (int i = 0; i < PACMAN_GHOSTS; i++) {
+                if (env->gstate[i] == PACMAN_HOUSE) continue;
+                env->gstate[i] = PACMAN_FRIGHTENED;
+                env->greverse[i] = 1;
+            }
+        }
+    }
+    if (env->pellets == 0) {
+        ended = win = 1;
+    } else {
+        int caught = pacman_meet(env, 0, 0, old_px, old_py, &points);
+        if (!caught) {
+            int64_t old_gx[PACMAN_GHOSTS], old_gy[PACMAN_GHOSTS];
+            for (int i = 0; i < PACMAN_GHOSTS; i++) old_gx[i] = env->gx[i], old_gy[i] = env->gy[i];
+            pacman_ghosts(env);
+            caught = pacman_meet(env, old_gx, old_gy, old_px, old_py, &points);
+        }
+        if (caught) {
+            env->lives_left -= 1;
+            if (env->lives_left == 0) ended = 1;
+            else pacman_round(env);
+        }
+    }
+    env->score += points;
+    rewards[0] = (float)((double)points / 100.0);
+    uint8_t truncated = !ended && env->played >= env->max_steps;
+    terminals[0] = (uint8_t)ended;
+    truncations[0] = truncated;
+    pacman_observe(env, obs);
+    if (ended || truncated) {
+        metrics[0] = (double)env->score;
+        metrics[1] = (double)win;
+        metrics[2] = (double)(env->total - env->pellets);
+        metrics[3] = (double)env->eaten;
+        return 1;
+    }
+    return 0;
+}
+
+#endif
