@@ -1,7 +1,7 @@
 """Continuous actions of a C game: an action size of 0 is a value in [-1, 1] that the block hands the C
 step in fixed point (``round(clip(a, -1, 1) * 65536)``), as the reference sees it; the binding's range
 check accepts [-65536, 65536] for such an element; NaN is refused in one line; mixing discrete and
-continuous elements is refused."""
+continuous elements is refused. Their CUDA kernels: tests/test_native_continuous_cuda.py."""
 
 from __future__ import annotations
 
@@ -137,11 +137,11 @@ def test_a_mix_of_discrete_and_continuous_elements_or_a_non_box_space_is_one_lin
         library(tmp_path, "0, 0", "steer_box_games").block("steer", SteerInts, 1)
 
 
-def test_a_continuous_game_passes_the_conformance_suite_and_has_no_cuda_kernel(tmp_path):
+def test_a_continuous_game_passes_the_conformance_suite_and_has_a_cuda_kernel(tmp_path):
     games = library(tmp_path)
     spec = games.spec(CGame("steer", Steer, 1.0, "full right each step"), "steer")
     results = check_env_spec(spec, steps=40)
     assert all(r.ok for r in results) and any(r.name == "native" for r in results), [str(r) for r in results]
     with_kernel = games.spec(CGame("steer", Steer, 1.0, "full right each step", cuda_type="Steer"), "steer")
-    with pytest.raises(ValueError, match="steer: continuous actions have no CUDA kernel; fix: cuda_type=''"):
-        with_kernel.build.cuda.reference_class()(num_envs=1)
+    kernel_reference = with_kernel.build.cuda.reference_class()(num_envs=1)  # tests/test_native_continuous_cuda.py
+    assert (kernel_reference.action_one, kernel_reference.action_slots) == (ACTION_ONE, 2)

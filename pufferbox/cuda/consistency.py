@@ -135,7 +135,8 @@ def check_env(
     env_kwargs: dict | None = None,
     max_mismatches: int = 100,
 ) -> Report:
-    """Step the CPU reference and the kernel with the same uniformly random actions.
+    """Step the CPU reference and the kernel with the same uniformly random actions (a continuous game's:
+    fixed point words in [-action_one, action_one], :meth:`BatchedReference.random_actions`).
 
     ``device="gpu"`` raises :class:`NoGPUError` (one line, "no CUDA GPU: ...") without a GPU.
     """

@@ -47,13 +47,26 @@ class BatchedReference:
     # Each agent's discrete actions per step and their numbers of choices (a MultiDiscrete space); empty:
     # one action of ``num_actions`` choices. ``actions`` holds ``num_agents * action_slots`` words per env.
     action_sizes: tuple[int, ...] = ()
+    # Continuous actions (every action size 0): the word that stands for 1.0, each word a fixed point value
+    # in [-action_one, action_one] (pufferbox.native.actions; the backend quantizes a policy's floats with
+    # pufferbox.cuda.actions); 0: the words are discrete choices.
+    action_one: int = 0
 
     @property
     def action_slots(self) -> int:
         return max(1, len(self.action_sizes))
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """Uniformly random actions, ``(num_envs, num_agents * action_slots)`` int32 (the checks' input)."""
+        """Uniformly random actions, ``(num_envs, num_agents * action_slots)`` int32 (the checks' input).
+
+        Continuous words are uniform in [-action_one, action_one], one in eight set to an end or the middle
+        of that range (-action_one, 0, action_one), which a uniform draw would almost never reach."""
+        if self.action_one:
+            size = (self.num_envs, self.num_agents * self.action_slots)
+            words = rng.integers(-self.action_one, self.action_one + 1, size, dtype=np.int32)
+            edges = rng.random(size) < 0.125
+            words[edges] = rng.choice(np.array([-1, 0, 1], np.int32) * self.action_one, int(edges.sum()))
+            return words
         if not self.action_sizes:
             return rng.integers(0, self.num_actions, (self.num_envs, self.num_agents), dtype=np.int32)
         shape = (self.num_envs, self.num_agents, len(self.action_sizes))

@@ -149,6 +149,11 @@ class KernelEnv:
 
     def sample_actions(self, probs_pointer: np.uintp) -> None:
         """Categorical draw per agent from ``probs`` (rows = envs * agents, float32) into ``actions``."""
+        if self.reference.action_one:
+            raise ValueError(
+                f"{type(self.reference).__name__}: the sampler kernel draws discrete actions, this env's are "
+                "continuous; fix: sample from the policy's distribution and send the floats"
+            )
         if self.reference.action_slots != 1:
             raise ValueError("the sampler kernel draws one Discrete action per agent, not a MultiDiscrete one")
         rows = self.num_envs * self.num_agents

@@ -3,7 +3,8 @@
 Every kernel of an env takes the same pointer arguments, in this order: the standard arrays
 (:data:`STANDARD_ARRAYS`), then the env's state arrays (``reference.state_arrays``). Shapes are
 per env: ``observations`` ``(num_agents * obs_dim)``, ``actions`` ``(num_agents * action_slots)`` (one
-word per discrete action: one per agent, or several for a MultiDiscrete space, ``reference.action_sizes``),
+word per discrete action: one per agent, or several for a MultiDiscrete space, ``reference.action_sizes``;
+or per continuous element, a fixed point value in [-``reference.action_one``, ``reference.action_one``]),
 ``rewards``/``terminals``/``truncations``/``masks`` ``(num_agents)``, ``done`` ``(1)`` (0 running, 1
 terminated, 2 truncated).
 

@@ -4,6 +4,11 @@ The kernel runs the very functions the CPU block runs (``c/ocean_kernels.cuh`` c
 ``NAME_reset``; ``OCEAN_FN`` makes them host-and-device), and the kernel's CPU reference is the CPU
 block's compiled C on the same arrays, so ``pufferbox check NAME --cuda`` compares the game structs byte
 for byte. ``--backend cuda`` then trains the game with the PPO step on the GPU too.
+
+A continuous game (every action size 0) runs the same kernel: its action words hold the fixed point
+values the C step reads (``round(clip(a, -1, 1) * 65536)``, :mod:`pufferbox.native.actions`), which the
+backend computes from the policy's floats on the device (:mod:`pufferbox.cuda.actions`); a mix of
+discrete and continuous elements is refused, as by the CPU block.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import numpy as np
 
 from pufferbox.cuda.reference import BatchedReference
 from pufferbox.cuda.spec import CudaImplementation
-from pufferbox.native.block import UINT64_MASK
+from pufferbox.native.actions import ACTION_ONE, quantize_actions
+from pufferbox.native.block import UINT64_MASK, check_action_layout
 from pufferbox.native.build import SDK_DIR
 
 __all__ = ["CGameCuda", "CGameCudaReference", "KERNELS", "game_cuda"]
@@ -62,11 +68,15 @@ class CGameCudaReference(BatchedReference):
     def __init__(self, num_envs: int = 1, **kwargs: Any):
         extension = type(self).extension()
         self.env_size, agents, obs_bytes, act_len, act_n, _, n_metrics = extension.games()[self.game]
-        if any(int(n) == 0 for n in act_n):  # the CUDA runtime samples and moves discrete actions only
-            raise ValueError(f"{self.game}: continuous actions have no CUDA kernel; fix: cuda_type='' in its CGame record")
-        params = np.array(self.single(**kwargs).params(), dtype=np.int64)
-        self.num_envs, self.num_agents, self.obs_dim, self.num_actions = num_envs, agents, obs_bytes // 4, int(act_n[0])
-        self.action_sizes = tuple(int(n) for n in act_n) if act_len > 1 else ()  # MultiDiscrete: ACTION_SLOTS words
+        single = self.single(**kwargs)
+        space = single.action_space(single.possible_agents[0]) if hasattr(single, "possible_agents") else single.action_space
+        continuous = check_action_layout(self.game, act_len, act_n, space)  # a mix of both kinds: refused
+        params = np.array(single.params(), dtype=np.int64)
+        self.num_envs, self.num_agents, self.obs_dim = num_envs, agents, obs_bytes // 4
+        self.num_actions = 0 if continuous else int(act_n[0])
+        # MultiDiscrete or continuous: ACTION_SLOTS words per agent; continuous words are fixed point
+        self.action_sizes = tuple(int(n) for n in act_n) if act_len > 1 or continuous else ()
+        self.action_one = ACTION_ONE if continuous else 0
         self.n_metrics = max(n_metrics, 1)
         self.allocate()
         a = self.arrays
@@ -97,11 +107,19 @@ class CGameCudaReference(BatchedReference):
         self.kernel.reset(np.array([(seed + i) & UINT64_MASK for i in range(self.num_envs)], dtype=np.uint64))
         self.arrays["done"][:] = 0
 
+    def step(self, actions: np.ndarray, autoreset: bool = True) -> None:
+        """As :meth:`BatchedReference.step`; a continuous game also takes floats, quantized as the block does."""
+        if self.action_one and np.asarray(actions).dtype.kind == "f":
+            actions = quantize_actions(actions, name=self.game)
+        super().step(actions, autoreset)
+
     def ocean_step(self) -> None:
         a = self.arrays
         ended = self.kernel.step(np.ascontiguousarray(a["actions"], dtype=np.int64))
         if ended < 0:
-            raise ValueError(f"{self.game}: an action is out of range")
+            bad = a["actions"].reshape(-1)[-ended - 1]
+            valid = f"[-{ACTION_ONE}, {ACTION_ONE}] (fixed point)" if self.action_one else "[0, choices)"
+            raise ValueError(f"{self.game}: action word {bad} is outside {valid}; fix: send actions of its action space")
         a["done"][:] = 0
         envs = self.ended_env[:ended]
         a["done"][envs, 0] = np.where(a["terminals"][envs, 0] != 0, 1, 2)

@@ -2,8 +2,9 @@
 
 Observations, rewards, terminals, truncations and masks come back as torch CUDA tensors that
 share the kernels' memory (no copies); ``send`` takes a CUDA tensor of actions (copied on the
-device). On a machine without a GPU or PyCUDA the constructor raises a one-line
-:class:`VectorConfigError` naming the CPU backends to use instead.
+device; a continuous game's floats are quantized there, :mod:`pufferbox.cuda.actions`). On a machine
+without a GPU or PyCUDA the constructor raises a one-line :class:`VectorConfigError` naming the CPU
+backends to use instead.
 
 Episode statistics: the :class:`~pufferbox.episodes.Episodes` in ``recv`` is always empty,
 because filling it per step would copy from the device every step. Every step a kernel
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pufferbox.cuda.actions import quantize_into
 from pufferbox.cuda.device import gpu_unavailable_reason
 from pufferbox.cuda.episodes import DEFAULT_SLOTS
 from pufferbox.episodes import NO_EPISODES, Episodes
@@ -94,6 +96,15 @@ class CudaVectorEnv(VectorEnv):
             device=device,
         )
         self.actions = self.kernel.tensor("actions").view(-1)
+        # a continuous game's words are fixed point, quantized from the policy's floats here on the device;
+        # the sampler kernel draws discrete choices only, so the trainer samples such actions itself
+        self.action_one = self.kernel.reference.action_one
+        self.samples_actions = not self.action_one
+        import torch
+
+        self.scratch = (
+            torch.empty(self.actions.shape, dtype=torch.float64, device=self.actions.device) if self.action_one else None
+        )
         rows = num_envs * self.kernel.num_agents
         self.views = {
             name: self.kernel.tensor(name).view(rows, -1)
@@ -101,18 +112,22 @@ class CudaVectorEnv(VectorEnv):
             else self.kernel.tensor(name).view(rows)
             for name in ("observations", "rewards", "terminals", "truncations", "masks", "final_observations")
         }
-        import torch
-
         self.env_ids = torch.arange(num_envs, device=self.actions.device)
 
     def async_reset(self, seed: int | None = 0) -> None:
         """Envs were reset when the kernel env was built; a reset here is a no-op by design (WarpDrive)."""
 
     def send(self, actions: Any) -> None:
-        """Step every env; ``actions`` is best a tensor on the kernels' device (anything else is copied there)."""
+        """Step every env; ``actions`` is best a tensor on the kernels' device (anything else is copied there).
+
+        A continuous game's actions are floats: clipped to [-1, 1] and rounded to its fixed point on the
+        device, exactly as the CPU block does (:func:`pufferbox.cuda.actions.quantize_into`; NaN becomes 0)."""
         import torch
 
-        self.actions.copy_(torch.as_tensor(actions).reshape(-1), non_blocking=True)
+        if self.scratch is not None:
+            quantize_into(actions, self.action_one, self.actions, self.scratch)
+        else:
+            self.actions.copy_(torch.as_tensor(actions).reshape(-1), non_blocking=True)
         self.kernel.step()
 
     def recv(self) -> tuple:
