@@ -252,9 +252,8 @@ class Asteroids(SingleAgentReference):
                 canvas.cell(x // PX // 4, y // PX // 8, "*")
         glyph = "+" if self.invulnerable else "@"
         canvas.cell(self.x // PX // 4, self.y // PX // 8, glyph)
-        canvas.cell(
-            ((self.x + cos(self.angle) * 6) & MASK) // PX // 4, ((self.y + sin(self.angle) * 6) & MASK) // PX // 8, "o"
-        )
+        nose_x, nose_y = (self.x + cos(self.angle) * 6) & MASK, (self.y + sin(self.angle) * 6) & MASK
+        canvas.cell(nose_x // PX // 4, nose_y // PX // 8, "o")
         title = f"score {self.score}  lives {self.lives_left}  wave {self.wave}"
         return canvas.show(self.render_mode, title)
 
@@ -262,8 +261,11 @@ class Asteroids(SingleAgentReference):
 GAME = Game(
     "asteroids",
     Asteroids,
-    solved_return=50.0,
-    solved_meaning="placeholder",
+    solved_return=52.0,
+    solved_meaning=(
+        "scores 5,200 a game: the first two waves cleared (4 and 6 large rocks, 520 points each when shot "
+        "to pieces; random actions: 1,365)"
+    ),
     config={
         "train": {
             "total_steps": 20_000_000,
