@@ -89,10 +89,10 @@ def test_a_chasing_ghost_costs_a_life_and_the_last_life_ends_the_game():
     env.gx[0], env.gy[0], env.gdir[0] = env.px - 1, env.py, RIGHT  # head-on: they swap cells
     env.cells[env.py][env.px - 1] = EMPTY
     _, _, terminated, _, info = env.step(LEFT)
-    assert terminated and info["win"] == 0.0 and info["pellets"] == 1.0
+    assert terminated and info["levels"] == 0.0 and info["pellets"] == 1.0
 
 
-def test_the_last_pellet_clears_the_level_and_wins():
+def test_the_last_pellet_clears_the_level_and_the_next_starts_with_every_pellet_back():
     env = quiet()
     for row in env.cells:
         for x, c in enumerate(row):
@@ -100,8 +100,13 @@ def test_the_last_pellet_clears_the_level_and_wins():
                 row[x] = EMPTY
     env.cells[env.py][env.px + 1] = PELLET
     env.pellets = 1
-    _, reward, terminated, truncated, info = env.step(RIGHT)
-    assert terminated and not truncated and info["win"] == 1.0 and reward == np.float32(0.1)
+    obs, reward, terminated, truncated, info = env.step(RIGHT)
+    assert not terminated and not truncated and reward == np.float32(0.1) and env.levels == 1
+    assert env.pellets == env.total == 150 and (env.px, env.py) == env.start
+    assert obs[-56:].sum() == np.float32(150 / 16)  # the pellet map: every pellet back
+    env.max_steps = env.played + 1
+    *_, info = env.step(LEFT)
+    assert info["levels"] == 1.0
 
 
 def test_ghost_targets_follow_the_arcade_rules_in_chase():
@@ -136,7 +141,7 @@ def test_max_steps_truncates():
     for _ in range(4):
         assert env.step(UP)[3] is False
     _, _, terminated, truncated, info = env.step(UP)
-    assert truncated and not terminated and set(info) == {"score", "win", "pellets", "ghosts"}
+    assert truncated and not terminated and set(info) == {"score", "levels", "pellets", "ghosts"}
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@
  * house). Pac-Man turns to the action's direction if that cell is open, then moves on in its direction
  * unless a wall blocks it. A pellet scores 10, a power pellet 50 and frightens every ghost outside the
  * house for frightened_steps (they reverse; eating them scores 200, 400, 800, 1600 in turn). Eating
- * the last pellet clears the level and ends the game (a win). Then Pac-Man meets any ghost on its cell,
+ * the last pellet clears the level: the next starts at once (every pellet back, Pac-Man and the ghosts
+ * at their start, the same rules). Otherwise Pac-Man meets any ghost on its cell,
  * then the ghosts move, then it meets any ghost on its cell or one it swapped cells with. Meeting a
  * frightened ghost eats it (it goes back into the house and leaves again after PACMAN_EATEN_WAIT
  * steps); meeting another costs a life: with lives left, Pac-Man and the ghosts go back to their start
@@ -24,11 +25,12 @@
  * no slow tunnel, eaten ghosts go home at once, the door is closed to everyone. Ghosts move on
  * ghost_speed percent of the steps, frightened ones on half as many (integer floors of the clock).
  * Reward: points / 100. An episode is truncated after max_steps steps.
- * Observation (154 floats): the 11x11 cells around Pac-Man (wall -1, empty 0, pellet 0.5, power pellet
+ * Observation (210 floats): the 11x11 cells around Pac-Man (wall -1, empty 0, pellet 0.5, power pellet
  * 1; rows wrap left and right, beyond the top and bottom is wall), Pac-Man's x / width, y / height, its
  * direction one-hot, frightened steps left / frightened_steps, lives left / lives, the pellets left /
  * all, the share of the pellets left that lie left of, right of, above and below it; then per ghost its
- * dx / width, dy / height from Pac-Man and three flags: in the house, chasing, frightened.
+ * dx / width, dy / height from Pac-Man and three flags: in the house, chasing, frightened; then the
+ * pellet map: the pellets left in each block of 4 x 4 cells / 16 (7 x 8 blocks, rows of 7).
  * Reference: pufferbox_ocean/games/pacman.py (same rules, same generator, same order of draws).
  */
 #ifndef OCEAN_PACMAN_H
@@ -40,9 +42,12 @@
 #define PACMAN_GHOSTS 4
 #define PACMAN_VIEW 5 /* the window's radius */
 #define PACMAN_SIDE (2 * PACMAN_VIEW + 1)
-#define PACMAN_OBS (PACMAN_SIDE * PACMAN_SIDE + 13 + 5 * PACMAN_GHOSTS)
+#define PACMAN_BLOCKS_W 7 /* the pellet map: blocks of 4 x 4 cells */
+#define PACMAN_BLOCKS_H 8
+#define PACMAN_BLOCKS (PACMAN_BLOCKS_W * PACMAN_BLOCKS_H)
+#define PACMAN_OBS (PACMAN_SIDE * PACMAN_SIDE + 13 + 5 * PACMAN_GHOSTS + PACMAN_BLOCKS)
 #define PACMAN_N_PARAMS 9 /* lives, frightened_steps, scatter_steps, chase_steps, mode_switches, ghost_speed, release_steps, max_steps, maze */
-#define PACMAN_N_METRICS 4 /* score, win, pellets, ghosts */
+#define PACMAN_N_METRICS 4 /* score, levels (cleared), pellets, ghosts */
 #define PACMAN_EATEN_WAIT 10
 #define PACMAN_EMPTY 0
 #define PACMAN_WALL 1
@@ -60,12 +65,13 @@ typedef struct {
     int64_t lives, frightened_steps, scatter_steps, chase_steps, mode_switches, ghost_speed, release_steps, max_steps, maze;
     int64_t width, height, total, start_x, start_y, exit_x, exit_y;
     int64_t home_x[PACMAN_GHOSTS], home_y[PACMAN_GHOSTS];
-    int64_t px, py, pdir, lives_left, pellets, score, eaten, clock, played;
+    int64_t px, py, pdir, lives_left, pellets, score, eaten, levels, clock, played;
     int64_t phase, phase_left, frightened_left, combo;
     int64_t gx[PACMAN_GHOSTS], gy[PACMAN_GHOSTS], gdir[PACMAN_GHOSTS], gstate[PACMAN_GHOSTS], gwait[PACMAN_GHOSTS];
     int64_t greverse[PACMAN_GHOSTS];
     int64_t col_count[PACMAN_MAX_W], row_count[PACMAN_MAX_H];
     int64_t start_cols[PACMAN_MAX_W], start_rows[PACMAN_MAX_H];
+    int64_t blocks[PACMAN_BLOCKS], start_blocks[PACMAN_BLOCKS];
     uint8_t cells[PACMAN_MAX_H * PACMAN_MAX_W], start_cells[PACMAN_MAX_H * PACMAN_MAX_W];
 } Pacman;
 
@@ -123,6 +129,7 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
     const int64_t w = env->width, h = env->height;
     for (int64_t x = 0; x < w; x++) env->start_cols[x] = 0;
     for (int64_t y = 0; y < h; y++) env->start_rows[y] = 0;
+    for (int b = 0; b < PACMAN_BLOCKS; b++) env->start_blocks[b] = 0;
     env->total = 0;
     for (int64_t y = 0; y < h; y++) {
         for (int64_t x = 0; x < w; x++) {
@@ -136,6 +143,7 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
                 env->total += 1;
                 env->start_cols[x] += 1;
                 env->start_rows[y] += 1;
+                env->start_blocks[(y >> 2) * PACMAN_BLOCKS_W + (x >> 2)] += 1;
             }
         }
     }
@@ -232,16 +240,24 @@ OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
         obs[k++] = env->gstate[i] == PACMAN_CHASING ? 1.0f : 0.0f;
         obs[k++] = env->gstate[i] == PACMAN_FRIGHTENED ? 1.0f : 0.0f;
     }
+    for (int b = 0; b < PACMAN_BLOCKS; b++) obs[k++] = (float)((double)env->blocks[b] * 0.0625);
 }
 
-OCEAN_FN void pacman_reset(Pacman *env, float *obs)
+/* Every pellet back in place (a new game or the next level). */
+OCEAN_FN void pacman_fill(Pacman *env)
 {
     memcpy(env->cells, env->start_cells, sizeof env->cells);
     memcpy(env->col_count, env->start_cols, sizeof env->col_count);
     memcpy(env->row_count, env->start_rows, sizeof env->row_count);
+    memcpy(env->blocks, env->start_blocks, sizeof env->blocks);
     env->pellets = env->total;
+}
+
+OCEAN_FN void pacman_reset(Pacman *env, float *obs)
+{
+    pacman_fill(env);
     env->lives_left = env->lives;
-    env->score = env->eaten = env->clock = env->played = 0;
+    env->score = env->eaten = env->levels = env->clock = env->played = 0;
     pacman_round(env);
     pacman_observe(env, obs);
 }
@@ -348,7 +364,7 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
                          uint8_t *truncations, double *metrics)
 {
     int64_t points = 0;
-    int ended = 0, win = 0;
+    int ended = 0;
     env->clock += 1;
     env->played += 1;
     if (env->frightened_left > 0) {
@@ -377,6 +393,7 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
         env->pellets -= 1;
         env->col_count[env->px] -= 1;
         env->row_count[env->py] -= 1;
+        env->blocks[(env->py >> 2) * PACMAN_BLOCKS_W + (env->px >> 2)] -= 1;
         points += cell == PACMAN_PELLET ? 10 : 50;
         if (cell == PACMAN_POWER) {
             env->frightened_left = env->frightened_steps;
@@ -389,7 +406,9 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
         }
     }
     if (env->pellets == 0) {
-        ended = win = 1;
+        env->levels += 1;
+        pacman_fill(env);
+        pacman_round(env);
     } else {
         int caught = pacman_meet(env, 0, 0, old_px, old_py, &points);
         if (!caught) {
@@ -412,8 +431,8 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
     pacman_observe(env, obs);
     if (ended || truncated) {
         metrics[0] = (double)env->score;
-        metrics[1] = (double)win;
-        metrics[2] = (double)(env->total - env->pellets);
+        metrics[1] = (double)env->levels;
+        metrics[2] = (double)(env->levels * env->total + env->total - env->pellets);
         metrics[3] = (double)env->eaten;
         return 1;
     }
