@@ -126,7 +126,8 @@ def test_target_deliveries_end_the_episode_and_max_steps_truncate_it():
 def test_observation_shows_the_window_around_the_robot():
     env = floor([(3, 3), (4, 3), (6, 0), (0, 0)], [UP, UP, UP, UP], requested=(2,))
     obs = env.observations()["robot_0"]
-    robots, shelves, ground = (obs[9 + 25 * k : 9 + 25 * (k + 1)].reshape(5, 5) for k in range(3))
+    window = obs[9:].reshape(5, 5, 3)
+    robots, shelves, ground = window[..., 0], window[..., 1], window[..., 2]
     assert robots[2, 2] == 1.0 and robots[2, 3] == 1.0 and robots.sum() == 2.0
     assert ground[2, 2] == 1.0 and ground[0, 0] == 0.5 and ground[4, 0] == -1.0  # goal, slot (1, 1), off the floor
     assert shelves[0, 3] == 1.0 and shelves[0, 0] == 0.5  # shelf 2 at (4, 1) is requested

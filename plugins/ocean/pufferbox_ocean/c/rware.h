@@ -24,9 +24,9 @@
  * The episode ends (terminal) when the team has made `target_deliveries` deliveries (0: never), else it
  * is truncated after `max_steps` steps.
  * Observation (RWARE_OBS floats): x / (width-1), y / (height-1), its facing one-hot (4), 1 if carrying, 1 if
- * the shelf it carries is requested, steps / max_steps; then the 5 x 5 window centred on it, as three
- * planes of 25 (row-major, top row first): robots (1; itself at the centre), shelves (0.5 a shelf,
- * 1 a requested one, standing or carried), floor (0 aisle, 0.5 shelf slot, 1 goal, -1 off the floor).
+ * the shelf it carries is requested, steps / max_steps; then the 5 x 5 window centred on it (row-major,
+ * top row first), 3 floats a cell: robot (1; itself at the centre), shelf (0.5 a shelf, 1 a requested
+ * one, standing or carried), floor (0 aisle, 0.5 shelf slot, 1 goal, -1 off the floor).
  * Metrics: deliveries (the team's), returned (delivered shelves put back).
  * Reference: pufferbox_ocean/games/rware.py (same rules, same generator, same order of draws).
  */
@@ -71,10 +71,9 @@ typedef struct {
     int8_t floor[RWARE_PADDED];               /* RWARE_OFF / AISLE / SLOT / GOAL */
     uint8_t standing[RWARE_PADDED];           /* index + 1 of the shelf standing there, or 0 */
     uint8_t robot_at[RWARE_PADDED];           /* robot index + 1, or 0 */
-    /* what the windows show, kept up to date as the floor changes (rows are copied out whole) */
-    float robot_plane[RWARE_PADDED]; /* 1 where a robot is */
-    float shelf_plane[RWARE_PADDED]; /* 0.5 a shelf, 1 a requested one (standing or carried) */
-    float floor_plane[RWARE_PADDED]; /* the floor code / 2 */
+    /* what the windows show, kept up to date as the floor changes (a window's rows are copied out whole):
+     * per cell robot (1), shelf (0.5, 1 requested; standing or carried), floor code / 2 */
+    float view[RWARE_PADDED][3];
     float column_seen[RWARE_MAX_W], row_seen[RWARE_MAX_H]; /* x / (width-1), y / (height-1) */
 } Rware;
 
@@ -123,7 +122,7 @@ OCEAN_FN int rware_configure(Rware *env, const int64_t *params)
         for (int x = 0; x < env->width; x++)
             env->floor[(y + RWARE_MARGIN) * RWARE_STRIDE + x + RWARE_MARGIN] =
                 (int8_t)rware_layout_cell(env->layout, x, y);
-    for (int p = 0; p < RWARE_PADDED; p++) env->floor_plane[p] = (float)env->floor[p] * 0.5f;
+    for (int p = 0; p < RWARE_PADDED; p++) env->view[p][2] = (float)env->floor[p] * 0.5f;
     for (int x = 0; x < env->width; x++) env->column_seen[x] = (float)((double)x / (double)(env->width - 1));
     for (int y = 0; y < env->height; y++) env->row_seen[y] = (float)((double)y / (double)(env->height - 1));
     return 0;
@@ -137,7 +136,7 @@ OCEAN_FN void rware_request(Rware *env)
         if (env->is_requested[s] || env->standing[env->shelf_pos[s]] != s + 1) continue;
         env->is_requested[s] = 1;
         env->lift_paid[s] = 0;
-        env->shelf_plane[env->shelf_pos[s]] = 1.0f;
+        env->view[env->shelf_pos[s]][1] = 1.0f;
         return;
     }
 }
@@ -156,12 +155,10 @@ OCEAN_FN void rware_observe(const Rware *env, float *obs)
         o[6] = env->carrying[i] ? 1.0f : 0.0f;
         o[7] = env->carrying[i] && env->is_requested[env->carrying[i] - 1] ? 1.0f : 0.0f;
         o[8] = progress;
-        float *robots = o + RWARE_SELF, *shelves = robots + RWARE_WINDOW, *floor = shelves + RWARE_WINDOW;
+        float *window = o + RWARE_SELF;
         for (int r = 0; r < RWARE_VIEW; r++) {
             const int row = p + (r - RWARE_MARGIN) * RWARE_STRIDE - RWARE_MARGIN;
-            memcpy(robots + r * RWARE_VIEW, env->robot_plane + row, RWARE_VIEW * sizeof(float));
-            memcpy(shelves + r * RWARE_VIEW, env->shelf_plane + row, RWARE_VIEW * sizeof(float));
-            memcpy(floor + r * RWARE_VIEW, env->floor_plane + row, RWARE_VIEW * sizeof(float));
+            memcpy(window + 3 * RWARE_VIEW * r, env->view[row], 3 * RWARE_VIEW * sizeof(float));
         }
     }
 }
@@ -170,8 +167,7 @@ OCEAN_FN void rware_reset(Rware *env, float *obs)
 {
     memset(env->standing, 0, sizeof(env->standing));
     memset(env->robot_at, 0, sizeof(env->robot_at));
-    memset(env->robot_plane, 0, sizeof(env->robot_plane));
-    memset(env->shelf_plane, 0, sizeof(env->shelf_plane));
+    for (int p = 0; p < RWARE_PADDED; p++) env->view[p][0] = env->view[p][1] = 0.0f;
     memset(env->is_requested, 0, sizeof(env->is_requested));
     memset(env->awaits_return, 0, sizeof(env->awaits_return));
     env->steps = env->deliveries = env->returned = 0;
@@ -180,7 +176,7 @@ OCEAN_FN void rware_reset(Rware *env, float *obs)
         if (env->floor[p] == RWARE_SLOT) {
             env->shelf_pos[s] = (int16_t)p;
             env->standing[p] = (uint8_t)(s + 1);
-            env->shelf_plane[p] = 0.5f;
+            env->view[p][1] = 0.5f;
             s++;
         }
     for (int r = 0; r < env->requested; r++) rware_request(env);
@@ -194,7 +190,7 @@ OCEAN_FN void rware_reset(Rware *env, float *obs)
         env->dir[i] = (int32_t)rng_below(&env->rng, 4);
         env->carrying[i] = 0;
         env->robot_at[p] = (uint8_t)(i + 1);
-        env->robot_plane[p] = 1.0f;
+        env->view[p][0] = 1.0f;
     }
     rware_observe(env, obs);
 }
@@ -257,14 +253,14 @@ OCEAN_FN int rware_step(Rware *env, const int64_t *actions, float *obs, float *r
         for (int i = 0; i < RWARE_AGENTS; i++) {
             if (target[i] < 0) continue;
             env->robot_at[env->pos[i]] = 0;
-            env->robot_plane[env->pos[i]] = 0.0f;
-            if (env->carrying[i]) env->shelf_plane[env->pos[i]] = 0.0f;
+            env->view[env->pos[i]][0] = 0.0f;
+            if (env->carrying[i]) env->view[env->pos[i]][1] = 0.0f;
         }
         for (int i = 0; i < RWARE_AGENTS; i++) {
             if (target[i] < 0) continue;
             env->pos[i] = target[i];
             env->robot_at[target[i]] = (uint8_t)(i + 1);
-            env->robot_plane[target[i]] = 1.0f;
+            env->view[target[i]][0] = 1.0f;
         }
     }
     for (int i = 0; i < RWARE_AGENTS; i++) {
@@ -276,7 +272,7 @@ OCEAN_FN int rware_step(Rware *env, const int64_t *actions, float *obs, float *r
             rewards[i] += 1.0f;
             rware_request(env);
         }
-        if (s >= 0) env->shelf_plane[env->pos[i]] = env->is_requested[s] ? 1.0f : 0.5f;
+        if (s >= 0) env->view[env->pos[i]][1] = env->is_requested[s] ? 1.0f : 0.5f;
     }
     env->steps += 1;
     const uint8_t terminal = env->target_deliveries > 0 && env->deliveries >= env->target_deliveries;

@@ -5,7 +5,7 @@ Example:
     >>> obs, infos = env.reset(seed=1)
     >>> env.possible_agents, obs["robot_0"].shape, env.action_space("robot_0")
     (['robot_0', 'robot_1', 'robot_2', 'robot_3'], (84,), Discrete(5))
-    >>> float(obs["robot_0"][9 + 12])  # the robots plane's centre: the robot itself
+    >>> float(obs["robot_0"][9 + 3 * 12])  # the window's centre holds the robot itself
     1.0
 """
 
@@ -63,8 +63,8 @@ class Rware(MultiAgentReference):
     lift and +0.5 for putting a delivered shelf back (at most 2 per delivery). The episode ends after
     ``target_deliveries`` team deliveries (0: never), else it is truncated after ``max_steps``.
     Observation (84 floats): x, y (scaled to [0, 1]), facing one-hot, carrying, carrying a requested
-    shelf, steps / max_steps; the 5 x 5 window around the robot as planes of robots, shelves (0.5, 1
-    requested) and floor (0 aisle, 0.5 slot, 1 goal, -1 off the floor).
+    shelf, steps / max_steps; the 5 x 5 window around the robot (row-major), 3 floats a cell: robot,
+    shelf (0.5, 1 requested) and floor (0 aisle, 0.5 slot, 1 goal, -1 off the floor).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "ocean_rware"}
@@ -145,10 +145,10 @@ class Rware(MultiAgentReference):
         out = [x / (self.width - 1), y / (self.height - 1), 0.0, 0.0, 0.0, 0.0]
         out[2 + self.facing[i]] = 1.0
         out += [float(s is not None), float(s is not None and self.is_requested[s]), self.steps / self.max_steps]
-        window = [(x + dx, y + dy) for dy in range(-REACH, REACH + 1) for dx in range(-REACH, REACH + 1)]
-        out += [float(cell in self.positions) for cell in window]
-        out += [self.seen_shelf(cell) for cell in window]
-        out += [self.floor_at(*cell) * 0.5 for cell in window]
+        for dy in range(-REACH, REACH + 1):
+            for dx in range(-REACH, REACH + 1):
+                cell = (x + dx, y + dy)
+                out += [float(cell in self.positions), self.seen_shelf(cell), self.floor_at(*cell) * 0.5]
         return np.array(out, dtype=np.float32)
 
     def observations(self) -> dict[str, np.ndarray]:
