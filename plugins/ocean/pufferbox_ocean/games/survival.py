@@ -274,12 +274,24 @@ class Survival(MultiAgentReference):
 GAME = Game(
     "survival",
     Survival,
-    solved_return=4.0,
+    solved_return=3.0,
     solved_meaning=(
-        "a mean per-agent return of 4 over the 512-step episode (+0.01 a step alive, -1 a death): under one "
-        "death per agent per episode (random actions: -3.2, 7.1 deaths per agent, alive 77% of the steps)"
+        "a mean per-agent return of 3 over the 512-step episode (+0.01 a step alive, -1 a death): about 1.8 "
+        "deaths per agent and alive 94% of the steps (random actions: -3.2, 7.1 deaths, alive 77%; standing "
+        "still: -2.5, 5.7 deaths)"
     ),
-    config={"train": {"total_steps": 5_000_000, "stop_on_solve": True, "solve_window": 4}, "vec": {"num_envs": 4}},
+    # One episode's return is already a mean over 64 agents: 8 episodes (2 rounds of 4 envs) judge it.
+    # On 2 cores the update costs most of the time: 4 epochs at a higher rate learn more per second.
+    config={
+        "train": {
+            "total_steps": 12_000_000,
+            "stop_on_solve": True,
+            "solve_window": 8,
+            "update_epochs": 4,
+            "learning_rate": 1e-3,
+        },
+        "vec": {"num_envs": 4},
+    },
     check_kwargs={"size": 16, "capacity": 8, "regrow": 10, "respawn": 0, "max_steps": 40},
     cuda_type="Survival",
 )
