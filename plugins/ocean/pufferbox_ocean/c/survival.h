@@ -33,8 +33,8 @@
 #define SURVIVAL_R 5 /* window radius */
 #define SURVIVAL_W (2 * SURVIVAL_R + 1)
 #define SURVIVAL_WIN (SURVIVAL_W * SURVIVAL_W)
-#define SURVIVAL_STRIDE (SURVIVAL_MAX_SIZE + 2 * SURVIVAL_R)
-#define SURVIVAL_CELLS (SURVIVAL_STRIDE * SURVIVAL_STRIDE)
+#define SURVIVAL_MAX_STRIDE (SURVIVAL_MAX_SIZE + 2 * SURVIVAL_R)
+#define SURVIVAL_CELLS (SURVIVAL_MAX_STRIDE * SURVIVAL_MAX_STRIDE)
 #define SURVIVAL_MAX_FOREST (SURVIVAL_MAX_SIZE * SURVIVAL_MAX_SIZE)
 #define SURVIVAL_HP 10
 #define SURVIVAL_MELEE 3
@@ -56,6 +56,7 @@ static const int64_t SURVIVAL_ACT_N[1] = {10};
 typedef struct {
     OceanRng rng;
     int64_t size, capacity, regrow, respawn, max_steps;
+    int32_t stride; /* size + 2 * SURVIVAL_R: rows packed at the map's own width keep the planes compact */
     int64_t steps, head, count, alive_steps, deaths, kills, meals;
     int32_t pos[SURVIVAL_AGENTS], x[SURVIVAL_AGENTS], y[SURVIVAL_AGENTS];
     int32_t hp[SURVIVAL_AGENTS], food[SURVIVAL_AGENTS], water[SURVIVAL_AGENTS], alive[SURVIVAL_AGENTS];
@@ -85,6 +86,7 @@ OCEAN_FN int survival_configure(Survival *env, const int64_t *params)
     env->regrow = params[2];
     env->respawn = params[3];
     env->max_steps = params[4];
+    env->stride = (int32_t)env->size + 2 * SURVIVAL_R;
     return 0;
 }
 
@@ -92,7 +94,7 @@ OCEAN_FN int survival_configure(Survival *env, const int64_t *params)
 OCEAN_FN int32_t survival_draw_cell(Survival *env)
 {
     const int64_t c = rng_below(&env->rng, env->size * env->size);
-    return (int32_t)((c / env->size + SURVIVAL_R) * SURVIVAL_STRIDE + c % env->size + SURVIVAL_R);
+    return (int32_t)((c / env->size + SURVIVAL_R) * env->stride + c % env->size + SURVIVAL_R);
 }
 
 /* Paint `count` blobs of `kind` (a forest blob paints grass only). */
@@ -105,7 +107,7 @@ OCEAN_FN void survival_blobs(Survival *env, int64_t count, uint8_t kind)
             for (int64_t dx = -r; dx <= r; dx++) {
                 const int64_t x = cx + dx, y = cy + dy;
                 if (dx * dx + dy * dy > r * r + r || x < 0 || y < 0 || x >= env->size || y >= env->size) continue;
-                const int32_t c = (int32_t)((y + SURVIVAL_R) * SURVIVAL_STRIDE + x + SURVIVAL_R);
+                const int32_t c = (int32_t)((y + SURVIVAL_R) * env->stride + x + SURVIVAL_R);
                 if (kind != SURVIVAL_FOREST || env->tile[c] == SURVIVAL_GRASS) env->tile[c] = kind;
             }
     }
@@ -119,8 +121,8 @@ OCEAN_FN void survival_spawn(Survival *env, int i)
     while (env->occupant[c] >= 0 || env->tile[c] >= SURVIVAL_WATER);
     env->occupant[c] = (int16_t)i;
     env->pos[i] = c;
-    env->x[i] = c % SURVIVAL_STRIDE;
-    env->y[i] = c / SURVIVAL_STRIDE;
+    env->x[i] = c % env->stride;
+    env->y[i] = c / env->stride;
     env->hp[i] = SURVIVAL_HP;
     env->food[i] = env->water[i] = (int32_t)env->capacity;
     env->alive[i] = 1;
@@ -145,9 +147,9 @@ OCEAN_FN void survival_observe(const Survival *env, float *obs)
             memset(o, 0, sizeof(float) * SURVIVAL_OBS);
             continue;
         }
-        const int32_t corner = env->pos[i] - SURVIVAL_R * SURVIVAL_STRIDE - SURVIVAL_R;
+        const int32_t corner = env->pos[i] - SURVIVAL_R * env->stride - SURVIVAL_R;
         for (int dy = 0; dy < SURVIVAL_W; dy++) {
-            const int32_t row = corner + dy * SURVIVAL_STRIDE, k = dy * SURVIVAL_W;
+            const int32_t row = corner + dy * env->stride, k = dy * SURVIVAL_W;
             memcpy(o + k, env->blocked + row, sizeof(float) * SURVIVAL_W);
             memcpy(o + SURVIVAL_WIN + k, env->wet + row, sizeof(float) * SURVIVAL_W);
             memcpy(o + 2 * SURVIVAL_WIN + k, env->forest + row, sizeof(float) * SURVIVAL_W);
@@ -170,8 +172,9 @@ OCEAN_FN void survival_observe(const Survival *env, float *obs)
 
 OCEAN_FN void survival_reset(Survival *env, float *obs)
 {
-    for (int32_t c = 0; c < SURVIVAL_CELLS; c++) {
-        const int32_t x = c % SURVIVAL_STRIDE - SURVIVAL_R, y = c / SURVIVAL_STRIDE - SURVIVAL_R;
+    const int32_t cells = env->stride * env->stride;
+    for (int32_t c = 0; c < cells; c++) {
+        const int32_t x = c % env->stride - SURVIVAL_R, y = c / env->stride - SURVIVAL_R;
         env->tile[c] = x < 0 || y < 0 || x >= env->size || y >= env->size ? SURVIVAL_STONE : SURVIVAL_GRASS;
         env->occupant[c] = -1;
     }
@@ -179,7 +182,7 @@ OCEAN_FN void survival_reset(Survival *env, float *obs)
     survival_blobs(env, area / 128, SURVIVAL_WATER);
     survival_blobs(env, area / 160, SURVIVAL_STONE);
     survival_blobs(env, area / 48, SURVIVAL_FOREST);
-    for (int32_t c = 0; c < SURVIVAL_CELLS; c++) {
+    for (int32_t c = 0; c < cells; c++) {
         env->blocked[c] = env->tile[c] == SURVIVAL_STONE ? 1.0f : 0.0f;
         env->wet[c] = env->tile[c] == SURVIVAL_WATER ? 1.0f : 0.0f;
         env->forest[c] = env->tile[c] == SURVIVAL_FOREST ? 1.0f : 0.0f;
@@ -193,7 +196,8 @@ OCEAN_FN void survival_reset(Survival *env, float *obs)
 OCEAN_FN int survival_step(Survival *env, const int64_t *actions, float *obs, float *rewards, uint8_t *terminals,
                            uint8_t *truncations, double *metrics)
 {
-    const int32_t delta[4] = {-SURVIVAL_STRIDE, SURVIVAL_STRIDE, -1, 1}; /* up, down, left, right */
+    const int32_t stride = env->stride;
+    const int32_t delta[4] = {-stride, stride, -1, 1}; /* up, down, left, right */
     const int32_t capacity = (int32_t)env->capacity;
     int32_t reward[SURVIVAL_AGENTS]; /* in hundredths */
     for (int i = 0; i < SURVIVAL_AGENTS; i++) reward[i] = 0;
@@ -209,8 +213,8 @@ OCEAN_FN int survival_step(Survival *env, const int64_t *actions, float *obs, fl
                 env->occupant[me] = -1;
                 env->occupant[to] = (int16_t)i;
                 env->pos[i] = to;
-                env->x[i] = to % SURVIVAL_STRIDE;
-                env->y[i] = to / SURVIVAL_STRIDE;
+                env->x[i] = to % stride;
+                env->y[i] = to / stride;
             }
         } else if (a >= 5 && a <= 8) {
             target = env->occupant[me + delta[a - 5]];
@@ -219,7 +223,7 @@ OCEAN_FN int survival_step(Survival *env, const int64_t *actions, float *obs, fl
             int32_t best = SURVIVAL_RANGE + 1;
             for (int dy = -SURVIVAL_RANGE; dy <= SURVIVAL_RANGE; dy++)
                 for (int dx = -SURVIVAL_RANGE; dx <= SURVIVAL_RANGE; dx++) {
-                    const int32_t j = env->occupant[me + dy * SURVIVAL_STRIDE + dx];
+                    const int32_t j = env->occupant[me + dy * stride + dx];
                     const int32_t d = (dy < 0 ? -dy : dy) > (dx < 0 ? -dx : dx) ? (dy < 0 ? -dy : dy) : (dx < 0 ? -dx : dx);
                     if (j >= 0 && j != i && d < best) {
                         best = d;
@@ -245,7 +249,7 @@ OCEAN_FN int survival_step(Survival *env, const int64_t *actions, float *obs, fl
             env->food[i] = capacity;
             env->meals += 1;
         }
-        if (env->tile[here - SURVIVAL_STRIDE] == SURVIVAL_WATER || env->tile[here + SURVIVAL_STRIDE] == SURVIVAL_WATER ||
+        if (env->tile[here - stride] == SURVIVAL_WATER || env->tile[here + stride] == SURVIVAL_WATER ||
             env->tile[here - 1] == SURVIVAL_WATER || env->tile[here + 1] == SURVIVAL_WATER)
             env->water[i] = capacity;
     }
