@@ -78,13 +78,31 @@ OCEAN_FN double boids_clamp(double v, double lo, double hi) { return v < lo ? lo
 
 OCEAN_FN double boids_abs(double v) { return v < 0.0 ? -v : v; }
 
-/* Every boid's observation row and reward; returns 1 when two boids crashed. The squared distances are
- * computed once per pair, and the counts and sums run without branches (a boid outside the visual band
- * adds 0.0, which leaves a sum of non-negative zeros and finite values unchanged, as the reference's
- * skipped addition does), since the distance tests are unpredictable. The nearest boids are sorted
- * from a short list of candidates: a boid moves at most velocity_cap per axis a step, so its last
- * BOIDS_K nearest are now within their last distance + 2 sqrt(2) velocity_cap, and so are the new
- * ones; a generous bound (3 caps + 1) keeps the choice exact, and too few candidates fall back to all. */
+/* The offset from boid i to boid j: the nearest image across wrapped edges (walls = 0). Exactly the
+ * negation of the offset from j to i, so either boid of a pair may compute it. */
+OCEAN_FN void boids_offset(const Boids *env, int i, int j, double *dx_out, double *dy_out)
+{
+    const double w = (double)env->width, h = (double)env->height;
+    double dx = env->x[j] - env->x[i], dy = env->y[j] - env->y[i];
+    if (!env->walls) {
+        if (dx > w / 2.0) dx = dx - w;
+        else if (dx < -(w / 2.0)) dx = dx + w;
+        if (dy > h / 2.0) dy = dy - h;
+        else if (dy < -(h / 2.0)) dy = dy + h;
+    }
+    *dx_out = dx;
+    *dy_out = dy;
+}
+
+/* Every boid's observation row and reward; returns 1 when two boids crashed.
+ * One pass over the pairs (i < j, i ascending) adds each pair to both boids: every boid still receives
+ * its terms in ascending order of the other's index, as the reference adds them. The counts and sums run
+ * without branches (a boid outside the visual band adds 0.0, which leaves a sum of non-negative zeros
+ * and finite values unchanged, as the reference's skipped addition does), since the distance tests are
+ * unpredictable. The nearest boids are sorted from a short list of candidates: a boid moves at most
+ * velocity_cap per axis a step, so its last BOIDS_K nearest are now within their last distance
+ * + 2 sqrt(2) velocity_cap, and so are the new ones; a generous bound (3 caps + 1) keeps the choice
+ * exact, and too few candidates fall back to all. */
 OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
 {
     const double cap = (double)env->velocity_cap, vis = (double)env->visual_range;
@@ -92,54 +110,58 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
     const double vis2 = (double)(env->visual_range * env->visual_range);
     const double crash2 = (double)(env->crash_range * env->crash_range);
     const double w = (double)env->width, h = (double)env->height, m = (double)env->margin;
-    const double half_w = w / 2.0, half_h = h / 2.0;
-    double dist2[BOIDS_N][BOIDS_N], rel_x[BOIDS_N][BOIDS_N], rel_y[BOIDS_N][BOIDS_N];
+    int crowd[BOIDS_N], seen[BOIDS_N], crashed[BOIDS_N], n_cand[BOIDS_N], cand[BOIDS_N][BOIDS_N];
+    double sx[BOIDS_N], sy[BOIDS_N], svx[BOIDS_N], svy[BOIDS_N], reach2[BOIDS_N], cand_d2[BOIDS_N][BOIDS_N];
+    for (int i = 0; i < BOIDS_N; i++) {
+        crowd[i] = seen[i] = crashed[i] = n_cand[i] = 0;
+        sx[i] = sy[i] = svx[i] = svy[i] = 0.0;
+        const double reach = sqrt(env->kth2[i]) + 3.0 * cap + 1.0;
+        reach2[i] = reach * reach;
+    }
     for (int i = 0; i < BOIDS_N; i++)
         for (int j = i + 1; j < BOIDS_N; j++) {
-            double dx = env->x[j] - env->x[i], dy = env->y[j] - env->y[i];
-            if (!env->walls) { /* the nearest image across the wrapped edges */
-                if (dx > half_w) dx = dx - w;
-                else if (dx < -half_w) dx = dx + w;
-                if (dy > half_h) dy = dy - h;
-                else if (dy < -half_h) dy = dy + h;
-            }
-            rel_x[i][j] = dx; /* and -dx from j: exact either way */
-            rel_x[j][i] = -dx;
-            rel_y[i][j] = dy;
-            rel_y[j][i] = -dy;
-            dist2[i][j] = dist2[j][i] = dx * dx + dy * dy;
+            double dx, dy;
+            boids_offset(env, i, j, &dx, &dy);
+            const double d2 = dx * dx + dy * dy; /* (-dx)^2 == dx^2: the same from either side */
+            const int close = d2 < prot2, flock = !close & (d2 < vis2), hit = d2 < crash2;
+            const double take = (double)flock;
+            crashed[i] |= hit;
+            crashed[j] |= hit;
+            crowd[i] += close;
+            crowd[j] += close;
+            seen[i] += flock;
+            seen[j] += flock;
+            sx[i] = sx[i] + dx * take;
+            sy[i] = sy[i] + dy * take;
+            svx[i] = svx[i] + env->vx[j] * take;
+            svy[i] = svy[i] + env->vy[j] * take;
+            sx[j] = sx[j] + (-dx) * take;
+            sy[j] = sy[j] + (-dy) * take;
+            svx[j] = svx[j] + env->vx[i] * take;
+            svy[j] = svy[j] + env->vy[i] * take;
+            cand[i][n_cand[i]] = j;
+            cand_d2[i][n_cand[i]] = d2;
+            n_cand[i] += d2 <= reach2[i];
+            cand[j][n_cand[j]] = i;
+            cand_d2[j][n_cand[j]] = d2;
+            n_cand[j] += d2 <= reach2[j];
         }
     int crash = 0;
     for (int i = 0; i < BOIDS_N; i++) {
-        int near[BOIDS_K], cand[BOIDS_N];
-        double near_d2[BOIDS_K];
-        int n_near = 0, n_cand = 0, crowd = 0, seen = 0, crashed = 0;
-        double sx = 0.0, sy = 0.0, svx = 0.0, svy = 0.0;
-        const double reach = sqrt(env->kth2[i]) + 3.0 * cap + 1.0, reach2 = reach * reach;
-        for (int j = 0; j < BOIDS_N; j++) {
-            if (j == i) continue;
-            const double d2 = dist2[i][j];
-            const int close = d2 < prot2, flock = !close & (d2 < vis2);
-            const double take = (double)flock;
-            crashed |= d2 < crash2;
-            crowd += close;
-            seen += flock;
-            sx = sx + rel_x[i][j] * take;
-            sy = sy + rel_y[i][j] * take;
-            svx = svx + env->vx[j] * take;
-            svy = svy + env->vy[j] * take;
-            cand[n_cand] = j;
-            n_cand += d2 <= reach2;
+        int near[BOIDS_K], n_near = 0;
+        double near_d2[BOIDS_K], worst = 1e300; /* above any squared distance */
+        if (n_cand[i] < BOIDS_K) { /* cannot happen with a true bound: all of them */
+            n_cand[i] = 0;
+            for (int j = 0; j < BOIDS_N; j++) {
+                if (j == i) continue;
+                double dx, dy;
+                boids_offset(env, i, j, &dx, &dy);
+                cand[i][n_cand[i]] = j;
+                cand_d2[i][n_cand[i]++] = dx * dx + dy * dy;
+            }
         }
-        if (n_cand < BOIDS_K) { /* cannot happen with a true bound: all of them */
-            n_cand = 0;
-            for (int j = 0; j < BOIDS_N; j++)
-                if (j != i) cand[n_cand++] = j;
-        }
-        double worst = 1e300; /* above any squared distance */
-        for (int c = 0; c < n_cand; c++) { /* the BOIDS_K nearest, nearest first (ties: the lower index first) */
-            const int j = cand[c];
-            const double d2 = dist2[i][j];
+        for (int c = 0; c < n_cand[i]; c++) { /* the BOIDS_K nearest, nearest first (ties: the lower index first) */
+            const double d2 = cand_d2[i][c];
             if (d2 < worst) {
                 int at = n_near < BOIDS_K ? n_near++ : BOIDS_K - 1;
                 while (at > 0 && d2 < near_d2[at - 1]) {
@@ -147,30 +169,30 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
                     near_d2[at] = near_d2[at - 1];
                     at -= 1;
                 }
-                near[at] = j;
+                near[at] = cand[i][c];
                 near_d2[at] = d2;
                 if (n_near == BOIDS_K) worst = near_d2[BOIDS_K - 1];
             }
         }
         env->kth2[i] = near_d2[BOIDS_K - 1];
         double r = 0.0;
-        if (crowd > 0) r = r - env->avoid * boids_clamp((double)crowd / 5.0, 0.0, 1.0);
-        if (seen > 0) {
-            const double n = (double)seen;
-            r = r - env->matching * ((boids_abs(svx / n - env->vx[i]) + boids_abs(svy / n - env->vy[i])) / (4.0 * cap));
-            r = r - env->centering * ((boids_abs(sx / n) + boids_abs(sy / n)) / (2.0 * vis));
+        if (crowd[i] > 0) r = r - env->avoid * boids_clamp((double)crowd[i] / 5.0, 0.0, 1.0);
+        if (seen[i] > 0) {
+            const double n = (double)seen[i];
+            r = r - env->matching * ((boids_abs(svx[i] / n - env->vx[i]) + boids_abs(svy[i] / n - env->vy[i])) / (4.0 * cap));
+            r = r - env->centering * ((boids_abs(sx[i] / n) + boids_abs(sy[i] / n)) / (2.0 * vis));
         } else {
             r = r - env->centering;
         }
         const int out_x = env->x[i] < m || env->x[i] > w - m, out_y = env->y[i] < m || env->y[i] > h - m;
         r = r + (out_x ? -env->margin_factor : env->margin_factor);
         r = r + (out_y ? -env->margin_factor : env->margin_factor);
-        if (crashed) r = r - 1.0;
+        if (crashed[i]) r = r - 1.0;
         rewards[i] = (float)r;
-        env->crowded += crowd > 0;
-        env->alone += seen == 0;
+        env->crowded += crowd[i] > 0;
+        env->alone += seen[i] == 0;
         env->outside += out_x || out_y;
-        crash |= crashed;
+        crash |= crashed[i];
         float *row = obs + i * BOIDS_OBS;
         row[0] = (float)(env->x[i] / w * 2.0 - 1.0);
         row[1] = (float)(env->y[i] / h * 2.0 - 1.0);
@@ -178,9 +200,11 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
         row[3] = (float)(env->vy[i] / cap);
         for (int k = 0; k < BOIDS_K; k++) {
             const int j = near[k];
+            double dx, dy;
+            boids_offset(env, i, j, &dx, &dy);
             float *cell = row + 4 + 4 * k;
-            cell[0] = (float)boids_clamp(rel_x[i][j] / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
-            cell[1] = (float)boids_clamp(rel_y[i][j] / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
+            cell[0] = (float)boids_clamp(dx / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
+            cell[1] = (float)boids_clamp(dy / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
             cell[2] = (float)((env->vx[j] - env->vx[i]) / cap);
             cell[3] = (float)((env->vy[j] - env->vy[i]) / cap);
         }

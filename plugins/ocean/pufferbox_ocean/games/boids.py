@@ -238,9 +238,10 @@ class Boids(MultiAgentReference):
 
     def render(self) -> str | np.ndarray | None:
         canvas = Canvas(72, 48)
-        m = self.margin
-        canvas.rect(m / self.width, m / self.height, 1 - 2 * m / self.width, 0.0, ".")
-        canvas.rect(m / self.width, 1 - m / self.height, 1 - 2 * m / self.width, 0.0, ".")
+        if self.margin_factor > 0:  # the margin band, where it pays
+            m = self.margin
+            canvas.rect(m / self.width, m / self.height, 1 - 2 * m / self.width, 0.0, ".")
+            canvas.rect(m / self.width, 1 - m / self.height, 1 - 2 * m / self.width, 0.0, ".")
         for i in range(N):
             canvas.rect(self.x[i] / self.width - 0.006, self.y[i] / self.height - 0.01, 0.012, 0.02, "@")
         return canvas.show(self.render_mode, f"boids, step {self.steps}")
@@ -252,12 +253,14 @@ class Boids(MultiAgentReference):
 GAME = Game(
     "boids",
     Boids,
-    solved_return=-40.0,
+    solved_return=-70.0,
     solved_meaning=(
-        "a mean return of -40 per boid over a 256-step episode: a flock that keeps its spacing, its heading "
-        "and its neighbours (random steering: -162, no steering: -127)"
+        "a mean return of -70 per boid over a 256-step episode, as well as the classic boids steering (toward "
+        "the flockmates' velocity and centre, away from crowding boids, weights tuned by hand: -68): a flock "
+        "that keeps its spacing, heading and neighbours (random steering: -162, no steering: -127)"
     ),
     # Each boid's reward depends on its neighbours' next moves only a few steps ahead: a short horizon.
+    # Seed 1 at load 6-7: -80 at 20M steps (430 s), -79 with the most likely actions; not solved.
     config={
         "train": {
             "total_steps": 20_000_000,
