@@ -71,8 +71,10 @@ typedef struct {
     int64_t greverse[PACMAN_GHOSTS];
     int64_t col_count[PACMAN_MAX_W], row_count[PACMAN_MAX_H];
     int64_t start_cols[PACMAN_MAX_W], start_rows[PACMAN_MAX_H];
-    int64_t blocks[PACMAN_BLOCKS], start_blocks[PACMAN_BLOCKS];
+    float blocks[PACMAN_BLOCKS], start_blocks[PACMAN_BLOCKS]; /* pellets left / 16, exact in a float */
+    double inv_frightened, inv_lives, inv_total;
     uint8_t cells[PACMAN_MAX_H * PACMAN_MAX_W], start_cells[PACMAN_MAX_H * PACMAN_MAX_W];
+    uint8_t exits[PACMAN_MAX_H * PACMAN_MAX_W]; /* bit d: the way in direction d is open (walls never change) */
 } Pacman;
 
 /* The layout's character at (x, y): '#' wall, '-' the house's door, '.' pellet, 'o' power pellet, 'P'
@@ -129,7 +131,7 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
     const int64_t w = env->width, h = env->height;
     for (int64_t x = 0; x < w; x++) env->start_cols[x] = 0;
     for (int64_t y = 0; y < h; y++) env->start_rows[y] = 0;
-    for (int b = 0; b < PACMAN_BLOCKS; b++) env->start_blocks[b] = 0;
+    for (int b = 0; b < PACMAN_BLOCKS; b++) env->start_blocks[b] = 0.0f;
     env->total = 0;
     for (int64_t y = 0; y < h; y++) {
         for (int64_t x = 0; x < w; x++) {
@@ -143,10 +145,24 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
                 env->total += 1;
                 env->start_cols[x] += 1;
                 env->start_rows[y] += 1;
-                env->start_blocks[(y >> 2) * PACMAN_BLOCKS_W + (x >> 2)] += 1;
+                env->start_blocks[(y >> 2) * PACMAN_BLOCKS_W + (x >> 2)] += 0.0625f;
             }
         }
     }
+    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    for (int64_t y = 0; y < h; y++) {
+        for (int64_t x = 0; x < w; x++) {
+            uint8_t bits = 0;
+            for (int d = 0; d < 4; d++) {
+                int64_t nx = (x + DX[d] + w) % w, ny = y + DY[d];
+                if (ny >= 0 && ny < h && env->start_cells[ny * w + nx] != PACMAN_WALL) bits |= (uint8_t)(1 << d);
+            }
+            env->exits[y * w + x] = bits;
+        }
+    }
+    env->inv_frightened = 1.0 / (double)env->frightened_steps;
+    env->inv_lives = 1.0 / (double)env->lives;
+    env->inv_total = 1.0 / (double)env->total;
     /* an eaten Blinky waits in Pinky's place, the middle of the house */
     env->home_x[0] = env->home_x[1];
     env->home_y[0] = env->home_y[1];
@@ -155,12 +171,7 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
 
 OCEAN_FN int pacman_open(const Pacman *env, int64_t x, int64_t y, int64_t dir)
 {
-    static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
-    int64_t nx = x + DX[dir], ny = y + DY[dir];
-    if (ny < 0 || ny >= env->height) return 0;
-    if (nx < 0) nx += env->width;
-    if (nx >= env->width) nx -= env->width;
-    return env->cells[ny * env->width + nx] != PACMAN_WALL;
+    return (env->exits[y * env->width + x] >> dir) & 1;
 }
 
 /* (x, y) moved one cell in dir, wrapping left and right. */
@@ -220,9 +231,9 @@ OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
     obs[k++] = (float)((double)env->px * inv_w);
     obs[k++] = (float)((double)env->py * inv_h);
     for (int d = 0; d < 4; d++) obs[k++] = env->pdir == d ? 1.0f : 0.0f;
-    obs[k++] = (float)((double)env->frightened_left / (double)env->frightened_steps);
-    obs[k++] = (float)((double)env->lives_left / (double)env->lives);
-    obs[k++] = (float)((double)env->pellets / (double)env->total);
+    obs[k++] = (float)((double)env->frightened_left * env->inv_frightened);
+    obs[k++] = (float)((double)env->lives_left * env->inv_lives);
+    obs[k++] = (float)((double)env->pellets * env->inv_total);
     int64_t left = 0, above = 0;
     for (int64_t x = 0; x < env->px; x++) left += env->col_count[x];
     for (int64_t y = 0; y < env->py; y++) above += env->row_count[y];
@@ -240,7 +251,7 @@ OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
         obs[k++] = env->gstate[i] == PACMAN_CHASING ? 1.0f : 0.0f;
         obs[k++] = env->gstate[i] == PACMAN_FRIGHTENED ? 1.0f : 0.0f;
     }
-    for (int b = 0; b < PACMAN_BLOCKS; b++) obs[k++] = (float)((double)env->blocks[b] * 0.0625);
+    memcpy(obs + k, env->blocks, sizeof env->blocks);
 }
 
 /* Every pellet back in place (a new game or the next level). */
@@ -393,7 +404,7 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
         env->pellets -= 1;
         env->col_count[env->px] -= 1;
         env->row_count[env->py] -= 1;
-        env->blocks[(env->py >> 2) * PACMAN_BLOCKS_W + (env->px >> 2)] -= 1;
+        env->blocks[(env->py >> 2) * PACMAN_BLOCKS_W + (env->px >> 2)] -= 0.0625f;
         points += cell == PACMAN_PELLET ? 10 : 50;
         if (cell == PACMAN_POWER) {
             env->frightened_left = env->frightened_steps;

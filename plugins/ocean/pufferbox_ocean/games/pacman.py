@@ -183,7 +183,8 @@ class Pacman(SingleAgentReference):
             obs += [CELL_VALUE[self.cells[y][(self.px + dx) % w]] for dx in range(-VIEW, VIEW + 1)]
         inv_w, inv_h = 1.0 / w, 1.0 / h
         obs += [self.px * inv_w, self.py * inv_h] + [1.0 if self.pdir == d else 0.0 for d in range(4)]
-        obs += [self.frightened_left / self.frightened_steps, self.lives_left / self.lives, self.pellets / self.total]
+        obs += [self.frightened_left * (1.0 / self.frightened_steps), self.lives_left * (1.0 / self.lives)]
+        obs += [self.pellets * (1.0 / self.total)]
         cols = [sum(1 for y in range(h) if self.cells[y][x] in (PELLET, POWER)) for x in range(w)]
         rows = [sum(1 for c in row if c in (PELLET, POWER)) for row in self.cells]
         inv_n = 1.0 / (self.pellets if self.pellets > 0 else 1)
