@@ -25,11 +25,10 @@
  * no slow tunnel, eaten ghosts go home at once, the door is closed to everyone. Ghosts move on
  * ghost_speed percent of the steps, frightened ones on half as many (integer floors of the clock).
  * Reward: points / 100. An episode is truncated after max_steps steps.
- * Observation (210 floats): the 11x11 cells around Pac-Man (wall -1, empty 0, pellet 0.5, power pellet
+ * Observation (206 floats): the 11x11 cells around Pac-Man (wall -1, empty 0, pellet 0.5, power pellet
  * 1; rows wrap left and right, beyond the top and bottom is wall), Pac-Man's x / width, y / height, its
  * direction one-hot, frightened steps left / frightened_steps, lives left / lives, the pellets left /
- * all, the share of the pellets left that lie left of, right of, above and below it; then per ghost its
- * dx / width, dy / height from Pac-Man and three flags: in the house, chasing, frightened; then the
+ * all; then per ghost its dx / width, dy / height from Pac-Man and three flags: in the house, chasing, frightened; then the
  * pellet map: the pellets left in each block of 4 x 4 cells / 16 (7 x 8 blocks, rows of 7).
  * Reference: pufferbox_ocean/games/pacman.py (same rules, same generator, same order of draws).
  */
@@ -45,7 +44,7 @@
 #define PACMAN_BLOCKS_W 7 /* the pellet map: blocks of 4 x 4 cells */
 #define PACMAN_BLOCKS_H 8
 #define PACMAN_BLOCKS (PACMAN_BLOCKS_W * PACMAN_BLOCKS_H)
-#define PACMAN_OBS (PACMAN_SIDE * PACMAN_SIDE + 13 + 5 * PACMAN_GHOSTS + PACMAN_BLOCKS)
+#define PACMAN_OBS (PACMAN_SIDE * PACMAN_SIDE + 9 + 5 * PACMAN_GHOSTS + PACMAN_BLOCKS)
 #define PACMAN_N_PARAMS 9 /* lives, frightened_steps, scatter_steps, chase_steps, mode_switches, ghost_speed, release_steps, max_steps, maze */
 #define PACMAN_N_METRICS 4 /* score, levels (cleared), pellets, ghosts */
 #define PACMAN_EATEN_WAIT 10
@@ -234,16 +233,6 @@ OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
     obs[k++] = (float)((double)env->frightened_left * env->inv_frightened);
     obs[k++] = (float)((double)env->lives_left * env->inv_lives);
     obs[k++] = (float)((double)env->pellets * env->inv_total);
-    int64_t left = 0, above = 0;
-    for (int64_t x = 0; x < env->px; x++) left += env->col_count[x];
-    for (int64_t y = 0; y < env->py; y++) above += env->row_count[y];
-    int64_t right = env->pellets - left - env->col_count[env->px];
-    int64_t below = env->pellets - above - env->row_count[env->py];
-    double inv_n = 1.0 / (double)(env->pellets > 0 ? env->pellets : 1);
-    obs[k++] = (float)((double)left * inv_n);
-    obs[k++] = (float)((double)right * inv_n);
-    obs[k++] = (float)((double)above * inv_n);
-    obs[k++] = (float)((double)below * inv_n);
     for (int i = 0; i < PACMAN_GHOSTS; i++) {
         obs[k++] = (float)((double)(env->gx[i] - env->px) * inv_w);
         obs[k++] = (float)((double)(env->gy[i] - env->py) * inv_h);
@@ -305,19 +294,24 @@ OCEAN_FN int pacman_meet(Pacman *env, const int64_t *old_gx, const int64_t *old_
 OCEAN_FN int64_t pacman_direction(Pacman *env, int i, int64_t tx, int64_t ty)
 {
     static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+    static const int8_t COUNT[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4}; /* set bits */
+    static const int8_t FIRST[16] = {0, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0};  /* lowest set bit */
     int64_t back = (env->gdir[i] + 2) & 3;
-    int64_t options[4];
-    int n = 0;
-    for (int64_t d = 0; d < 4; d++)
-        if (d != back && pacman_open(env, env->gx[i], env->gy[i], d)) options[n++] = d;
+    unsigned ways = env->exits[env->gy[i] * env->width + env->gx[i]] & ~(1u << back) & 15u;
+    int n = COUNT[ways];
     if (n == 0) return back;
-    if (n == 1) return options[0];
-    if (env->gstate[i] == PACMAN_FRIGHTENED) return options[rng_below(&env->rng, n)];
-    int64_t best = options[0], best_d = -1;
-    for (int k = 0; k < n; k++) {
-        int64_t ex = env->gx[i] + DX[options[k]] - tx, ey = env->gy[i] + DY[options[k]] - ty;
+    if (n == 1) return FIRST[ways];
+    if (env->gstate[i] == PACMAN_FRIGHTENED) {
+        int64_t pick = rng_below(&env->rng, n);
+        for (int64_t d = 0; d < 4; d++)
+            if (((ways >> d) & 1) && pick-- == 0) return d;
+    }
+    int64_t best = 0, best_d = -1;
+    for (int64_t d = 0; d < 4; d++) {
+        if (!((ways >> d) & 1)) continue;
+        int64_t ex = env->gx[i] + DX[d] - tx, ey = env->gy[i] + DY[d] - ty;
         int64_t dist = ex * ex + ey * ey;
-        if (best_d < 0 || dist < best_d) best = options[k], best_d = dist;
+        if (best_d < 0 || dist < best_d) best = d, best_d = dist;
     }
     return best;
 }

@@ -4,7 +4,7 @@ Example:
     >>> env = Pacman()
     >>> obs, _ = env.reset(seed=1)
     >>> obs.shape, env.action_space, env.pellets
-    ((210,), Discrete(4), 150)
+    ((206,), Discrete(4), 150)
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ class Pacman(SingleAgentReference):
     200, 400, 800, 1600); the last pellet clears the level and the next starts (every pellet back); a
     chasing ghost costs a life (none left: the game ends). Ghosts follow the arcade's scatter/chase targets (see
     ``c/pacman.h`` for the rules and simplifications). Reward: points / 100. ``maze``: "small" (19x21,
-    150 pellets) or "classic" (the arcade's 28x31, 244). Observation (210 floats): the 11x11 cells around
-    Pac-Man, its state, where the pellets left lie, each ghost's offset and state, and a map of the
+    150 pellets) or "classic" (the arcade's 28x31, 244). Observation (206 floats): the 11x11 cells around
+    Pac-Man, its state, each ghost's offset and state, and a map of the
     pellets left in blocks of 4 x 4 cells.
     """
 
@@ -144,7 +144,7 @@ class Pacman(SingleAgentReference):
         where = {c: (x, y) for y, row in enumerate(self.layout) for x, c in enumerate(row) if c in "PB123"}
         self.start, self.exit = where["P"], where["B"]
         self.homes = [where["1"], where["1"], where["2"], where["3"]]  # an eaten Blinky waits mid-house
-        size = SIDE * SIDE + 13 + 5 * GHOSTS + BLOCKS_W * BLOCKS_H
+        size = SIDE * SIDE + 9 + 5 * GHOSTS + BLOCKS_W * BLOCKS_H
         self.observation_space = spaces.Box(-1.0, 1.0, (size,), dtype=np.float32)
         self.action_space = spaces.Discrete(4)
         self.rng = Rng()
@@ -185,12 +185,6 @@ class Pacman(SingleAgentReference):
         obs += [self.px * inv_w, self.py * inv_h] + [1.0 if self.pdir == d else 0.0 for d in range(4)]
         obs += [self.frightened_left * (1.0 / self.frightened_steps), self.lives_left * (1.0 / self.lives)]
         obs += [self.pellets * (1.0 / self.total)]
-        cols = [sum(1 for y in range(h) if self.cells[y][x] in (PELLET, POWER)) for x in range(w)]
-        rows = [sum(1 for c in row if c in (PELLET, POWER)) for row in self.cells]
-        inv_n = 1.0 / (self.pellets if self.pellets > 0 else 1)
-        left, above = sum(cols[: self.px]), sum(rows[: self.py])
-        right, below = self.pellets - left - cols[self.px], self.pellets - above - rows[self.py]
-        obs += [left * inv_n, right * inv_n, above * inv_n, below * inv_n]
         for i in range(GHOSTS):
             obs += [(self.gx[i] - self.px) * inv_w, (self.gy[i] - self.py) * inv_h]
             obs += [float(self.gstate[i] == s) for s in (HOUSE, CHASING, FRIGHTENED)]
