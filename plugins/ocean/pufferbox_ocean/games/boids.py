@@ -275,4 +275,5 @@ GAME = Game(
         "policy": {"hidden_size": 128},
     },
     check_kwargs={"max_steps": 30, "crash_range": 1},
+    cuda_type="Boids",
 )

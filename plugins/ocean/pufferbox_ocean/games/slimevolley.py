@@ -261,4 +261,5 @@ GAME = Game(
         "env": {"bot_share": 50},
     },
     check_kwargs={"max_score": 2, "max_steps": 120, "bot_share": 30},
+    cuda_type="SlimeVolley",
 )
