@@ -51,6 +51,11 @@ PEERS = {
     "pong (frameskip 1 both)": ({"frameskip": 1}, "pufferlib.ocean.pong.pong:Pong", {"frameskip": 1}),
     "pong (frameskip 4 both)": ({"frameskip": 4}, "pufferlib.ocean.pong.pong:Pong", {"frameskip": 4}),
     "pong (as trained: 4 vs PufferLib's 8)": ({}, "pufferlib.ocean.pong.pong:Pong", {"frameskip": 8}),
+    "pong (frameskip 8 both: PufferLib's training config)": (
+        {"frameskip": 8},
+        "pufferlib.ocean.pong.pong:Pong",
+        {"frameskip": 8},
+    ),
     "breakout": ({}, "pufferlib.ocean.breakout.breakout:Breakout", {}),
     "breakout (frameskip 4 both)": ({"frameskip": 4}, "pufferlib.ocean.breakout.breakout:Breakout", {"frameskip": 4}),
     "tetris": ({}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
@@ -71,6 +76,41 @@ PEERS = {
     "g2048": ({}, None, {}),
     "freeway": ({}, None, {}),
     "sokoban": ({}, None, {}),
+    "tetris_place": ({}, None, {}),
+    "rware": ({}, "pufferlib.ocean.rware.rware:Rware", {}),
+    # PufferLib's class defaults: map 1 (10x11, 32 shelves), 4 robots, 4 requested, no episode end
+    "rware (matched: map 1, 4 robots, 4 requested)": (
+        {"layout": 1, "requested": 4, "max_steps": 500, "shaping": 1},
+        "pufferlib.ocean.rware.rware:Rware",
+        {"map_choice": 1, "num_agents": 4, "num_requested_shelves": 4},
+    ),
+    # each PufferLib step is its agent's move and its scripted random opponent's reply; ours is one ply
+    "checkers": ({}, "pufferlib.ocean.checkers.checkers:Checkers", {}),
+    "survival": ({}, None, {}),
+    "pacman": ({}, "pufferlib.ocean.pacman.pacman:Pacman", {}),
+    "pacman (classic, PufferLib's rules)": (
+        {
+            "maze": "classic",
+            "lives": 1,
+            "frightened_steps": 35,
+            "scatter_steps": 70,
+            "chase_steps": 140,
+            "ghost_speed": 100,
+            "max_steps": 10000,
+        },
+        "pufferlib.ocean.pacman.pacman:Pacman",
+        {},
+    ),
+    "asteroids": ({}, None, {}),
+    "slimevolley": ({}, None, {}),
+    "boids": ({}, None, {}),
+    # PufferLib's shipped config: 64 boids, avoid 1, matching 1 (its visual range 20 lies inside its
+    # protected range 100, so only crowding counts), no margin reward; its actions are MultiDiscrete([5, 5])
+    "boids (matched: PufferLib's ranges and factors)": (
+        {"walls": 1, "protected_range": 100, "visual_range": 20, "centering_factor": 0.0, "margin_factor": 0.0},
+        "pufferlib.ocean.boids.boids:Boids",
+        {"num_boids": 64, "margin_turn_factor": 0.0, "centering_factor": 0.0, "avoid_factor": 1.0, "matching_factor": 1.0},
+    ),
 }
 
 PEER_SNIPPET = r"""
@@ -101,8 +141,11 @@ def ours(game: str, kwargs: dict, num_envs: int, seconds: float) -> dict:
     block = GameBlock(game, reference, num_envs, **kwargs)
     block.vec_reset(seed=0)
     rng = np.random.default_rng(0)
-    actions = np.stack([rng.integers(0, k, (64, block.num_agents)) for k in block.act_n], axis=-1).astype(np.int64)
-    actions = actions.reshape(64, block.num_agents, *block.act_spec.shape)
+    if getattr(block, "continuous", False):  # Box(-1, 1): float actions, quantized by the block
+        actions = rng.uniform(-1, 1, (64, block.num_agents, len(block.act_n))).astype(np.float32)
+    else:
+        actions = np.stack([rng.integers(0, k, (64, block.num_agents)) for k in block.act_n], axis=-1).astype(np.int64)
+        actions = actions.reshape(64, block.num_agents, *block.act_spec.shape)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         block.vec_step(actions[steps % 64])
@@ -289,7 +332,18 @@ def time_to_return(game: str, seed: int, level: float, timeout: float) -> tuple[
     with tempfile.TemporaryDirectory() as tmp:
         metrics = Path(tmp) / "run" / "metrics.jsonl"
         start = time.perf_counter()
-        cmd = [str(pufferbox), "train", f"ocean/{game}", "--seed", str(seed), "--run-dir", f"{tmp}/run", "--no-tensorboard"]
+        cmd = [
+            str(pufferbox),
+            "train",
+            f"ocean/{game}",
+            "--seed",
+            str(seed),
+            "--run-dir",
+            f"{tmp}/run",
+            "--no-tensorboard",
+            "--set",
+            "train.stop_on_solve=false",
+        ]  # fmt: skip  (the level may lie past the solved return)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while time.perf_counter() - start < timeout and proc.poll() is None:
