@@ -348,10 +348,11 @@ def time_to_return(game: str, seed: int, level: float, timeout: float) -> tuple[
         try:
             while time.perf_counter() - start < timeout and proc.poll() is None:
                 time.sleep(0.1)
-                rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
-                hit = next((r for r in rows if r.get("return", float("-inf")) >= level), None)
+                lines = metrics.read_text().splitlines() if metrics.exists() else []
+                rows = [json.loads(line) for line in lines if line.endswith("}")]  # the last may be half-written
+                hit = next((r for r in rows if (r.get("return_recent") or float("-inf")) >= level), None)
                 if hit is not None:
-                    return time.perf_counter() - start, int(hit["step"])
+                    return time.perf_counter() - start, int(hit["global_step"])
             return None, 0
         finally:
             proc.kill()
