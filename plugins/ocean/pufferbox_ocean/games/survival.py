@@ -243,15 +243,11 @@ class Survival(MultiAgentReference):
                 "kills": self.kills / AGENTS,
                 "meals": self.meals / AGENTS,
             }
-        names = self.possible_agents
         observations = self.observe()
-        rewards = {a: float(np.float32(reward[k] / 100.0)) for k, a in enumerate(names)}
-        terminations = {a: extinct for a in names}
-        truncations = {a: truncated for a in names}
-        infos = {a: dict(info) for a in names}
+        rewards = {a: float(np.float32(reward[k] / 100.0)) for k, a in enumerate(self.possible_agents)}
         if extinct or truncated:
             self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.together(observations, rewards, extinct, truncated, info)
 
     def render(self) -> str | np.ndarray | None:
         canvas = Canvas(self.size, self.size)
