@@ -23,8 +23,96 @@
 #define OCEAN_CAT2(a, b) a##b
 #define OCEAN_CAT(a, b) OCEAN_CAT2(a, b)
 
-/* Every row twice (ocean.h): first each game's typed wrappers, then the table pointing at them. */
+/* A block's arrays for one step (Kernel_step fills it from its views). */
+typedef struct OceanBlock {
+    uint8_t *state, *obs, *final, *term, *trunc;
+    const int64_t *act;
+    float *rew;
+    double *ret, *ended_ret, *ended_metrics;
+    int64_t *len, *ended_env, *ended_len;
+    Py_ssize_t num_envs;
+} OceanBlock;
+
+#if defined(__GNUC__)
+#define OCEAN_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define OCEAN_ALWAYS_INLINE inline
+#endif
+
+/* -(flat index + 1) of the first action out of range, else 0: a discrete element outside [0, choices), a
+ * continuous one (OCEAN_CONTINUOUS) outside [-OCEAN_ACTION_ONE, OCEAN_ACTION_ONE]. The common case (all
+ * fine) runs as one pass with no early exit, which the compiler vectorizes; only a bad block is rescanned. */
+static OCEAN_ALWAYS_INLINE Py_ssize_t ocean_check_actions(const int64_t *act, Py_ssize_t rows, int len_a,
+                                                         const int64_t *act_n)
+{
+    int any = 0;
+    for (Py_ssize_t row = 0; row < rows; row++)
+        for (int j = 0; j < len_a; j++) {
+            const int64_t a = act[row * len_a + j], choices = act_n[j];
+            any |= choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE) | (a > OCEAN_ACTION_ONE) : (a < 0) | (a >= choices);
+        }
+    if (!any) return 0;
+    for (Py_ssize_t i = 0; i < rows * len_a; i++) {
+        const int64_t a = act[i], choices = act_n[i % len_a];
+        if (choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE || a > OCEAN_ACTION_ONE) : (a < 0 || a >= choices))
+            return -(i + 1);
+    }
+    return 0;
+}
+
+/* One step of every env of a block, the loop every game shares. Each game's OCEAN_GAME_BLOCK calls it
+ * with its own (static) step and reset and its sizes as constants: the step inlines into the loop, with
+ * no call through a pointer per env. */
+static OCEAN_ALWAYS_INLINE Py_ssize_t ocean_block_step(const OceanBlock *b, ocean_step_fn step, ocean_reset_fn reset,
+                                                      size_t env_size, Py_ssize_t A, int len_a, const int64_t *act_n,
+                                                      size_t ob, int n_metrics)
+{
+    const Py_ssize_t n = b->num_envs, per_env = A * len_a;
+    const Py_ssize_t bad = ocean_check_actions(b->act, n * A, len_a, act_n);
+    if (bad) return bad;
+    /* the arrays in locals: a store through one of them cannot then change where the others point */
+    uint8_t *const state = b->state, *const obs = b->obs, *const final = b->final, *const term = b->term;
+    uint8_t *const trunc = b->trunc;
+    const int64_t *const act = b->act;
+    float *const rew = b->rew;
+    double *const ret = b->ret, *const ended_ret = b->ended_ret, *const ended_metrics = b->ended_metrics;
+    int64_t *const len = b->len, *const ended_env = b->ended_env, *const ended_len = b->ended_len;
+    Py_ssize_t ended = 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        void *env = state + e * env_size;
+        uint8_t *obs_e = obs + e * A * ob;
+        const Py_ssize_t r0 = e * A;
+        int done = step(env, act + e * per_env, obs_e, rew + r0, term + r0, trunc + r0, ended_metrics + ended * n_metrics);
+        for (Py_ssize_t a = 0; a < A; a++) ret[r0 + a] += (double)rew[r0 + a];
+        len[e] += 1;
+        if (done) {
+            ended_env[ended] = e;
+            ended_len[ended] = len[e];
+            for (Py_ssize_t a = 0; a < A; a++) {
+                ended_ret[ended * A + a] = ret[r0 + a];
+                ret[r0 + a] = 0.0;
+                if (trunc[r0 + a] && !term[r0 + a]) memcpy(final + (r0 + a) * ob, obs_e + a * ob, ob);
+            }
+            len[e] = 0;
+            ended++;
+            reset(env, obs_e);
+        }
+    }
+    return ended;
+}
+
+#define OCEAN_GAME_BLOCK(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                   \
+    static ptrdiff_t NAME##_block_step_any(const OceanBlock *block)                                           \
+    {                                                                                                          \
+        return ocean_block_step(block, NAME##_step_any, NAME##_reset_any, sizeof(TYPE), AGENTS, ACT_LEN, ACT_N, \
+                                OBS_BYTES, N_METRICS);                                                         \
+    }
+
+/* Every row three times (ocean.h): each game's typed wrappers, its block loop, then the table pointing at them. */
 #define OCEAN_GAME OCEAN_GAME_WRAPPERS
+OCEAN_GAME_ROWS
+#undef OCEAN_GAME
+#define OCEAN_GAME OCEAN_GAME_BLOCK
 OCEAN_GAME_ROWS
 #undef OCEAN_GAME
 #define OCEAN_GAME OCEAN_GAME_ROW
@@ -180,7 +268,7 @@ static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
     const OceanGame *g = self->game;
     Py_buffer actions;
     if (PyObject_GetBuffer(actions_obj, &actions, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    const Py_ssize_t A = g->agents, n = self->num_envs, per_env = A * g->act_len, len_a = g->act_len;
+    const Py_ssize_t n = self->num_envs, per_env = g->agents * g->act_len;
     const char *format = actions.format ? actions.format : "B";
     if (*format == '<' || *format == '=' || *format == '@') format++;
     if (actions.itemsize != 8 || (*format != 'l' && *format != 'q') || format[1]) {
@@ -193,50 +281,15 @@ static PyObject *Kernel_step(PyObject *op, PyObject *actions_obj)
         PyErr_SetString(PyExc_ValueError, "ocean kernel: step() needs int64 actions, one row per agent");
         return NULL;
     }
-    const int64_t *act = actions.buf;
-    /* Row by row, element by element: no division per action (the check runs on every step). */
-    for (Py_ssize_t row = 0; row < n * A; row++) {
-        for (Py_ssize_t j = 0; j < len_a; j++) {
-            const int64_t a = act[row * len_a + j], choices = g->act_n[j];
-            const int bad = choices == OCEAN_CONTINUOUS ? (a < -OCEAN_ACTION_ONE || a > OCEAN_ACTION_ONE)
-                                                        : (a < 0 || a >= choices);
-            if (bad) {
-                PyBuffer_Release(&actions);
-                return PyLong_FromSsize_t(-(row * len_a + j + 1));
-            }
-        }
-    }
-    uint8_t *state = VIEW(self, B_STATE, uint8_t), *obs = VIEW(self, B_OBS, uint8_t);
-    uint8_t *final = VIEW(self, B_FINAL, uint8_t), *term = VIEW(self, B_TERMINALS, uint8_t);
-    uint8_t *trunc = VIEW(self, B_TRUNCATIONS, uint8_t);
-    float *rew = VIEW(self, B_REWARDS, float);
-    double *ret = VIEW(self, B_RETURN, double), *ended_ret = VIEW(self, B_ENDED_RETURN, double);
-    double *ended_metrics = VIEW(self, B_ENDED_METRICS, double);
-    int64_t *len = VIEW(self, B_LENGTH, int64_t), *ended_env = VIEW(self, B_ENDED_ENV, int64_t);
-    int64_t *ended_len = VIEW(self, B_ENDED_LENGTH, int64_t);
-    const size_t ob = g->obs_bytes;
-    Py_ssize_t ended = 0;
-    for (Py_ssize_t e = 0; e < n; e++) {
-        void *env = state + e * g->env_size;
-        uint8_t *obs_e = obs + e * A * ob;
-        const Py_ssize_t r0 = e * A;
-        int done = g->step(env, act + e * per_env, obs_e, rew + r0, term + r0, trunc + r0,
-                           ended_metrics + ended * g->n_metrics);
-        for (Py_ssize_t a = 0; a < A; a++) ret[r0 + a] += (double)rew[r0 + a];
-        len[e] += 1;
-        if (done) {
-            ended_env[ended] = e;
-            ended_len[ended] = len[e];
-            for (Py_ssize_t a = 0; a < A; a++) {
-                ended_ret[ended * A + a] = ret[r0 + a];
-                ret[r0 + a] = 0.0;
-                if (trunc[r0 + a] && !term[r0 + a]) memcpy(final + (r0 + a) * ob, obs_e + a * ob, ob);
-            }
-            len[e] = 0;
-            ended++;
-            g->reset(env, obs_e);
-        }
-    }
+    const OceanBlock block = {
+        .state = VIEW(self, B_STATE, uint8_t), .obs = VIEW(self, B_OBS, uint8_t), .final = VIEW(self, B_FINAL, uint8_t),
+        .term = VIEW(self, B_TERMINALS, uint8_t), .trunc = VIEW(self, B_TRUNCATIONS, uint8_t), .act = actions.buf,
+        .rew = VIEW(self, B_REWARDS, float), .ret = VIEW(self, B_RETURN, double),
+        .ended_ret = VIEW(self, B_ENDED_RETURN, double), .ended_metrics = VIEW(self, B_ENDED_METRICS, double),
+        .len = VIEW(self, B_LENGTH, int64_t), .ended_env = VIEW(self, B_ENDED_ENV, int64_t),
+        .ended_len = VIEW(self, B_ENDED_LENGTH, int64_t), .num_envs = n,
+    };
+    const Py_ssize_t ended = g->block_step(&block);
     PyBuffer_Release(&actions);
     return PyLong_FromSsize_t(ended);
 }

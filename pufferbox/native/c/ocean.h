@@ -31,6 +31,18 @@
 #define OCEAN_FN static inline
 #endif
 
+/* a > b ? a : b and a < b ? a : b, exactly (b when either is a NaN), with no branch: x86's MAXSD and MINSD
+ * compute just these selects, and the compiler without -ffast-math often branches instead (a branch a
+ * random action mispredicts). Elsewhere (the device side of nvcc, other hosts) the plain select. */
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+OCEAN_FN double ocean_max(double a, double b) { return _mm_cvtsd_f64(_mm_max_sd(_mm_set_sd(a), _mm_set_sd(b))); }
+OCEAN_FN double ocean_min(double a, double b) { return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(a), _mm_set_sd(b))); }
+#else
+OCEAN_FN double ocean_max(double a, double b) { return a > b ? a : b; }
+OCEAN_FN double ocean_min(double a, double b) { return a < b ? a : b; }
+#endif
+
 /* SplitMix64: one 64-bit word of state, trivially ported to Python (pufferbox/native/rng.py). */
 typedef struct { uint64_t state; } OceanRng;
 
@@ -66,6 +78,9 @@ typedef int (*ocean_configure_fn)(void *env, const int64_t *params);
 typedef void (*ocean_reset_fn)(void *env, void *obs);
 typedef int (*ocean_step_fn)(void *env, const int64_t *actions, void *obs, float *rewards, uint8_t *terminals,
                              uint8_t *truncations, double *metrics);
+struct OceanBlock; /* the binding's view of a block's arrays (binding.c) */
+/* One step of every env of a block: the number of ended episodes, or -(flat index + 1) of a bad action. */
+typedef ptrdiff_t (*ocean_block_step_fn)(const struct OceanBlock *block);
 
 /* One row of the game table (binding.c). Every env struct starts with its OceanRng. */
 typedef struct {
@@ -81,14 +96,17 @@ typedef struct {
     ocean_configure_fn configure;
     ocean_reset_fn reset;
     ocean_step_fn step;
+    ocean_block_step_fn block_step; /* the binding's loop over a block, specialized for this game */
 } OceanGame;
 
 /* Each game's header ends with its table row, written once:
  *   #define PONG_GAME OCEAN_GAME(pong, Pong, agents, obs bytes, action length, action sizes, params, metrics)
- * and the binding expands every NAME_GAME twice, with OCEAN_GAME defined first as OCEAN_GAME_WRAPPERS
+ * and the binding expands every NAME_GAME three times, with OCEAN_GAME defined first as OCEAN_GAME_WRAPPERS
  * (three functions of exactly the table's pointer types that call the game's own functions on its
- * struct: no function pointer is ever cast) and then as OCEAN_GAME_ROW (the table's row, pointing at
- * them). The wrappers convert `void *` to the game's types the way C allows implicitly. */
+ * struct: no function pointer is ever cast), then as the binding's OCEAN_GAME_BLOCK (NAME_block_step_any:
+ * the loop over a block with the game's step, reset and sizes known to the compiler, so the step inlines
+ * into it) and last as OCEAN_GAME_ROW (the table's row, pointing at them). The wrappers convert `void *`
+ * to the game's types the way C allows implicitly. */
 #define OCEAN_GAME_WRAPPERS(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                \
     static int NAME##_configure_any(void *env, const int64_t *params)                                          \
     {                                                                                                          \
@@ -103,6 +121,6 @@ typedef struct {
 
 #define OCEAN_GAME_ROW(NAME, TYPE, AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS)                     \
     {#NAME, sizeof(TYPE), AGENTS, OBS_BYTES, ACT_LEN, ACT_N, N_PARAMS, N_METRICS,                             \
-     NAME##_configure_any, NAME##_reset_any, NAME##_step_any},
+     NAME##_configure_any, NAME##_reset_any, NAME##_step_any, NAME##_block_step_any},
 
 #endif

@@ -78,6 +78,33 @@ OCEAN_FN double boids_clamp(double v, double lo, double hi) { return v < lo ? lo
 
 OCEAN_FN double boids_abs(double v) { return v < 0.0 ? -v : v; }
 
+/* The index of the lowest set bit of a non-zero word, and the number of set bits. */
+OCEAN_FN int boids_lowest_bit(uint64_t bits)
+{
+#if defined(__CUDA_ARCH__)
+    return __ffsll((long long)bits) - 1;
+#elif defined(__GNUC__)
+    return __builtin_ctzll(bits);
+#else
+    int n = 0;
+    while (!(bits & 1)) bits >>= 1, n++;
+    return n;
+#endif
+}
+
+OCEAN_FN int boids_popcount(uint64_t bits)
+{
+#if defined(__CUDA_ARCH__)
+    return __popcll(bits);
+#elif defined(__GNUC__)
+    return __builtin_popcountll(bits);
+#else
+    int n = 0;
+    for (; bits; bits &= bits - 1) n++;
+    return n;
+#endif
+}
+
 /* The offset from boid i to boid j: the nearest image across wrapped edges (walls = 0). Exactly the
  * negation of the offset from j to i, so either boid of a pair may compute it. */
 OCEAN_FN void boids_offset(const Boids *env, int i, int j, double *dx_out, double *dy_out)
@@ -95,14 +122,16 @@ OCEAN_FN void boids_offset(const Boids *env, int i, int j, double *dx_out, doubl
 }
 
 /* Every boid's observation row and reward; returns 1 when two boids crashed.
- * One pass over the pairs (i < j, i ascending) adds each pair to both boids: every boid still receives
- * its terms in ascending order of the other's index, as the reference adds them. The counts and sums run
- * without branches (a boid outside the visual band adds 0.0, which leaves a sum of non-negative zeros
- * and finite values unchanged, as the reference's skipped addition does), since the distance tests are
- * unpredictable. The nearest boids are sorted from a short list of candidates: a boid moves at most
- * velocity_cap per axis a step, so its last BOIDS_K nearest are now within their last distance
- * + 2 sqrt(2) velocity_cap, and so are the new ones; a generous bound (3 caps + 1) keeps the choice
- * exact, and too few candidates fall back to all. */
+ * One pass over the pairs (i < j) sets, for both boids of a pair, one bit per test (crowding, within the
+ * visual range, crashed, a candidate for the nearest) and keeps their squared distance; the tests run
+ * without branches, since they are unpredictable. Then per boid: the counts are the bits set, and the
+ * flockmates' sums add their terms in ascending order of the other's index, as the reference adds them
+ * (the reference's offset from j to i is the negation of the pair's, which differs from the offset
+ * computed from i's side at most in the sign of a zero, and a sum that starts at +0.0 never becomes -0.0,
+ * so either zero leaves it as it is). The nearest boids are sorted from the candidates, in ascending
+ * order: a boid moves at most velocity_cap per axis a step, so its last BOIDS_K nearest are now within
+ * their last distance + 2 sqrt(2) velocity_cap, and so are the new ones; a generous bound (3 caps + 1)
+ * keeps the choice exact, and too few candidates fall back to all. */
 OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
 {
     const double cap = (double)env->velocity_cap, vis = (double)env->visual_range;
@@ -110,58 +139,70 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
     const double vis2 = (double)(env->visual_range * env->visual_range);
     const double crash2 = (double)(env->crash_range * env->crash_range);
     const double w = (double)env->width, h = (double)env->height, m = (double)env->margin;
-    int crowd[BOIDS_N], seen[BOIDS_N], crashed[BOIDS_N], n_cand[BOIDS_N], cand[BOIDS_N][BOIDS_N];
-    double sx[BOIDS_N], sy[BOIDS_N], svx[BOIDS_N], svy[BOIDS_N], reach2[BOIDS_N], cand_d2[BOIDS_N][BOIDS_N];
+    /* bit j of row i: boid j crowds boid i, is within its visual range, crashed into it, may be among its
+     * nearest (each boid has its own bound for that one); a boid's own bit is never set. BOIDS_N is 64. */
+    uint64_t close[BOIDS_N], within[BOIDS_N], hit[BOIDS_N], cand[BOIDS_N];
+    double reach2[BOIDS_N], dist2[BOIDS_N][BOIDS_N]; /* dist2[i][j] == dist2[j][i]: squared distance (i != j) */
+    /* with no crash range nothing can crash, and with the visual range inside the protected one no boid is
+     * a flockmate: those tests then stay out of the loop (it is unswitched on them) */
+    const int crashes = env->crash_range > 0, flocks = vis2 > prot2;
     for (int i = 0; i < BOIDS_N; i++) {
-        crowd[i] = seen[i] = crashed[i] = n_cand[i] = 0;
-        sx[i] = sy[i] = svx[i] = svy[i] = 0.0;
+        close[i] = within[i] = hit[i] = cand[i] = 0;
         const double reach = sqrt(env->kth2[i]) + 3.0 * cap + 1.0;
         reach2[i] = reach * reach;
     }
-    for (int i = 0; i < BOIDS_N; i++)
+    for (int i = 0; i < BOIDS_N; i++) {
+        uint64_t row_close = 0, row_within = 0, row_hit = 0, row_cand = 0;
+        const uint64_t bit_i = (uint64_t)1 << i;
         for (int j = i + 1; j < BOIDS_N; j++) {
             double dx, dy;
             boids_offset(env, i, j, &dx, &dy);
             const double d2 = dx * dx + dy * dy; /* (-dx)^2 == dx^2: the same from either side */
-            const int close = d2 < prot2, flock = !close & (d2 < vis2), hit = d2 < crash2;
-            const double take = (double)flock;
-            crashed[i] |= hit;
-            crashed[j] |= hit;
-            crowd[i] += close;
-            crowd[j] += close;
-            seen[i] += flock;
-            seen[j] += flock;
-            sx[i] = sx[i] + dx * take;
-            sy[i] = sy[i] + dy * take;
-            svx[i] = svx[i] + env->vx[j] * take;
-            svy[i] = svy[i] + env->vy[j] * take;
-            sx[j] = sx[j] + (-dx) * take;
-            sy[j] = sy[j] + (-dy) * take;
-            svx[j] = svx[j] + env->vx[i] * take;
-            svy[j] = svy[j] + env->vy[i] * take;
-            cand[i][n_cand[i]] = j;
-            cand_d2[i][n_cand[i]] = d2;
-            n_cand[i] += d2 <= reach2[i];
-            cand[j][n_cand[j]] = i;
-            cand_d2[j][n_cand[j]] = d2;
-            n_cand[j] += d2 <= reach2[j];
-        }
-    int crash = 0;
-    for (int i = 0; i < BOIDS_N; i++) {
-        int near[BOIDS_K], n_near = 0;
-        double near_d2[BOIDS_K], worst = 1e300; /* above any squared distance */
-        if (n_cand[i] < BOIDS_K) { /* cannot happen with a true bound: all of them */
-            n_cand[i] = 0;
-            for (int j = 0; j < BOIDS_N; j++) {
-                if (j == i) continue;
-                double dx, dy;
-                boids_offset(env, i, j, &dx, &dy);
-                cand[i][n_cand[i]] = j;
-                cand_d2[i][n_cand[i]++] = dx * dx + dy * dy;
+            const uint64_t c = d2 < prot2;
+            dist2[i][j] = dist2[j][i] = d2;
+            row_close |= c << j;
+            row_cand |= (uint64_t)(d2 <= reach2[i]) << j;
+            close[j] |= bit_i & (0 - c);
+            cand[j] |= bit_i & (0 - (uint64_t)(d2 <= reach2[j]));
+            if (flocks) {
+                const uint64_t v = d2 < vis2;
+                row_within |= v << j;
+                within[j] |= bit_i & (0 - v);
+            }
+            if (crashes) {
+                const uint64_t x = d2 < crash2;
+                row_hit |= x << j;
+                hit[j] |= bit_i & (0 - x);
             }
         }
-        for (int c = 0; c < n_cand[i]; c++) { /* the BOIDS_K nearest, nearest first (ties: the lower index first) */
-            const double d2 = cand_d2[i][c];
+        close[i] |= row_close;
+        within[i] |= row_within;
+        hit[i] |= row_hit;
+        cand[i] |= row_cand;
+    }
+    int crash = 0;
+    for (int i = 0; i < BOIDS_N; i++) {
+        const uint64_t flock = within[i] & ~close[i];
+        const int crowd = boids_popcount(close[i]), seen = boids_popcount(flock), crashed = hit[i] != 0;
+        /* the flockmates' offsets and velocities, in ascending order of their index as the reference adds
+         * them (the others add nothing there) */
+        double sx = 0.0, sy = 0.0, svx = 0.0, svy = 0.0;
+        for (uint64_t b = flock; b; b &= b - 1) {
+            const int j = boids_lowest_bit(b);
+            double dx, dy;
+            boids_offset(env, i, j, &dx, &dy);
+            sx = sx + dx;
+            sy = sy + dy;
+            svx = svx + env->vx[j];
+            svy = svy + env->vy[j];
+        }
+        int near[BOIDS_K], n_near = 0;
+        double near_d2[BOIDS_K], worst = 1e300; /* above any squared distance */
+        uint64_t ways = cand[i];
+        if (boids_popcount(ways) < BOIDS_K) ways = ~((uint64_t)1 << i); /* cannot happen with a true bound: all */
+        for (; ways; ways &= ways - 1) { /* the BOIDS_K nearest, nearest first (ties: the lower index first) */
+            const int j = boids_lowest_bit(ways);
+            const double d2 = dist2[i][j];
             if (d2 < worst) {
                 int at = n_near < BOIDS_K ? n_near++ : BOIDS_K - 1;
                 while (at > 0 && d2 < near_d2[at - 1]) {
@@ -169,30 +210,30 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
                     near_d2[at] = near_d2[at - 1];
                     at -= 1;
                 }
-                near[at] = cand[i][c];
+                near[at] = j;
                 near_d2[at] = d2;
                 if (n_near == BOIDS_K) worst = near_d2[BOIDS_K - 1];
             }
         }
         env->kth2[i] = near_d2[BOIDS_K - 1];
         double r = 0.0;
-        if (crowd[i] > 0) r = r - env->avoid * boids_clamp((double)crowd[i] / 5.0, 0.0, 1.0);
-        if (seen[i] > 0) {
-            const double n = (double)seen[i];
-            r = r - env->matching * ((boids_abs(svx[i] / n - env->vx[i]) + boids_abs(svy[i] / n - env->vy[i])) / (4.0 * cap));
-            r = r - env->centering * ((boids_abs(sx[i] / n) + boids_abs(sy[i] / n)) / (2.0 * vis));
+        if (crowd > 0) r = r - env->avoid * boids_clamp((double)crowd / 5.0, 0.0, 1.0);
+        if (seen > 0) {
+            const double n = (double)seen;
+            r = r - env->matching * ((boids_abs(svx / n - env->vx[i]) + boids_abs(svy / n - env->vy[i])) / (4.0 * cap));
+            r = r - env->centering * ((boids_abs(sx / n) + boids_abs(sy / n)) / (2.0 * vis));
         } else {
             r = r - env->centering;
         }
         const int out_x = env->x[i] < m || env->x[i] > w - m, out_y = env->y[i] < m || env->y[i] > h - m;
         r = r + (out_x ? -env->margin_factor : env->margin_factor);
         r = r + (out_y ? -env->margin_factor : env->margin_factor);
-        if (crashed[i]) r = r - 1.0;
+        if (crashed) r = r - 1.0;
         rewards[i] = (float)r;
-        env->crowded += crowd[i] > 0;
-        env->alone += seen[i] == 0;
+        env->crowded += crowd > 0;
+        env->alone += seen == 0;
         env->outside += out_x || out_y;
-        crash |= crashed[i];
+        crash |= crashed;
         float *row = obs + i * BOIDS_OBS;
         row[0] = (float)(env->x[i] / w * 2.0 - 1.0);
         row[1] = (float)(env->y[i] / h * 2.0 - 1.0);
@@ -203,8 +244,9 @@ OCEAN_FN int boids_sense(Boids *env, float *obs, float *rewards)
             double dx, dy;
             boids_offset(env, i, j, &dx, &dy);
             float *cell = row + 4 + 4 * k;
-            cell[0] = (float)boids_clamp(dx / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
-            cell[1] = (float)boids_clamp(dy / vis, -BOIDS_SEEN_CLIP, BOIDS_SEEN_CLIP);
+            /* boids_clamp without a branch (the same for every number: the bounds are not zeros) */
+            cell[0] = (float)ocean_min(ocean_max(dx / vis, -BOIDS_SEEN_CLIP), BOIDS_SEEN_CLIP);
+            cell[1] = (float)ocean_min(ocean_max(dy / vis, -BOIDS_SEEN_CLIP), BOIDS_SEEN_CLIP);
             cell[2] = (float)((env->vx[j] - env->vx[i]) / cap);
             cell[3] = (float)((env->vy[j] - env->vy[i]) / cap);
         }

@@ -52,6 +52,8 @@
 #define PACMAN_WALL 1
 #define PACMAN_PELLET 2
 #define PACMAN_POWER 3
+#define PACMAN_VIEW_W (PACMAN_MAX_W + 2 * PACMAN_VIEW) /* the view grid (Pacman.view): the maze padded */
+#define PACMAN_VIEW_H (PACMAN_MAX_H + 2 * PACMAN_VIEW)
 #define PACMAN_HOUSE 0 /* ghost states */
 #define PACMAN_CHASING 1
 #define PACMAN_FRIGHTENED 2
@@ -71,9 +73,14 @@ typedef struct {
     int64_t col_count[PACMAN_MAX_W], row_count[PACMAN_MAX_H];
     int64_t start_cols[PACMAN_MAX_W], start_rows[PACMAN_MAX_H];
     float blocks[PACMAN_BLOCKS], start_blocks[PACMAN_BLOCKS]; /* pellets left / 16, exact in a float */
-    double inv_frightened, inv_lives, inv_total;
+    double inv_frightened, inv_lives, inv_total, inv_w, inv_h;
     uint8_t cells[PACMAN_MAX_H * PACMAN_MAX_W], start_cells[PACMAN_MAX_H * PACMAN_MAX_W];
     uint8_t exits[PACMAN_MAX_H * PACMAN_MAX_W]; /* bit d: the way in direction d is open (walls never change) */
+    /* Cell (x, y) as observed, times 2 (wall -2, empty 0, pellet 1, power pellet 2), at [(y + VIEW) * VIEW_W +
+     * x + VIEW]: VIEW rows of wall above and below, each row's ends wrapped VIEW columns beyond it, so Pac-Man's
+     * window is 11 runs of the grid with no bounds to check (start_view: the same with every pellet; view
+     * has 16 bytes more, read and not used past its last run) */
+    int8_t view[PACMAN_VIEW_H * PACMAN_VIEW_W + 16], start_view[PACMAN_VIEW_H * PACMAN_VIEW_W];
 } Pacman;
 
 /* The layout's character at (x, y): '#' wall, '-' the house's door, '.' pellet, 'o' power pellet, 'P'
@@ -159,6 +166,15 @@ OCEAN_FN int pacman_configure(Pacman *env, const int64_t *params)
             env->exits[y * w + x] = bits;
         }
     }
+    static const int8_t VIEW_VALUE[4] = {0, -2, 1, 2}; /* empty, wall, pellet, power pellet: the value times 2 */
+    for (int i = 0; i < PACMAN_VIEW_H * PACMAN_VIEW_W; i++) env->start_view[i] = -2;
+    for (int64_t y = 0; y < h; y++) {
+        int8_t *row = env->start_view + (y + PACMAN_VIEW) * PACMAN_VIEW_W + PACMAN_VIEW;
+        for (int64_t x = -PACMAN_VIEW; x < w + PACMAN_VIEW; x++) row[x] = VIEW_VALUE[env->start_cells[y * w + (x + w) % w]];
+    }
+    memset(env->view, 0, sizeof env->view);
+    env->inv_w = 1.0 / (double)w;
+    env->inv_h = 1.0 / (double)h;
     env->inv_frightened = 1.0 / (double)env->frightened_steps;
     env->inv_lives = 1.0 / (double)env->lives;
     env->inv_total = 1.0 / (double)env->total;
@@ -202,31 +218,28 @@ OCEAN_FN void pacman_round(Pacman *env)
     }
 }
 
+/* dst[0..12) = src[0..12) / 2 (exact: -1, 0, 0.5, 1), reading src[0..16): one run of the window and the
+ * next value, which the caller writes over next. */
+OCEAN_FN void pacman_window_run(float *dst, const int8_t *src)
+{
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)src);
+    const __m128i low = _mm_srai_epi16(_mm_unpacklo_epi8(bytes, bytes), 8), high = _mm_srai_epi16(_mm_unpackhi_epi8(bytes, bytes), 8);
+    const __m128 half = _mm_set1_ps(0.5f);
+    _mm_storeu_ps(dst, _mm_mul_ps(_mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(low, low), 16)), half));
+    _mm_storeu_ps(dst + 4, _mm_mul_ps(_mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(low, low), 16)), half));
+    _mm_storeu_ps(dst + 8, _mm_mul_ps(_mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(high, high), 16)), half));
+#else
+    for (int i = 0; i < 12; i++) dst[i] = 0.5f * (float)src[i];
+#endif
+}
+
 OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
 {
-    static const float VALUE[4] = {0.0f, -1.0f, 0.5f, 1.0f}; /* empty, wall, pellet, power pellet */
-    const int64_t w = env->width, h = env->height;
     int k = 0;
-    for (int64_t dy = -PACMAN_VIEW; dy <= PACMAN_VIEW; dy++) {
-        int64_t y = env->py + dy;
-        if (y < 0 || y >= h) {
-            for (int i = 0; i < PACMAN_SIDE; i++) obs[k++] = -1.0f;
-            continue;
-        }
-        const uint8_t *row = env->cells + y * w;
-        int64_t x0 = env->px - PACMAN_VIEW;
-        if (x0 >= 0 && x0 + PACMAN_SIDE <= w) {
-            for (int i = 0; i < PACMAN_SIDE; i++) obs[k++] = VALUE[row[x0 + i]];
-        } else {
-            for (int i = 0; i < PACMAN_SIDE; i++) {
-                int64_t x = x0 + i;
-                if (x < 0) x += w;
-                if (x >= w) x -= w;
-                obs[k++] = VALUE[row[x]];
-            }
-        }
-    }
-    const double inv_w = 1.0 / (double)w, inv_h = 1.0 / (double)h;
+    const int8_t *corner = env->view + env->py * PACMAN_VIEW_W + env->px; /* the window's top left */
+    for (int dy = 0; dy < PACMAN_SIDE; dy++, k += PACMAN_SIDE) pacman_window_run(obs + k, corner + dy * PACMAN_VIEW_W);
+    const double inv_w = env->inv_w, inv_h = env->inv_h;
     obs[k++] = (float)((double)env->px * inv_w);
     obs[k++] = (float)((double)env->py * inv_h);
     for (int d = 0; d < 4; d++) obs[k++] = env->pdir == d ? 1.0f : 0.0f;
@@ -247,6 +260,7 @@ OCEAN_FN void pacman_observe(const Pacman *env, float *obs)
 OCEAN_FN void pacman_fill(Pacman *env)
 {
     memcpy(env->cells, env->start_cells, sizeof env->cells);
+    memcpy(env->view, env->start_view, sizeof env->start_view);
     memcpy(env->col_count, env->start_cols, sizeof env->col_count);
     memcpy(env->row_count, env->start_rows, sizeof env->row_count);
     memcpy(env->blocks, env->start_blocks, sizeof env->blocks);
@@ -389,12 +403,26 @@ OCEAN_FN int pacman_step(Pacman *env, const int64_t *actions, float *obs, float 
     }
     int64_t old_px = env->px, old_py = env->py;
     int64_t action = actions[0];
-    if (pacman_open(env, env->px, env->py, action)) env->pdir = action;
-    if (pacman_open(env, env->px, env->py, env->pdir)) pacman_move(env, &env->px, &env->py, env->pdir);
+    { /* pacman_open and pacman_move, written with no branch on the random action */
+        static const int64_t DX[4] = {0, -1, 0, 1}, DY[4] = {-1, 0, 1, 0};
+        const unsigned ways = env->exits[env->py * env->width + env->px];
+        const int64_t dir = ((ways >> action) & 1) ? action : env->pdir;
+        const int64_t go = (ways >> dir) & 1;
+        int64_t x = env->px + go * DX[dir];
+        x = x < 0 ? x + env->width : x;
+        x = x >= env->width ? x - env->width : x;
+        env->pdir = dir;
+        env->px = x;
+        env->py += go * DY[dir];
+    }
     int64_t at = env->py * env->width + env->px;
     uint8_t cell = env->cells[at];
     if (cell == PACMAN_PELLET || cell == PACMAN_POWER) {
         env->cells[at] = PACMAN_EMPTY;
+        int8_t *seen = env->view + (env->py + PACMAN_VIEW) * PACMAN_VIEW_W + env->px + PACMAN_VIEW;
+        seen[0] = 0; /* and its wrapped copy, if it has one */
+        if (env->px < PACMAN_VIEW) seen[env->width] = 0;
+        if (env->px >= env->width - PACMAN_VIEW) seen[-env->width] = 0;
         env->pellets -= 1;
         env->col_count[env->px] -= 1;
         env->row_count[env->py] -= 1;
