@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pufferbox_ocean.block import GameBlock
 from pufferbox_ocean.games.tetris import H, W
-from pufferbox_ocean.games.tetris_place import ACTIONS, TetrisPlace, target
+from pufferbox_ocean.games.tetris_place import ACTIONS, FEATURES, TetrisPlace, target
 from test_tetris import placement_value
 
 
@@ -53,6 +53,28 @@ def test_the_observation_holds_the_heights_the_holes_and_both_pieces():
     assert obs["heights"][4] == np.float32(3 / H) and obs["heights"].sum() == np.float32(3 / H)
     assert obs["holes"][4] == np.float32(2 / H) and obs["holes"].sum() == np.float32(2 / H)  # the two under it
     assert obs["piece"][env.piece] == 1 and obs["next"][env.next] == 1 and obs["board"].sum() == 1
+
+
+def placements(obs: dict) -> np.ndarray:
+    """The placements key as (feature, action): rows filled / 4, cells covered / 4, height / 20, bumpiness change / 16."""
+    return obs["placements"].reshape(FEATURES, ACTIONS)
+
+
+def test_the_placements_state_what_each_drop_fills_covers_and_leaves():
+    env = TetrisPlace()
+    env.reset(seed=0)
+    env.board[H - 1] = [1] * (W - 1) + [0]  # the bottom row but its last column
+    env.piece = 0  # I
+    p = placements(env.observe())
+    vertical, flat = 1 * W + 9, 0 * W + 6  # down the last column; lying on columns 6-9
+    assert p[:, vertical].tolist() == [1 / 4, 0.0, np.float32(4 / H), 2 / 16]  # fills the row, heights 1..1, 4
+    assert p[:, flat].tolist() == [0.0, 1 / 4, np.float32(2 / H), 0.0]  # covers the gap, the step moves left
+    assert not p[:, 0 * W + 7].any() and env.observe()["action_mask"][0 * W + 7] == 0  # off the well: all 0
+    env.board = [[0] * W for _ in range(H)]
+    env.board[0][0] = 1  # a cell at the top: a T that fits beneath it drops past it to the floor
+    env.piece = 2
+    p = placements(env.observe())
+    assert p[:, 0].tolist() == [0.0, 0.0, np.float32(2 / H), 0.0]  # heights 20, 0, 0... -> 20, 2, 1: bumpiness 20
 
 
 def test_a_blocked_spawn_ends_the_game_and_max_steps_truncates():
@@ -101,7 +123,7 @@ def test_c_block_equals_the_reference_through_line_clears_and_levels():
     obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
     flat = lambda rows: np.stack([block.obs_spec.flatten(o) for o in rows])
     np.testing.assert_array_equal(block.buffers.observations, flat(obs))
-    most = 0
+    most, seen = 0, np.zeros(FEATURES, dtype=bool)
     for t in range(steps):
         actions = [best_placement(env) for env in envs]
         block.vec_step(np.array(actions, dtype=np.int64))
@@ -111,5 +133,7 @@ def test_c_block_equals_the_reference_through_line_clears_and_levels():
             most = max(most, env.lines)
             if terminated or truncated:
                 obs[i] = env.reset()[0]
+            seen |= placements(obs[i]).max(axis=1) > 0
         np.testing.assert_array_equal(block.buffers.observations, flat(obs), err_msg=f"step {t}")
     assert most >= 10  # level 2 reached: its points doubled
+    assert seen.all()  # placements that fill rows and cover cells came up, and are the C block's too
