@@ -156,9 +156,8 @@ GAME = Game(
     # The bar is ocean/tetris's: the same game, only the controls differ. Choosing where a piece lands
     # skips the 10-20 moves that place it, which is what makes it learnable on a CPU. Mastered with the
     # ``placements`` key (each action's drop: rows filled, cells covered, height, bumpiness change):
-    # the defaults (seed 1, 2 cores shared with two other trainings, load 3-5, 1.5-1.7k steps/s)
-    # reach a recent return of 1,300 at 0.46M pieces, 2,100 at 0.72M, 4,900 at 1.05M and solve at
-    # 1.59M (929 s at that load; stopped by a timeout at 1.10M and resumed from its checkpoint). Without
+    # the defaults solve it at 1.61M / 1.46M / 1.46M pieces in 96 / 71 / 57 s (seeds 1-3, load 2;
+    # `benchmarks/bench_ocean.py --part solve --games tetris_place --seeds 1`, then `--seeds 2 3`). Without
     # that key (board, heights, holes, pieces only) the same defaults reached 1,960 at 3.2M pieces
     # (193 s, load 2-7) and stayed flat (7.5 rows over 57 pieces a game at 3.6M), and each column's
     # holes made no difference by 1M pieces. A fixed linear score of the key alone (3 x filled - 4 x
