@@ -115,10 +115,15 @@ OCEAN_FN void pong_reset(Pong *env, float *obs)
     pong_observe(env, obs);
 }
 
-/* y below the low end: the low end; above the high end: the high end (min/max: no branch) */
+/* v below low: low; above high: high (min/max: no branch) */
+OCEAN_FN double pong_clamp(double v, double low, double high)
+{
+    return ocean_min(ocean_max(v, low), high);
+}
+
 OCEAN_FN double pong_clamp_paddle(double y)
 {
-    return ocean_min(ocean_max(y, PONG_HALF_PADDLE), 1.0 - PONG_HALF_PADDLE);
+    return pong_clamp(y, PONG_HALF_PADDLE, 1.0 - PONG_HALF_PADDLE);
 }
 
 /* The ball comes back from a paddle at `face` whose centre is `centre`, heading `direction`. */
@@ -129,11 +134,6 @@ OCEAN_FN void pong_return(Pong *env, double face, double centre, double directio
     if (env->speed > PONG_MAX_SPEED) env->speed = PONG_MAX_SPEED;
     env->vel_x = direction * env->speed;
     env->vel_y = env->speed * 1.5 * ((env->ball_y - centre) / PONG_HALF_PADDLE);
-}
-
-OCEAN_FN double pong_clamp(double v, double low, double high)
-{
-    return ocean_min(ocean_max(v, low), high);
 }
 
 /* One tick of rules 1: +1 when the agent scores, -1 when the scripted paddle does, PONG_RETURNED when the
