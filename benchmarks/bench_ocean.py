@@ -66,8 +66,18 @@ PEERS = {
         "pufferlib.ocean.pong.pong:Pong",
         {"frameskip": 8},
     ),
-    "breakout": ({}, "pufferlib.ocean.breakout.breakout:Breakout", {}),
-    "breakout (frameskip 4 both)": ({"frameskip": 4}, "pufferlib.ocean.breakout.breakout:Breakout", {"frameskip": 4}),
+    # PufferLib's Breakout observes no landing hint: ours writes 0 there (the same work as before it existed)
+    "breakout": ({"landing_hint": False}, "pufferlib.ocean.breakout.breakout:Breakout", {}),
+    "breakout (frameskip 4 both)": (
+        {"frameskip": 4, "landing_hint": False},
+        "pufferlib.ocean.breakout.breakout:Breakout",
+        {"frameskip": 4},
+    ),
+    "breakout (ours with the landing hint, its default; PufferLib's observation has none)": (
+        {},
+        "pufferlib.ocean.breakout.breakout:Breakout",
+        {},
+    ),
     "tetris": ({}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
     "snake": ({}, "pufferlib.ocean.snake.snake:Snake", {}),
     "trash": ({}, "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv", {}),
@@ -118,6 +128,12 @@ PEERS = {
     # protected range 100, so only crowding counts), no margin reward; its actions are MultiDiscrete([5, 5])
     "boids (matched: PufferLib's ranges and factors)": (
         {"walls": 1, "protected_range": 100, "visual_range": 20, "centering_factor": 0.0, "margin_factor": 0.0},
+        "pufferlib.ocean.boids.boids:Boids",
+        {"num_boids": 64, "margin_turn_factor": 0.0, "centering_factor": 0.0, "avoid_factor": 1.0, "matching_factor": 1.0},
+    ),
+    # the same work as PufferLib's Boids: every boid sees all 64, MultiDiscrete([5, 5]) steering, its config
+    "boids_all (PufferLib's Boids rules: all 64 seen, 5x5 steering)": (
+        {},
         "pufferlib.ocean.boids.boids:Boids",
         {"num_boids": 64, "margin_turn_factor": 0.0, "centering_factor": 0.0, "avoid_factor": 1.0, "matching_factor": 1.0},
     ),
@@ -274,10 +290,11 @@ def solve_peer(game: str, seed: int, seconds: float) -> list[str]:
 PEER_TRAINERS = {"pong": ("puffer_pong", "score", 1.0), "breakout": ("puffer_breakout", "perf", 1 / 864)}
 # The race plays our game at the peer's rules where we have them: `pufferbox train` arguments, and the field of
 # our metrics.jsonl that is the peer's score (Pong at PufferLib's rules pays 0.1 a return, as PufferLib's
-# does, so its margin, points won - points lost, is the score there, not the return).
+# does, so its margin, points won - points lost, is the score there, not the return). Breakout plays without
+# the landing hint, which PufferLib's observation lacks.
 RACE_SETTINGS = {
     "pong": (["--set", "env.rules=pufferlib", "--set", "env.frameskip=8"], "episode_margin"),
-    "breakout": ([], "return_recent"),
+    "breakout": (["--set", "env.landing_hint=false"], "return_recent"),
 }
 
 

@@ -13,8 +13,14 @@
  * costs a life; the next serve falls from under the wall at a random x and slope. A cleared wall is
  * replaced by the next one when the ball next leaves the paddle (or at the next serve).
  * Reward: the points of the bricks broken. Terminal when the lives are gone or the last wall is cleared.
- * Observation (7 + 108 floats): paddle x, ball x, y, x and y velocity (x40), lives left / lives,
- * paddle width (1 full, 0.5 shrunk), then the bricks row by row (1 present, 0 broken).
+ * Observation (8 + 108 floats): paddle x, ball x, y, x and y velocity (x40), lives left / lives,
+ * paddle width (1 full, 0.5 shrunk), the landing hint, then the bricks row by row (1 present, 0 broken).
+ * The landing hint (`landing_hint`, default 1; 0 writes 0 there) is the x at which the ball would cross
+ * the paddle's line with only the side walls and the ceiling in its way: exact for a falling ball below
+ * the wall, a guess while bricks can still turn it. It is the state's arithmetic (the ball's position
+ * and velocity folded at the walls), not information the other numbers lack; the default policy (two
+ * tanh layers of 64) did not learn that fold within 45M steps, and a paddle that follows the hint
+ * averages more than the first wall.
  * Actions: 0 stay, 1 left, 2 right.
  * Reference: pufferbox_ocean/games/breakout.py (same rules, same generator, same order of operations).
  */
@@ -25,8 +31,8 @@
 #define BREAKOUT_ROWS 6
 #define BREAKOUT_COLS 18
 #define BREAKOUT_BRICKS (BREAKOUT_ROWS * BREAKOUT_COLS)
-#define BREAKOUT_OBS (7 + BREAKOUT_BRICKS)
-#define BREAKOUT_N_PARAMS 4  /* lives, frameskip, max_steps, walls */
+#define BREAKOUT_OBS (8 + BREAKOUT_BRICKS)
+#define BREAKOUT_N_PARAMS 5  /* lives, frameskip, max_steps, walls, landing_hint */
 #define BREAKOUT_N_METRICS 3 /* score (points), bricks (broken), cleared (walls) */
 #define BREAKOUT_BRICK_TOP 0.1
 #define BREAKOUT_BRICK_H 0.04
@@ -48,7 +54,7 @@ static const int64_t BREAKOUT_ACT_N[1] = {3};
 
 typedef struct {
     OceanRng rng;
-    int64_t lives, frameskip, max_steps, walls;
+    int64_t lives, frameskip, max_steps, walls, landing_hint;
     double ball_x, ball_y, vel_x, vel_y, speed, paddle, half_paddle;
     int64_t lives_left, score, broken, steps, wall; /* wall: the current wall, 0 the first */
     uint8_t bricks[BREAKOUT_ROWS][BREAKOUT_COLS];
@@ -60,10 +66,12 @@ OCEAN_FN int breakout_configure(Breakout *env, const int64_t *params)
     if (params[1] < 1) return -2;
     if (params[2] < 1) return -3;
     if (params[3] < 1) return -4;
+    if (params[4] != 0 && params[4] != 1) return -5;
     env->lives = params[0];
     env->frameskip = params[1];
     env->max_steps = params[2];
     env->walls = params[3];
+    env->landing_hint = params[4];
     return 0;
 }
 
@@ -85,6 +93,16 @@ OCEAN_FN void breakout_serve(Breakout *env)
     env->vel_y = BREAKOUT_SERVE_SPEED;
 }
 
+/* Where the ball would cross the paddle's line with only the side walls and the ceiling in its way. */
+OCEAN_FN double breakout_landing(const Breakout *env)
+{
+    double rise = env->vel_y > 0.0 ? env->vel_y : -env->vel_y;
+    double way = env->vel_y > 0.0 ? BREAKOUT_PADDLE_Y - env->ball_y : env->ball_y + BREAKOUT_PADDLE_Y;
+    double x = env->ball_x + env->vel_x * way / rise;
+    while (x < 0.0 || x > 1.0) x = x < 0.0 ? -x : 2.0 - x;
+    return x;
+}
+
 OCEAN_FN void breakout_observe(const Breakout *env, float *obs)
 {
     obs[0] = (float)env->paddle;
@@ -94,8 +112,9 @@ OCEAN_FN void breakout_observe(const Breakout *env, float *obs)
     obs[4] = (float)(env->vel_y * BREAKOUT_VELOCITY_SCALE);
     obs[5] = (float)((double)env->lives_left / (double)env->lives);
     obs[6] = (float)(env->half_paddle / BREAKOUT_HALF_PADDLE);
+    obs[7] = env->landing_hint ? (float)breakout_landing(env) : 0.0f;
     const uint8_t *b = &env->bricks[0][0];
-    for (int i = 0; i < BREAKOUT_BRICKS; i++) obs[7 + i] = (float)b[i];
+    for (int i = 0; i < BREAKOUT_BRICKS; i++) obs[8 + i] = (float)b[i];
 }
 
 OCEAN_FN void breakout_reset(Breakout *env, float *obs)

@@ -3,8 +3,8 @@
 Example:
     >>> env = Breakout()
     >>> obs, _ = env.reset(seed=1)
-    >>> obs.shape, env.action_space, int(obs[7:].sum())
-    ((115,), Discrete(3), 108)
+    >>> obs.shape, env.action_space, int(obs[8:].sum())
+    ((116,), Discrete(3), 108)
     >>> total = 0.0
     >>> for _ in range(50):
     ...     obs, reward, terminated, truncated, info = env.step(0)
@@ -50,12 +50,15 @@ class Breakout(SingleAgentReference):
     (432 a wall); the reward is the points broken. A cleared wall is replaced by the next one when the
     ball next leaves the paddle (or at the next serve). Losing the ball costs a life; the episode ends
     when the lives are gone or the last wall is cleared. Observation: paddle x, ball x, y, velocity x,
-    y (x40), lives left / lives, paddle width (1 full, 0.5 shrunk), then the 108 bricks (1 present).
+    y (x40), lives left / lives, paddle width (1 full, 0.5 shrunk), the landing hint, then the 108
+    bricks (1 present). The landing hint (``landing_hint=False`` writes 0 there) is the x at which the
+    ball would cross the paddle's line with only the side walls and the ceiling in its way: exact for a
+    falling ball below the wall, a guess while bricks can still turn it.
     Actions: 0 stay, 1 left, 2 right.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "ocean_breakout"}
-    PARAMS = ("lives", "frameskip", "max_steps", "walls")
+    PARAMS = ("lives", "frameskip", "max_steps", "walls", "landing_hint")
     METRICS = ("score", "bricks", "cleared")
 
     def __init__(
@@ -64,14 +67,18 @@ class Breakout(SingleAgentReference):
         frameskip: int = 4,
         max_steps: int = 27_000,
         walls: int = 2,
+        landing_hint: bool = True,
         render_mode: str | None = None,
     ):
         self.lives = check_positive("breakout", "lives", lives)
         self.frameskip = check_positive("breakout", "frameskip", frameskip)
         self.max_steps = check_positive("breakout", "max_steps", max_steps)
         self.walls = check_positive("breakout", "walls", walls)
+        if landing_hint not in (True, False):
+            raise ValueError(f"breakout: landing_hint must be true or false, got {landing_hint!r}")
+        self.landing_hint = int(landing_hint)
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(-2.0, 2.0, (7 + BRICKS,), dtype=np.float32)
+        self.observation_space = spaces.Box(-2.0, 2.0, (8 + BRICKS,), dtype=np.float32)
         self.action_space = spaces.Discrete(3)
         self.rng = Rng()
 
@@ -88,6 +95,14 @@ class Breakout(SingleAgentReference):
         self.vel_x = SERVE_SPEED * (2.0 * self.rng.unit() - 1.0)
         self.vel_y = SERVE_SPEED
 
+    def landing(self) -> float:
+        """Where the ball would cross the paddle's line with only the side walls and the ceiling in its way."""
+        way = PADDLE_Y - self.ball_y if self.vel_y > 0.0 else self.ball_y + PADDLE_Y
+        x = self.ball_x + self.vel_x * way / abs(self.vel_y)
+        while x < 0.0 or x > 1.0:
+            x = -x if x < 0.0 else 2.0 - x
+        return x
+
     def observe(self) -> np.ndarray:
         head = [
             self.paddle,
@@ -97,6 +112,7 @@ class Breakout(SingleAgentReference):
             self.vel_y * VELOCITY_SCALE,
             self.lives_left / self.lives,
             self.half_paddle / HALF_PADDLE,
+            self.landing() if self.landing_hint else 0.0,
         ]
         return np.array(head + [b for row in self.bricks for b in row], dtype=np.float32)
 
@@ -203,14 +219,14 @@ GAME = Game(
     ),
     # Mastery: clearing a whole wall (432) takes every ball returned, the shrunken paddle included; the
     # paddle moves 0.06 a decision, less than the small paddle's width, so a paddle that goes where the
-    # ball will land clears both walls (test_breakout.py). As Pong's, learning is the cost: shorter
-    # rollouts, four epochs over 11 minibatches, a higher rate, a little entropy, tight value and
-    # gradient clipping: the best of 12 trials of `pufferbox sweep ocean/breakout --objective return` at
-    # 20M steps (257.6 against the former defaults' 175.8, seed 1). Not mastered on 2 cores: the recent
-    # return passes 200 at 13.7M / 13.0M steps (110 / 103 s, seeds 1 / 2, two runs side by side, load
-    # 2) and peaks at 303 / 298 within 45M (376 / 355 s); the former defaults (Adam 1e-3, 8 minibatches,
-    # gamma 0.99) passed 200 at 19.6M (185 s) and peaked at 282, and 284 when annealed over 150M. A paddle
-    # that follows the ball's x scores about 260: the policy has not learned where the ball will land.
+    # ball will land clears both walls (test_breakout.py). What the learner needs for that: the landing
+    # hint (without it the policy plays like a paddle that follows the ball, about 260, and peaks near
+    # 300-330 in 45M steps); rewards scaled by the running std of the return (bricks are worth 1 to 7, a
+    # wall 432: unscaled, the value loss stays large and the return swings by 100-200 between updates);
+    # and a horizon of about 200 decisions (gamma 0.995), since a lost ball costs a life whose worth is
+    # the points of later balls. Rollouts, epochs, rate, entropy and clipping are the best trial of
+    # `pufferbox sweep ocean/breakout --objective return`. Solved at 29.7-30.5M steps (242-262 s, seeds
+    # 1-3, load 2); trained on to 45M, 443-445 a game over the last 4M steps (RESULTS.md).
     config={
         "train": {
             "total_steps": 45_000_000,
@@ -223,7 +239,8 @@ GAME = Game(
             "clip_coef": 0.17,
             "vf_coef": 0.35,
             "max_grad_norm": 0.3,
-            "gamma": 0.988,
+            "gamma": 0.995,
+            "norm_reward": True,
         },
         "vec": {"num_envs": 256},
     },
@@ -245,6 +262,7 @@ GAME = Game(
             "vf_coef": 0.5,
             "max_grad_norm": 0.5,
             "gamma": 0.99,
+            "norm_reward": False,
         },
         "vec": {"num_envs": 2048},
     },
