@@ -190,3 +190,36 @@ def test_a_tournaments_frozen_group_is_filled_from_the_leaderboard(local_ray, tm
         assert any(same(runner, group(models[e], "tagger")) for e in earlier), f"entry {entry.id}'s runner"
     pool = sorted(p.name for p in (tmp_path / "t" / "pods" / "slot-0" / "league-pool" / "tagger").glob("snap-*.pt"))
     assert pool == [f"snap-{e.id:08d}.pt" for e in entries[:-1]]  # the last slice saw every earlier entry
+
+
+@pytest.mark.parametrize(("updates", "truncated"), [(1, False), (3, True)], ids=["last-update", "mid-slice"])
+def test_a_stop_asked_during_an_update_ends_the_slice_unless_that_update_was_its_last(tmp_path, updates, truncated):
+    """The driver's stop lands while an update runs: the slice ends after that update, truncated and
+    unevaluated; when that update was the slice's last, nothing was stopped and the slice is evaluated."""
+    pod = Pod("cartpole", pod_config("cartpole"), str(tmp_path), 0)
+    build = pod.trainer_for
+
+    def trainer_whose_updates_get_stopped(config):
+        trainer = build(config)
+        update = trainer.train_update
+
+        def update_and_stop():
+            metrics = update()
+            pod.truncate(0, "behind the board")
+            return metrics
+
+        trainer.train_update = update_and_stop
+        return trainer
+
+    pod.trainer_for = trainer_whose_updates_get_stopped
+    per_update = 2 * 32  # QUICK: 2 envs x 32 steps
+    try:
+        result = pod.run_slice(PodTask(pod=0, hyperparams={}, seed=3), steps=updates * per_update, eval_episodes=2)
+    finally:
+        pod.close()
+    if truncated:
+        assert result.truncated == "behind the board" and 0 < result.steps < updates * per_update
+        assert result.checkpoint == b"" and result.episodes == 0
+    else:
+        assert result.truncated == "" and result.steps >= per_update
+        assert result.checkpoint and result.episodes == 2

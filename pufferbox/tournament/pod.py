@@ -154,7 +154,7 @@ class Pod:
         unrecorded = retune.restart_rollout(trainer)
         t2 = time.perf_counter()
         before = trainer.global_step - unrecorded
-        metrics, train_return = self.train_steps(trainer, task.pod, before, steps)
+        metrics, train_return, stopped = self.train_steps(trainer, task.pod, before, steps)
         trained = trainer.global_step - before
         task.parent_checkpoint, task.opponents = None, {}  # do not send weights back
         common = dict(
@@ -168,7 +168,7 @@ class Pod:
             metrics=metrics,
             train_return=train_return,
         )
-        if self.stop_reason:  # a loser: no checkpoint, no evaluation, only its steps are reported
+        if stopped:  # a loser: no checkpoint, no evaluation, only its steps are reported
             result = SliceResult(
                 checkpoint=b"",
                 score=float("nan"),
@@ -176,7 +176,7 @@ class Pod:
                 episodes=0,
                 train_time=time.perf_counter() - t2,
                 eval_time=0.0,
-                truncated=self.stop_reason,
+                truncated=stopped,
                 **common,
             )
             self.current = None
@@ -246,9 +246,10 @@ class Pod:
             return None
         return metrics.get(f"{self.score_group}/episode_return")
 
-    def train_steps(self, trainer: Any, pod: int, before: int, steps: int) -> tuple[dict, float | None]:
+    def train_steps(self, trainer: Any, pod: int, before: int, steps: int) -> tuple[dict, float | None, str]:
         """Train ``steps`` more env steps (or until the driver stops the pod); returns the last update's
-        metrics and the mean training return, keeping ``live`` current for the driver's progress reads."""
+        metrics, the mean training return and why the slice stopped early ("" when it ran whole), keeping
+        ``live`` current for the driver's progress reads."""
         target = trainer.global_step + steps
         metrics: dict = {}
         episodes, return_sum = 0, 0.0
@@ -264,7 +265,10 @@ class Pod:
                 "episodes": episodes,
                 "mean_return": return_sum / episodes if episodes else None,
             }
-        return metrics, (return_sum / episodes if episodes else None)
+        # a stop that arrives during the slice's last update stops nothing: the slice ran whole and is
+        # evaluated, not reported as truncated with every step trained
+        stopped = self.stop_reason if trainer.global_step < target else ""
+        return metrics, (return_sum / episodes if episodes else None), stopped
 
     def close(self) -> None:
         for trainer in self.trainers.values():

@@ -14,17 +14,13 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from pufferbox_ocean.games.boids import thousandths
+from pufferbox_ocean.games.boids import clamp, thousandths
 from pufferbox_ocean.games.common import Canvas, Game, MultiAgentReference, check_positive
 from pufferbox_ocean.rng import Rng
 
 N = 64  # boids per env
 BOX = 32  # a boid's box: its position is the box's corner
 FACTORS = ("avoid_factor", "matching_factor", "centering_factor", "margin_factor")
-
-
-def clamp(v: float, lo: float, hi: float) -> float:
-    return lo if v < lo else (hi if v > hi else v)
 
 
 class BoidsAll(MultiAgentReference):
@@ -42,7 +38,8 @@ class BoidsAll(MultiAgentReference):
     protected one: no boid is a flockmate, separation alone pays). Episodes are truncated after
     ``max_steps``. Observation (256 floats): every boid in index order, itself included, relative to
     it: position / arena size and velocity / cap, each scaled value rounded to single precision before
-    the difference. Action: MultiDiscrete([5, 5]).
+    the difference. Action: MultiDiscrete([5, 5]). The default policy reads that list in any order
+    (``pufferbox_ocean.policy.FlockRadar``): a flat MLP does not learn from it.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "ocean_boids_all"}
