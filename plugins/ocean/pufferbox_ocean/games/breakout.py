@@ -226,7 +226,7 @@ GAME = Game(
     # and a horizon of about 200 decisions (gamma 0.995), since a lost ball costs a life whose worth is
     # the points of later balls. Rollouts, epochs, rate, entropy and clipping are the best trial of
     # `pufferbox sweep ocean/breakout --objective return`. Solved at 29.7-30.5M steps (242-262 s, seeds
-    # 1-3, load 2); trained on to 45M, 443-445 a game over the last 4M steps (RESULTS.md).
+    # 1-3, load 2); trained on to 45M, 437-449 a game over the last 4M steps (RESULTS.md).
     config={
         "train": {
             "total_steps": 45_000_000,
