@@ -35,7 +35,8 @@ class CGame:
         reference: the Python reference env class.
         solved_return / solved_meaning: the solved threshold and one phrase saying what it means.
         config / gpu_config / policy / groups / outcome: as in :class:`pufferbox.api.TrainDefaults`.
-        check_kwargs: settings under which a short rollout ends episodes both ways (the CUDA check).
+        check_kwargs: settings under which a short rollout ends episodes both ways (the CUDA check;
+            truncations alone for a reference with ``TERMINATES = False``).
         cuda_type: the C struct's name, for a game that also runs as a CUDA kernel ("" for none).
     """
 
@@ -54,10 +55,13 @@ class CGame:
 
 class GameReference:
     """What every reference shares: ``params()``, the int parameters in the order the C game reads them
-    (the attributes named by ``PARAMS``), and the end-of-episode ``METRICS`` it reports."""
+    (the attributes named by ``PARAMS``), the end-of-episode ``METRICS`` it reports, and whether its
+    episodes can terminate (``TERMINATES = False``: truncation is its only end, so checks that provoke
+    both ends expect only that one)."""
 
     PARAMS: tuple[str, ...] = ()
     METRICS: tuple[str, ...] = ()
+    TERMINATES: bool = True
 
     def params(self) -> list[int]:
         return [int(getattr(self, name)) for name in self.PARAMS]

@@ -28,10 +28,6 @@ def flat(obs, multi, agents, spec):
     return np.stack([row(obs[a]) for a in agents]) if multi else row(obs)[None]
 
 
-# Games with no terminal state: PufferLib's Boids runs on without end, and so does its twin here.
-NEVER_TERMINATES = {"boids_all"}
-
-
 @pytest.mark.parametrize("name", sorted(GAMES))
 def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations(name):
     game, n, seed, steps = GAMES[name], 6, 11, 400
@@ -85,7 +81,7 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
             assert episodes.returns[k] == ret, (name, t, i)
             for metric in game.reference.METRICS:
                 assert episodes.metrics[metric][k] == info[metric], (name, t, metric)
-    ways = ("truncated",) if name in NEVER_TERMINATES else ("terminated", "truncated")
+    ways = ("terminated", "truncated") if game.reference.TERMINATES else ("truncated",)
     assert all(ends[way] > 0 for way in ways), f"{name}: check_kwargs must end episodes both ways: {ends}"
 
 

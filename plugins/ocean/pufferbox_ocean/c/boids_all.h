@@ -23,7 +23,7 @@
  */
 #ifndef OCEAN_BOIDS_ALL_H
 #define OCEAN_BOIDS_ALL_H
-#include "ocean.h"
+#include "boids.h"
 
 #define BOIDS_ALL_N 64
 #define BOIDS_ALL_OBS (4 * BOIDS_ALL_N)
@@ -69,10 +69,6 @@ OCEAN_FN int boids_all_configure(BoidsAll *env, const int64_t *params)
     return 0;
 }
 
-OCEAN_FN double boids_all_clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-OCEAN_FN double boids_all_abs(double v) { return v < 0.0 ? -v : v; }
-
 /* Boid i's reward against the flock where it stands now. */
 OCEAN_FN double boids_all_reward(BoidsAll *env, int i)
 {
@@ -103,11 +99,11 @@ OCEAN_FN double boids_all_reward(BoidsAll *env, int i)
         crowd -= 0.0 < prot2; /* itself, at distance 0 */
     }
     double r = 0.0;
-    if (crowd > 0) r = r - env->avoid * boids_all_clamp((double)crowd / 5.0, 0.0, 1.0);
+    if (crowd > 0) r = r - env->avoid * boids_clamp((double)crowd / 5.0, 0.0, 1.0);
     if (seen > 0) {
         const double n = (double)seen;
-        r = r - env->matching * (boids_all_abs(svx / n - env->vx[i]) + boids_all_abs(svy / n - env->vy[i]));
-        r = r - env->centering * (boids_all_abs(sx / n - x) + boids_all_abs(sy / n - y));
+        r = r - env->matching * (boids_abs(svx / n - env->vx[i]) + boids_abs(svy / n - env->vy[i]));
+        r = r - env->centering * (boids_abs(sx / n - x) + boids_abs(sy / n - y));
     }
     const double m = (double)env->margin, w = (double)env->width, h = (double)env->height;
     r = r + ((y < m || y > h - m) ? -env->margin_factor : env->margin_factor);
@@ -159,10 +155,10 @@ OCEAN_FN int boids_all_step(BoidsAll *env, const int64_t *actions, float *obs, f
     const double right = (double)(env->width - BOIDS_ALL_BOX), bottom = (double)(env->height - BOIDS_ALL_BOX);
     for (int i = 0; i < BOIDS_ALL_N; i++) {
         const double ax = (double)(actions[2 * i] - 2) / 2.0, ay = (double)(actions[2 * i + 1] - 2) / 2.0;
-        env->vx[i] = boids_all_clamp(env->vx[i] + ax, -cap, cap);
-        env->vy[i] = boids_all_clamp(env->vy[i] + ay, -cap, cap);
-        env->x[i] = boids_all_clamp(env->x[i] + env->vx[i], 0.0, right);
-        env->y[i] = boids_all_clamp(env->y[i] + env->vy[i], 0.0, bottom);
+        env->vx[i] = boids_clamp(env->vx[i] + ax, -cap, cap);
+        env->vy[i] = boids_clamp(env->vy[i] + ay, -cap, cap);
+        env->x[i] = boids_clamp(env->x[i] + env->vx[i], 0.0, right);
+        env->y[i] = boids_clamp(env->y[i] + env->vy[i], 0.0, bottom);
         rewards[i] = (float)boids_all_reward(env, i);
     }
     boids_all_observe(env, obs);

@@ -57,6 +57,7 @@ class BoidsAll(MultiAgentReference):
         "margin_milli",
     )
     METRICS = ("crowded",)
+    TERMINATES = False  # as PufferLib's Boids: episodes end only at max_steps
 
     def __init__(
         self,
@@ -172,9 +173,6 @@ class BoidsAll(MultiAgentReference):
         for i in range(N):
             canvas.rect(self.x[i] / self.width, self.y[i] / self.height, BOX / self.width, BOX / self.height, "@")
         return canvas.show(self.render_mode, f"boids (all seen), step {self.steps}")
-
-    def close(self) -> None:
-        pass
 
 
 GAME = Game(
