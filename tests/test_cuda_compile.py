@@ -67,3 +67,10 @@ def test_quoted_includes_resolve_beside_the_including_file_first(tmp_path):
     assert text.count("int base_rule;") == 1 and "int variant_rule;" in text
     with pytest.raises(CompileError, match='#include "missing.h" not found'):
         assemble('#include "missing.h"\n', {})
+
+
+@pytest.mark.parametrize("comment", [" // the base rules", " /* the base rules */"])
+def test_an_include_with_a_trailing_comment_is_inlined(tmp_path, comment):
+    (tmp_path / "base.h").write_text("int base_rule;\n")
+    text = assemble(f'#include "{tmp_path / "base.h"}"{comment}\nint variant_rule;\n', {})
+    assert "int base_rule;" in text and "#include" not in text

@@ -41,7 +41,8 @@ KERNEL_DIR = Path(__file__).parent / "kernels"
 CORE_SOURCE = KERNEL_DIR / "core.cu"
 # No fused multiply-add: keeps float results identical to the numpy reference and the host build.
 NVCC_OPTIONS = ("--fmad=false",)
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+# a quoted include, a trailing comment allowed (C allows one; a host-only build would pass where this failed)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*(?://.*|/\*.*?\*/\s*)?$', re.MULTILINE)
 
 
 class CompileError(PufferboxError, RuntimeError):
