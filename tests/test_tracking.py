@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import struct
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def offline_wandb(tmp_path, monkeypatch):
 
 def read_offline_run(path: Path) -> list:
     """The protobuf records of an offline ``run-*.wandb`` file (W&B's LevelDB-style log: 7-byte file
-    header, 32 KiB blocks of chunks with a 7-byte header: crc32, length, type FULL/FIRST/MIDDLE/LAST)."""
+    header, 32 KiB blocks of chunks with a 7-byte header: crc32 of type and data, length, type
+    FULL/FIRST/MIDDLE/LAST). wandb-core writes the file from another process while it runs: reading
+    stops at the first chunk not yet on disk whole (short, or its checksum does not match yet)."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     data, pos, block, buf, records = path.read_bytes(), 7, 32768, b"", []
@@ -44,10 +47,11 @@ def read_offline_run(path: Path) -> list:
         if block - pos % block < 7:
             pos += block - pos % block
             continue
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if kind == 0:
+        crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
+        if kind == 0 or len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != crc:
             break
-        chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
+        pos += 7 + length
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):
             record = pb.Record()
@@ -127,6 +131,15 @@ def test_offline_run_holds_metrics_config_and_checkpoints(tmp_path, offline_wand
     checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt-*.pt"))
     assert sorted(a.metadata and json.loads(a.metadata)["checkpoint"] for a in run["artifacts"]) == checkpoints
     assert all(a.type == "model" for a in run["artifacts"])
+    # The file as a reader may find it while wandb-core is still writing: every prefix reads as a
+    # prefix of the records, never as a corrupt message.
+    (path,) = sorted(offline_wandb.glob("wandb/offline-run-*/run-*.wandb"))
+    whole, data = read_offline_run(path), path.read_bytes()
+    partial = tmp_path / "partial.wandb"
+    for cut in range(7, len(data), max(1, len(data) // 200)):
+        partial.write_bytes(data[:cut])
+        read = read_offline_run(partial)
+        assert read == whole[: len(read)]
 
 
 def test_without_wandb_nothing_is_tracked(tmp_path, offline_wandb):
