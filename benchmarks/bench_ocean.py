@@ -78,7 +78,13 @@ PEERS = {
         "pufferlib.ocean.breakout.breakout:Breakout",
         {},
     ),
-    "tetris": ({}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
+    # PufferLib's Tetris observes no placements: ours writes 0 there
+    "tetris": ({"placements": False}, "pufferlib.ocean.tetris.tetris:Tetris", {}),
+    "tetris (ours with the placements, its default; PufferLib's observation has none)": (
+        {},
+        "pufferlib.ocean.tetris.tetris:Tetris",
+        {},
+    ),
     "snake": ({}, "pufferlib.ocean.snake.snake:Snake", {}),
     "trash": ({}, "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv", {}),
     # PufferLib's defaults: 10x10, 3 agents, 15 items, 2 bins, 300 steps

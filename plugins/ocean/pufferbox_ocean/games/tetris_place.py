@@ -12,22 +12,13 @@ Example:
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from gymnasium import spaces
 
 from pufferbox_ocean.games.common import Game, check_positive
-from pufferbox_ocean.games.tetris import CELLS, HARD_DROP_POINTS, SHAPES, H, Tetris, W
+from pufferbox_ocean.games.tetris import CELLS, FEATURES, HARD_DROP_POINTS, PLACEMENTS, H, Tetris, W, target
 
-ACTIONS = 4 * W  # rotation x the column of the piece's leftmost cell
-FEATURES = 4  # per placement: rows filled, cells covered, top height, bumpiness change
-
-
-def target(piece: int, rot: int, column: int) -> tuple[int, int]:
-    """The box position that puts the piece's top cells on row 0 and its leftmost cell in ``column``."""
-    cells = SHAPES[piece][rot]
-    return column - min(c for _, c in cells), -min(r for r, _ in cells)
+ACTIONS = PLACEMENTS  # rotation x the column of the piece's leftmost cell
 
 
 class TetrisPlace(Tetris):
@@ -53,7 +44,9 @@ class TetrisPlace(Tetris):
     METRICS = ("lines", "pieces", "score", "invalid")
 
     def __init__(self, max_steps: int = 10_000, render_mode: str | None = None):
-        super().__init__(max_steps=check_positive("tetris_place", "max_steps", max_steps), render_mode=render_mode)
+        super().__init__(
+            max_steps=check_positive("tetris_place", "max_steps", max_steps), placements=False, render_mode=render_mode
+        )
         box = lambda n: spaces.Box(0.0, 1.0, (n,), dtype=np.float32)
         self.observation_space = spaces.Dict(
             {
@@ -68,45 +61,16 @@ class TetrisPlace(Tetris):
         )
         self.action_space = spaces.Discrete(ACTIONS)
 
-    def legal(self, action: int) -> bool:
-        rot = action // W
-        return self.fits(rot, *target(self.piece, rot, action % W))
-
-    def outcome(self, action: int, tops: list[int]) -> tuple[int, int, int, int]:
-        """A legal placement's drop: rows it fills, empty cells it covers, stack height at its top cell,
-        change in bumpiness (``tops``: each column's first locked row, H if none)."""
-        rot = action // W
-        x, y = target(self.piece, rot, action % W)
-        while self.fits(rot, x, y + 1):
-            y += 1
-        cells = self.cells(rot, x, y)
-        rows = {r for r, _ in cells}
-        filled = sum(1 for r in rows if sum(self.board[r]) + sum(1 for q, _ in cells if q == r) == W)
-        covered = 0
-        for c in {c for _, c in cells}:
-            r = max(q for q, k in cells if k == c) + 1
-            while r < H and not self.board[r][c]:
-                covered, r = covered + 1, r + 1
-        after = list(tops)
-        for r, c in cells:
-            after[c] = min(after[c], r)
-        bumpiness = lambda t: sum(abs(p - q) for p, q in itertools.pairwise(t))
-        return filled, covered, H - min(rows), bumpiness(after) - bumpiness(tops)
-
     def observe(self) -> dict:  # type: ignore[override]
         heights, holes = np.zeros(W, dtype=np.float32), np.zeros(W, dtype=np.float32)
-        tops = [next((r for r in range(H) if self.board[r][c]), H) for c in range(W)]
+        tops = self.tops()
         for c in range(W):
             heights[c] = (H - tops[c]) / H
             holes[c] = sum(1 for r in range(tops[c] + 1, H) if not self.board[r][c]) / H
         types = np.zeros(14, dtype=np.float32)
         types[self.next] = 1.0
         types[7 + self.piece] = 1.0
-        mask = np.array([self.legal(a) for a in range(ACTIONS)], dtype=np.float32)
-        placements = np.zeros((FEATURES, ACTIONS), dtype=np.float32)
-        for a in np.flatnonzero(mask):
-            filled, covered, height, bump = self.outcome(int(a), tops)
-            placements[:, a] = (filled / 4, min(covered, 4) / 4, height / H, max(-16, min(bump, 16)) / 16)
+        mask, placements = self.placement_features()
         return {
             "action_mask": mask,
             "board": np.array(self.board, dtype=np.float32).reshape(-1),
@@ -154,7 +118,8 @@ GAME = Game(
     solved_return=10_000.0,
     solved_meaning="scores 10,000 a game: about 33 rows cleared (random legal placements: 390 points, no row, 20 pieces)",
     # The bar is ocean/tetris's: the same game, only the controls differ. Choosing where a piece lands
-    # skips the 10-20 moves that place it, which is what makes it learnable on a CPU. Mastered with the
+    # skips the moves that place it: a decision a piece, not 4-6 (ocean/tetris solves it at 4.4-6.1M
+    # moves with the same placements observed, 250-370 s). Mastered with the
     # ``placements`` key (each action's drop: rows filled, cells covered, height, bumpiness change):
     # the defaults solve it at 1.61M / 1.46M / 1.46M pieces in 96 / 71 / 57 s (seeds 1-3, load 2;
     # `benchmarks/bench_ocean.py --part solve --games tetris_place --seeds 1`, then `--seeds 2 3`). Without
