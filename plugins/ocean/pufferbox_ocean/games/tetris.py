@@ -250,6 +250,17 @@ class Tetris(SingleAgentReference):
         return canvas.show(self.render_mode, title)
 
 
+# How both Tetris games learn (this one and tetris_place): short rollouts, a light update, some entropy.
+LEARNER = {
+    "stop_on_solve": True,
+    "norm_reward": True,
+    "num_steps": 64,
+    "update_epochs": 4,
+    "num_minibatches": 8,
+    "learning_rate": 1e-3,
+    "ent_coef": 0.01,
+}
+
 GAME = Game(
     "tetris",
     Tetris,
@@ -269,16 +280,7 @@ GAME = Game(
     # given the same placements does the same (seed 1: 1,024 at 8M moves, best 1,154): choosing a
     # placement is an argmax over 40 of them, and steering there a comparison of columns.
     config={
-        "train": {
-            "total_steps": 20_000_000,
-            "stop_on_solve": True,
-            "norm_reward": True,
-            "num_steps": 64,
-            "update_epochs": 4,
-            "num_minibatches": 8,
-            "learning_rate": 1e-3,
-            "ent_coef": 0.01,
-        },
+        "train": {"total_steps": 20_000_000, **LEARNER},
         "vec": {"num_envs": 256},
         "policy": {"hidden_size": 128},
     },

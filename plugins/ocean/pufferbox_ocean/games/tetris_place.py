@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pufferbox_ocean.games.common import Game, check_positive
-from pufferbox_ocean.games.tetris import CELLS, FEATURES, HARD_DROP_POINTS, PLACEMENTS, H, Tetris, W, target
+from pufferbox_ocean.games.tetris import CELLS, FEATURES, HARD_DROP_POINTS, LEARNER, PLACEMENTS, H, Tetris, W, target
 
 ACTIONS = PLACEMENTS  # rotation x the column of the piece's leftmost cell
 
@@ -128,16 +128,7 @@ GAME = Game(
     # holes made no difference by 1M pieces. A fixed linear score of the key alone (3 x filled - 4 x
     # covered - height - bumpiness change) plays games of thousands of pieces.
     config={
-        "train": {
-            "total_steps": 50_000_000,
-            "stop_on_solve": True,
-            "norm_reward": True,
-            "num_steps": 64,
-            "update_epochs": 4,
-            "num_minibatches": 8,
-            "learning_rate": 1e-3,
-            "ent_coef": 0.01,
-        },
+        "train": {"total_steps": 50_000_000, **LEARNER},
         "vec": {"num_envs": 256},
         "policy": {"hidden_size": 256},
     },
