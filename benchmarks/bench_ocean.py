@@ -86,6 +86,21 @@ PEERS = {
         {},
     ),
     "snake": ({}, "pufferlib.ocean.snake.snake:Snake", {}),
+    # PufferLib's Snake at our rules: its grid counts a wall margin `vision` cells deep on each side, so its
+    # 32x32 is our 24x24 (22x22 inside the wall); 8 snakes, 16 food, no corpses, length capped at 48
+    "snake (matched: PufferLib's at ours, 8 snakes on 22x22 inside the wall, 16 food)": (
+        {},
+        "pufferlib.ocean.snake.snake:Snake",
+        {
+            "width": 32,
+            "height": 32,
+            "num_snakes": 8,
+            "num_food": 16,
+            "vision": 5,
+            "leave_corpse_on_death": False,
+            "max_snake_length": 48,
+        },
+    ),
     "trash": ({}, "pufferlib.ocean.trash_pickup.trash_pickup:TrashPickupEnv", {}),
     # PufferLib's defaults: 10x10, 3 agents, 15 items, 2 bins, 300 steps
     "trash (matched: 15 items, 300 steps)": (
