@@ -274,7 +274,8 @@ GAME = Game(
     # The score runs to thousands: rewards are scaled by the running std of the discounted return.
     # The defaults solve it at 4.44M / 6.09M / 6.06M moves in 257 / 350 / 367 s (seeds 1-3, load 2, two
     # runs side by side) with the placements in the observation (where the piece could land and what
-    # each drop would do: what a player reads off the well) and PlacementPointer reading them. Without
+    # each drop would do: what a player reads off the well) and PlacementPointer reading them; trained on
+    # to the 20M budget (seed 1), 139 rows and 211,672 points a game over the last 4M moves. Without
     # them (the board, the piece and its position only) the policy learned to hard-drop each piece at
     # once (2 points a row) before it learned to place it: 1,000 at 7.4M moves, entropy 0.04. A flat MLP
     # given the same placements does the same (seed 1: 1,024 at 8M moves, best 1,154): choosing a
