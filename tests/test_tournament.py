@@ -79,12 +79,18 @@ def test_pod_killed_mid_slice_loses_only_that_slice(local_ray, tmp_path):
     from pufferbox.tournament.orchestrator import TournamentSettings, run_tournament
 
     killed = []
-    long_slice = 32 * SLICE  # several seconds of training: the kill lands mid-slice
+    long_slice = 32 * SLICE  # 64 updates: the kill lands after the first, with the rest of the slice to go
+
+    def kill_after_first_update(name: str) -> None:
+        actor = ray.get_actor(name)
+        while ray.get(actor.progress.remote())["steps"] == 0:  # its own thread answers while the slice trains
+            time.sleep(0.02)
+        ray.kill(actor, no_restart=True)
 
     def kill_first_pod(event: dict) -> None:
         if event["event"] == "slice_started" and not killed:
             killed.append(event["actor"])
-            threading.Timer(3.0, lambda: ray.kill(ray.get_actor(event["actor"]), no_restart=True)).start()
+            threading.Thread(target=kill_after_first_update, args=(event["actor"],), daemon=True).start()
 
     result = run_tournament(
         TournamentSettings(
