@@ -260,12 +260,12 @@ GAME = Game(
         "that keeps its spacing, heading and neighbours (random steering: -162, no steering: -127)"
     ),
     # Each boid's reward depends on its neighbours' next moves only a few steps ahead: a short horizon;
-    # 128 hidden units and 8 minibatches. Seed 1 at load 3-5: solved at 10.5M steps (258 s), -66.5 at 20M
-    # (440 s); seed 2 at load 2: solved at 14.4M (170 s); with 64 units and 4 minibatches it stayed near
-    # -80 at 20M.
+    # 128 hidden units and 8 minibatches. With a 30M budget seeds 1-3 reach -70 at 16.3M / 12.1M / 25.7M
+    # steps (190 / 138 / 293 s, load 2 / 2 / 1); with 20M seed 3 ended at -72.0, still rising (seeds 1
+    # and 2 had solved at 10.5M and 14.4M). With 64 units and 4 minibatches it stayed near -80 at 20M.
     config={
         "train": {
-            "total_steps": 20_000_000,
+            "total_steps": 30_000_000,
             "num_steps": 64,
             "update_epochs": 4,
             "num_minibatches": 8,
