@@ -109,11 +109,22 @@ PEERS = {
         {},
     ),
     "connect4": ({}, "pufferlib.ocean.connect4.connect4:Connect4", {}),
+    # PufferLib's Connect4 is one agent against a bot that searches 4 plies full width each step, a full
+    # column losing at once: ours with a bot of the same kind (connect4_bot, minimax to 4 plies)
+    "connect4_bot (matched: PufferLib's Connect4, one agent against a 4-ply search)": (
+        {},
+        "pufferlib.ocean.connect4.connect4:Connect4",
+        {},
+    ),
     "tripletriad": ({}, "pufferlib.ocean.tripletriad.tripletriad:TripleTriad", {}),
     "enduro": ({}, "pufferlib.ocean.enduro.enduro:Enduro", {}),
     "arena": ({}, None, {}),
     "go": ({}, "pufferlib.ocean.go.go:Go", {}),  # both 7x7 by default
     "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
+    # PufferLib's Go is one agent against a bot inside each step, refusing illegal moves, 3 x size^2 steps
+    # a game, komi 7.5: ours with a bot of the same kind (go_bot); random actions over its 50 (82 on 9x9)
+    "go_bot (matched: PufferLib's Go, one agent against a bot, 7x7)": ({}, "pufferlib.ocean.go.go:Go", {}),
+    "go_bot (matched, 9x9 both)": ({"size": 9, "max_moves": 243}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),
     "g2048": ({}, None, {}),
     "freeway": ({}, None, {}),
     "sokoban": ({}, None, {}),
@@ -160,6 +171,13 @@ PEERS = {
     ),
 }
 
+# rows whose random actions are drawn from the first n of ours, the size of the peer's action space
+# (its Go has a point per cell and a pass; ours also numbers off-board points up to 9x9)
+ACTIONS_DRAWN = {
+    "go_bot (matched: PufferLib's Go, one agent against a bot, 7x7)": 50,
+    "go_bot (matched, 9x9 both)": 82,
+}
+
 PEER_SNIPPET = r"""
 import importlib, json, sys, time
 import numpy as np
@@ -179,7 +197,7 @@ print(json.dumps({"agent_steps_per_s": steps * env.num_agents / (time.perf_count
 """
 
 
-def ours(game: str, kwargs: dict, num_envs: int, seconds: float) -> dict:
+def ours(game: str, kwargs: dict, num_envs: int, seconds: float, drawn: int | None = None) -> dict:
     import importlib
 
     from pufferbox_ocean.block import GameBlock
@@ -191,7 +209,8 @@ def ours(game: str, kwargs: dict, num_envs: int, seconds: float) -> dict:
     if getattr(block, "continuous", False):  # Box(-1, 1): float actions, quantized by the block
         actions = rng.uniform(-1, 1, (64, block.num_agents, len(block.act_n))).astype(np.float32)
     else:
-        actions = np.stack([rng.integers(0, k, (64, block.num_agents)) for k in block.act_n], axis=-1).astype(np.int64)
+        high = [min(k, drawn or k) for k in block.act_n]
+        actions = np.stack([rng.integers(0, k, (64, block.num_agents)) for k in high], axis=-1).astype(np.int64)
         actions = actions.reshape(64, block.num_agents, *block.act_spec.shape)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -223,7 +242,7 @@ def part_cpu(args: argparse.Namespace) -> None:
             continue
         mine, theirs = [], []
         for _ in range(args.repeats):
-            mine.append(ours(game, kwargs, args.num_envs, args.seconds)["agent_steps_per_s"])
+            mine.append(ours(game, kwargs, args.num_envs, args.seconds, ACTIONS_DRAWN.get(label))["agent_steps_per_s"])
             if peer_path is not None:
                 result = peer(peer_path, peer_kwargs, args.num_envs, args.seconds)
                 if result is not None:

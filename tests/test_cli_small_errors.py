@@ -6,6 +6,7 @@ Each test provokes the fault (a key no creator takes, a negative count, eval wit
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -123,6 +124,32 @@ def test_eval_without_checkpoint_or_runs_is_one_line(tmp_path):
     assert "no checkpoint of cartpole under runs/" in line and "pufferbox train cartpole" in line
     line = error_line(pufferbox("eval", cwd=tmp_path))
     assert "name an env" in line and "--checkpoint" in line
+
+
+def test_eval_set_plays_the_game_with_another_setting_and_reports_its_metrics(tmp_path):
+    """A checkpoint judged under a setting it did not train with (Slime Volleyball with the bot on the right
+    in every game): the episodes follow the setting, and the game's episode metrics come back averaged."""
+    train(tmp_path, "ocean/slimevolley", "run", "--set", "env.max_score=1")
+    args = ["eval", "ocean/slimevolley", "--checkpoint", "run", "--episodes", "4", "--seed", "3"]
+    proc = pufferbox(*args, "--set", "env.bot_share=100", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["metrics"]["against_bot"] == 1.0 and set(result["metrics"]) >= {"bot_beaten", "left_win"}
+    proc = pufferbox(*args, "--set", "env.bot_share=0", cwd=tmp_path)
+    assert json.loads(proc.stdout)["metrics"]["against_bot"] == 0.0  # the run's own setting was 50
+
+
+def test_eval_set_refuses_what_is_not_a_game_setting_in_one_line(tmp_path):
+    train(tmp_path, "bandit", "run")
+    base = ["eval", "bandit", "--checkpoint", "run", "--episodes", "1"]
+    line = error_line(pufferbox(*base, "--set", "train.learning_rate=1", cwd=tmp_path))
+    assert "--set train.learning_rate=1: eval takes env.KEY=VALUE only" in line
+    line = error_line(pufferbox(*base, "--set", "env.gravity_x=3", cwd=tmp_path))
+    assert line.startswith("Error: env.gravity_x: bandit does not accept this key")
+    line = error_line(pufferbox(*base, "--set", "env.num_arms", cwd=tmp_path))
+    assert "expected SECTION.KEY=VALUE" in line
+    line = error_line(pufferbox(*base, "--set", "env.num_arms=3", "--opponent", "random", cwd=tmp_path))
+    assert "--set plays a single checkpoint's episodes" in line
 
 
 @pytest.mark.slow

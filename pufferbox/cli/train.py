@@ -183,6 +183,13 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
 @click.option("--deterministic", is_flag=True, help="Take the most likely action instead of sampling.")
 @click.option("--seed", type=int, default=12345, show_default=True)
 @click.option(
+    "--set",
+    "env_overrides",
+    multiple=True,
+    metavar="env.KEY=VALUE",
+    help="Play the game with this setting instead of the run's (repeatable): env.bot_share=100.",
+)
+@click.option(
     "--encoder",
     metavar="MODULE:ATTR",
     help="Trust this encoder, named by the checkpoint but registered "
@@ -203,7 +210,20 @@ def worker_error_line(exc: Exception, run_dir: Path) -> str:
 )
 @plugin_option
 def eval_(
-    env, checkpoint, runs_root, episodes, render, video, deterministic, seed, encoder, opponent, side, league_dir, plugin
+    env,
+    checkpoint,
+    runs_root,
+    episodes,
+    render,
+    video,
+    deterministic,
+    seed,
+    env_overrides,
+    encoder,
+    opponent,
+    side,
+    league_dir,
+    plugin,
 ):
     """Evaluate a checkpoint: prints mean/std return as JSON.
 
@@ -213,8 +233,9 @@ def eval_(
     import os
     import sys
 
-    from pufferbox.train.evaluate import evaluate
+    from pufferbox.train.evaluate import evaluate, parse_env_overrides
 
+    env_kwargs = parse_env_overrides(env_overrides)  # before any checkpoint loads
     if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
         raise UserError(f"{video}: video must end in .gif or .mp4")  # before any episode runs
     if video is not None:
@@ -229,6 +250,8 @@ def eval_(
             raise UserError("eval: name an env (newest run under runs/) or pass --checkpoint PATH")
         checkpoint = newest_checkpoint(get_registry().get(env).name, Path(runs_root))
         click.echo(f"checkpoint: {checkpoint}", err=True)
+    if opponent is not None and env_kwargs:
+        raise UserError("--set plays a single checkpoint's episodes; a match (--opponent) keeps the run's settings")
     if opponent is not None:
         return print_match(env, checkpoint, opponent, episodes, side, seed, deterministic, league_dir)
     if side is not None or league_dir is not None:
@@ -248,6 +271,7 @@ def eval_(
             seed=seed,
             stream=sys.stderr if render else None,
             encoder=encoder,
+            env_overrides=env_kwargs,
         )
     except OSError as exc:  # the video could not be written (a full disk, read-only storage)
         if video is None or not exc.filename:

@@ -36,7 +36,8 @@ class CGame:
         solved_return / solved_meaning: the solved threshold and one phrase saying what it means.
         config / gpu_config / policy / groups / outcome: as in :class:`pufferbox.api.TrainDefaults`.
         check_kwargs: settings under which a short rollout ends episodes both ways (the CUDA check;
-            truncations alone for a reference with ``TERMINATES = False``).
+            truncations alone for a reference with ``TERMINATES = False``, terminations alone for one
+            with ``TRUNCATES = False``).
         cuda_type: the C struct's name, for a game that also runs as a CUDA kernel ("" for none).
     """
 
@@ -62,6 +63,7 @@ class GameReference:
     PARAMS: tuple[str, ...] = ()
     METRICS: tuple[str, ...] = ()
     TERMINATES: bool = True
+    TRUNCATES: bool = True
 
     def params(self) -> list[int]:
         return [int(getattr(self, name)) for name in self.PARAMS]

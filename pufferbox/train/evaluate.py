@@ -18,12 +18,31 @@ from pufferbox.envargs import check_env_kwargs
 from pufferbox.registry import get_registry
 from pufferbox.train.checkpoint import CheckpointError, check_encoder_is_trusted, load_checkpoint
 from pufferbox.train.collector import HostCollector
-from pufferbox.train.config import ConfigError, RunConfig, TrainConfig
+from pufferbox.train.config import ConfigError, RunConfig, TrainConfig, parse_override
 from pufferbox.train.hardware import auto_threads, policy_macs, usable_cores
 from pufferbox.train.normalize import make_normalizer
 from pufferbox.train.policies import build_agent
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "parse_env_overrides"]
+
+
+def parse_env_overrides(texts: Any) -> dict[str, Any]:
+    """``eval --set`` texts as env keyword arguments: only the ``env`` section, since the policy and its
+    training settings come from the checkpoint.
+
+    Example:
+        >>> parse_env_overrides(["env.bot_share=100", "env.mode=hard"])
+        {'bot_share': 100, 'mode': 'hard'}
+    """
+    out: dict[str, Any] = {}
+    for text in texts:
+        ((section, values),) = parse_override(text).items()
+        if section != "env":
+            raise ConfigError(
+                f"--set {text}: eval takes env.KEY=VALUE only (the game's settings); the rest is the checkpoint's"
+            )
+        out.update(values)
+    return out
 
 
 def evaluate(
@@ -37,12 +56,15 @@ def evaluate(
     num_envs: int = 8,
     stream: TextIO | None = None,
     encoder: str | None = None,
+    env_overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict.
+    """Run ``episodes`` episodes with the checkpoint's policy; returns a JSON-ready dict (with the mean of
+    each episode metric the env reports under ``metrics``).
 
     ``render`` prints ANSI frames (text envs such as NetHack) to ``stream``; ``video``
     (``.gif`` or ``.mp4``) saves the first episode's ``rgb_array`` frames. ``encoder``: the user's
-    ``module:attr`` for a checkpoint whose encoder no installed plugin registers.
+    ``module:attr`` for a checkpoint whose encoder no installed plugin registers. ``env_overrides``:
+    env keyword arguments that replace the run's (a game setting to be judged under).
     """
     import pufferbox.vector
 
@@ -57,7 +79,7 @@ def evaluate(
     spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
     config = RunConfig.from_toml(state["config"])
     check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
-    env_kwargs = dict(config.env)
+    env_kwargs = {**config.env, **(env_overrides or {})}
     check_env_kwargs(spec, env_kwargs, native=config.vec.native)  # a checkpoint's [env] is checked as a run's
     visual = render or video is not None
     render_mode = None
@@ -98,6 +120,7 @@ def evaluate(
         "mean_length": float(np.mean(lengths)),
         "returns": returns,
         "lengths": [int(n) for n in lengths],
+        "metrics": {name: float(np.mean(values[:episodes])) for name, values in ended.metrics.items()},
     }
     if video is not None:
         result["video"] = save_video(show.frames, Path(video))

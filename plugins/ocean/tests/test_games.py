@@ -81,7 +81,8 @@ def test_c_block_equals_the_reference_bit_for_bit_through_resets_and_truncations
             assert episodes.returns[k] == ret, (name, t, i)
             for metric in game.reference.METRICS:
                 assert episodes.metrics[metric][k] == info[metric], (name, t, metric)
-    ways = ("terminated", "truncated") if game.reference.TERMINATES else ("truncated",)
+    ref = game.reference
+    ways = ("terminated",) * ref.TERMINATES + ("truncated",) * ref.TRUNCATES
     assert all(ends[way] > 0 for way in ways), f"{name}: check_kwargs must end episodes both ways: {ends}"
 
 

@@ -171,12 +171,18 @@ OCEAN_FN void go_observe(const Go *env, float *obs)
     obs[3 * GO_MAX_CELLS + 1] = second[3 * GO_MAX_CELLS + 1] = (float)(env->passes > 0);
 }
 
-OCEAN_FN void go_reset(Go *env, float *obs)
+/* An empty board, black to move. */
+OCEAN_FN void go_clear(Go *env)
 {
     memset(env->board, GO_EDGE, sizeof(env->board));
     for (int i = 0; i < env->size * env->size; i++) env->board[env->point[i]] = GO_EMPTY;
     env->moves = env->illegal = env->passes = 0;
     env->ko_point = env->ko_stone = -1;
+}
+
+OCEAN_FN void go_reset(Go *env, float *obs)
+{
+    go_clear(env);
     go_analyse(env);
     go_observe(env, obs);
 }
