@@ -26,23 +26,22 @@ def test_the_bot_takes_a_group_in_atari_before_saving_its_own():
     assert env.bot_point() == 1 * 5 + 4
 
 
-def test_the_bot_presses_the_group_with_fewest_liberties():
-    # black (2,2) alone has 4 liberties; black (0,0) in the corner 2: the bot plays one of the corner's two
-    env = board_env(["x....", ".....", "..x..", ".....", "....."])
-    picks = set()
-    for seed in range(20):
+def bot_picks(rows: list[str], seeds: int) -> set:
+    """The points the bot chooses on a set-up board over generator seeds 0..seeds-1."""
+    env, picks = board_env(rows), set()
+    for seed in range(seeds):
         env.rng = type(env.rng)(seed)
         picks.add(env.bot_point())
-    assert picks == {1, 5}
+    return picks
+
+
+def test_the_bot_presses_the_group_with_fewest_liberties():
+    # black (2,2) alone has 4 liberties; black (0,0) in the corner 2: the bot plays one of the corner's two
+    assert bot_picks(["x....", ".....", "..x..", ".....", "....."], 20) == {1, 5}
 
 
 def test_without_a_group_to_press_the_bot_plays_any_legal_point():
-    env = board_env([".....", ".....", ".....", ".....", "....."])
-    picks = set()
-    for seed in range(200):
-        env.rng = type(env.rng)(seed)
-        picks.add(env.bot_point())
-    assert picks == set(range(25))
+    assert bot_picks([".....", ".....", ".....", ".....", "....."], 200) == set(range(25))
 
 
 def test_an_illegal_move_is_refused_and_the_bot_waits_in_c_as_in_the_reference():
