@@ -109,8 +109,8 @@ PEERS = {
         {},
     ),
     "connect4": ({}, "pufferlib.ocean.connect4.connect4:Connect4", {}),
-    # PufferLib's Connect4 is one agent against a bot that searches 4 plies full width each step, a full
-    # column losing at once: ours with a bot of the same kind (connect4_bot, minimax to 4 plies)
+    # PufferLib's Connect4 is one agent against a bot that searches 4 plies each step (an exhaustive sum of
+    # outcomes), a full column losing at once: ours with a 4-ply bot (connect4_bot: minimax, alpha-beta)
     "connect4_bot (matched: PufferLib's Connect4, one agent against a 4-ply search)": (
         {},
         "pufferlib.ocean.connect4.connect4:Connect4",

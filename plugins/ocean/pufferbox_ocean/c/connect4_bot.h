@@ -2,11 +2,12 @@
  * the bot drops disc 2.
  *
  * Action: the column (7). A full column loses the game at once (reward -1, `illegal` metric); four in a
- * row wins (+1 to the agent, -1 when the bot makes it); a full board is a draw (0). The bot searches
- * `bot_depth` plies (its move and the replies) full width, by minimax: a side that makes four in a row
- * k plies into the search scores bot_depth + 1 - k (sooner is better), anything else 0; a side with a
- * win at hand stops looking at its other moves. It plays one of its best-scored columns uniformly at
- * random (one draw a move).
+ * row wins (+1 to the agent, -1 when the bot makes it); a full board is a draw (0). The bot looks
+ * `bot_depth` plies ahead (its move and the replies) and scores each column by minimax: a side that makes
+ * four in a row k plies into the search scores bot_depth + 1 - k (sooner is better), anything else 0. It
+ * plays one of its best-scored columns uniformly at random (one draw a move). The scores are computed
+ * with alpha-beta cuts and a bitboard test for wins at hand: the same scores, so the same choices, as the
+ * reference's plain search.
  * The board is two bitboards, 7 bits a column (6 rows and an always-empty bit above them, so no line
  * runs from one column into the next): bit column * 7 + row, row 0 the bottom.
  * Observation (91 floats, the record's keys in order): action_mask (7: 1 for a column with room),
@@ -52,6 +53,27 @@ OCEAN_FN int c4b_four(uint64_t b)
     return 0;
 }
 
+#define C4B_BOTTOM_ROW 0x0040810204081ULL /* row 0 of every column */
+#define C4B_BOARD (C4B_BOTTOM_ROW * 0x3F)  /* the 42 cells (no column's top bit) */
+
+/* The cells where a disc of b would make four in a row (empty or not): for each direction, the cell
+ * that completes three discs on one side, or two on one side and one on the other. */
+OCEAN_FN uint64_t c4b_completions(uint64_t b)
+{
+    uint64_t r = (b << 1) & (b << 2) & (b << 3); /* on top of three */
+    const int shifts[3] = {7, 6, 8};
+    for (int k = 0; k < 3; k++) {
+        const int s = shifts[k];
+        uint64_t pair = (b << s) & (b << 2 * s); /* two discs on the low side */
+        r |= pair & (b << 3 * s);
+        r |= pair & (b >> s);
+        pair = (b >> s) & (b >> 2 * s); /* two on the high side */
+        r |= pair & (b << s);
+        r |= pair & (b >> 3 * s);
+    }
+    return r & C4B_BOARD;
+}
+
 OCEAN_FN int connect4_bot_configure(Connect4Bot *env, const int64_t *params)
 {
     if (params[0] < 1 || params[0] > C4B_MAX_DEPTH) return -1;
@@ -79,20 +101,30 @@ OCEAN_FN void connect4_bot_reset(Connect4Bot *env, float *obs)
     connect4_bot_observe(env, obs);
 }
 
-/* Minimax score for the side to move (its discs `mover`, all discs `occupied`), depth plies ahead. */
-OCEAN_FN int c4b_score(uint64_t mover, uint64_t occupied, int discs, int depth)
+/* Minimax score for the side to move (its discs `mover`, all discs `occupied`), depth plies ahead, by
+ * alpha-beta: exact when it lies inside (alpha, beta), else a bound on the same side of the window
+ * (fail-soft), so the bot's choice is the plain minimax's (the reference searches without cuts). */
+OCEAN_FN int c4b_score(uint64_t mover, uint64_t occupied, int discs, int depth, int alpha, int beta)
 {
+    const uint64_t playable = (occupied + C4B_BOTTOM_ROW) & C4B_BOARD; /* each open column's landing cell */
+    if (c4b_completions(mover) & playable) return depth; /* a win at hand scores the most */
+    if (!playable || depth == 1 || discs + 1 == C4_CELLS) return 0; /* full, the horizon, or a drawn board */
+    const int order[C4_COLS] = {3, 2, 4, 1, 5, 0, 6}; /* from the centre out: alpha-beta cuts more */
     int best = C4B_LOSS;
-    for (int col = 0; col < C4_COLS; col++) {
-        if (occupied & c4b_top(col)) continue;
-        const uint64_t bit = c4b_landing(occupied, col);
-        if (c4b_four(mover | bit)) return depth; /* nothing scores more than a win now */
-        const int value = discs + 1 == C4_CELLS || depth == 1 ? 0 : -c4b_score(occupied ^ mover, occupied | bit, discs + 1, depth - 1);
+    for (int k = 0; k < C4_COLS; k++) {
+        const uint64_t bit = playable & c4b_column(order[k]);
+        if (!bit) continue;
+        const int floor = alpha > best ? alpha : best;
+        const int value = -c4b_score(occupied ^ mover, occupied | bit, discs + 1, depth - 1, -beta, -floor);
         if (value > best) best = value;
+        if (best >= beta) break;
     }
-    return best == C4B_LOSS ? 0 : best; /* no column has room: the board is full */
+    return best;
 }
 
+/* The bot's column: every open column scored (its own four in a row: bot_depth), one of the best at
+ * random. A column need only be known to fall below the best so far, so later ones search a narrower
+ * window. */
 OCEAN_FN int connect4_bot_column(Connect4Bot *env)
 {
     const int depth = (int)env->bot_depth, discs = (int)env->discs;
@@ -104,7 +136,7 @@ OCEAN_FN int connect4_bot_column(Connect4Bot *env)
         const uint64_t bit = c4b_landing(occupied, col);
         if (c4b_four(env->bot | bit)) values[col] = depth;
         else if (discs + 1 == C4_CELLS || depth == 1) values[col] = 0;
-        else values[col] = -c4b_score(env->agent, occupied | bit, discs + 1, depth - 1);
+        else values[col] = -c4b_score(env->agent, occupied | bit, discs + 1, depth - 1, -(C4B_MAX_DEPTH + 1), -(best - 1));
         if (values[col] > best) best = values[col];
     }
     for (int col = 0; col < C4_COLS; col++) count += values[col] == best;

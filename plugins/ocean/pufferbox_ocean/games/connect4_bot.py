@@ -42,10 +42,10 @@ class Connect4Bot(SingleAgentReference):
 
     The agent drops disc 1 and moves first; within the same step the bot drops disc 2. Action: the column.
     A full column loses the game at once (reward -1, ``illegal``); four in a row wins (+1 to the agent, -1
-    when the bot makes it); a full board is a draw (0). The bot searches ``bot_depth`` plies (its move and
-    the replies) full width, by minimax: a side that makes four in a row ``k`` plies into the search scores
-    ``bot_depth + 1 - k`` (sooner is better), anything else 0; a side with a win at hand stops looking at
-    its other moves. It plays one of its best-scored columns uniformly at random. Observation:
+    when the bot makes it); a full board is a draw (0). The bot looks ``bot_depth`` plies ahead (its move
+    and the replies) and scores each column by minimax: a side that makes four in a row ``k`` plies into the
+    search scores ``bot_depth + 1 - k`` (sooner is better), anything else 0 (the C computes the same scores
+    with alpha-beta cuts). It plays one of its best-scored columns uniformly at random. Observation:
     ``action_mask`` (7: the columns with room) and ``board`` (84: the agent's discs on the 42 cells, then
     the bot's; row-major, row 0 the bottom).
     """
