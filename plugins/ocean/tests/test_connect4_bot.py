@@ -1,10 +1,11 @@
 """Connect Four against the searching bot: it wins when it can, blocks what it sees, loses nothing to a
-full column; the game's ends; the C block step for step with the reference at the default depth (the
-bit-exact sweep in test_games.py runs a shallower bot)."""
+full column; the game's ends; the C block (alpha-beta) step for step with the reference (plain minimax) at
+depths 3 and 4, the default (the bit-exact sweep in test_games.py runs a shallower bot)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pufferbox_ocean.block import GameBlock
 from pufferbox_ocean.games.connect4_bot import Connect4Bot
 
@@ -63,9 +64,11 @@ def test_a_full_board_is_a_draw():
     assert terminated and reward == 0.0 and info["draw"] == 1.0 and env.discs == 42
 
 
-def test_c_equals_the_reference_with_the_default_four_ply_bot():
+@pytest.mark.parametrize("depth", [3, 4])
+def test_c_with_alpha_beta_equals_the_reference_s_plain_minimax(depth):
     n, rng = 3, np.random.default_rng(5)
-    envs, block = [Connect4Bot() for _ in range(n)], GameBlock("connect4_bot", Connect4Bot, n)
+    envs = [Connect4Bot(bot_depth=depth) for _ in range(n)]
+    block = GameBlock("connect4_bot", Connect4Bot, n, bot_depth=depth)
     block.vec_reset(seed=7)
     for i, env in enumerate(envs):
         env.reset(seed=7 + i)
