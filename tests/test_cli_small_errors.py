@@ -150,6 +150,10 @@ def test_eval_set_refuses_what_is_not_a_game_setting_in_one_line(tmp_path):
     assert "expected SECTION.KEY=VALUE" in line
     line = error_line(pufferbox(*base, "--set", "env.num_arms=3", "--opponent", "random", cwd=tmp_path))
     assert "--set plays a single checkpoint's episodes" in line
+    line = error_line(pufferbox(*base, "--set", "env.num_arms=7", cwd=tmp_path))  # 7 actions: not the policy's 4
+    assert "--set env.num_arms=7: the game's spaces change with it" in line and "Discrete(4) -> Discrete(7)" in line
+    proc = pufferbox(*base, "--set", "env.horizon=5", cwd=tmp_path)  # the same spaces: played
+    assert proc.returncode == 0 and json.loads(proc.stdout)["mean_length"] == 5.0, proc.stderr[-2000:]
 
 
 @pytest.mark.slow

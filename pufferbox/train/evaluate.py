@@ -94,6 +94,8 @@ def evaluate(
         native=config.vec.native and not visual,
     )
     try:
+        if env_overrides:
+            check_same_spaces(spec, venv, dict(config.env), env_overrides, native=config.vec.native and not visual)
         agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
     except BaseException:
         venv.close()
@@ -125,6 +127,25 @@ def evaluate(
     if video is not None:
         result["video"] = save_video(show.frames, Path(video))
     return result
+
+
+def check_same_spaces(spec: Any, venv: Any, trained: dict, overrides: dict, native: bool) -> None:
+    """Refuses ``eval --set`` settings under which the game's spaces differ from the run's: the checkpoint's
+    policy was built for those."""
+    import pufferbox.vector
+
+    base = pufferbox.vector.make(spec, backend="serial", num_envs=1, env_kwargs=trained, native=native)
+    try:
+        same = (base.obs_spec.space, base.act_spec.space) == (venv.obs_spec.space, venv.act_spec.space)
+    finally:
+        base.close()
+    if not same:
+        changed = " ".join(f"env.{key}={value!r}" for key, value in overrides.items())
+        raise ConfigError(
+            f"--set {changed}: the game's spaces change with it ({base.obs_spec.space} -> {venv.obs_spec.space}, "
+            f"{base.act_spec.space} -> {venv.act_spec.space}), and the checkpoint's policy was built for the run's; "
+            "fix: a setting that keeps them, or train with it"
+        )
 
 
 class Frames:
