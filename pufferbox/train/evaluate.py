@@ -70,15 +70,7 @@ def evaluate(
 
     if episodes < 1:
         raise ConfigError(f"--episodes: must be at least 1, got {episodes}")
-    state = load_checkpoint(checkpoint)
-    env_name = state.get("env")
-    if env is not None and env_name is not None and get_registry().get(env).name != env_name:
-        raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
-    if not (env or env_name):
-        raise ConfigError(f"{checkpoint}: the checkpoint names no env; pass the env: pufferbox eval ENV --checkpoint ...")
-    spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
-    config = RunConfig.from_toml(state["config"])
-    check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
+    state, spec, config = trained_run(env, checkpoint, encoder)
     env_kwargs = {**config.env, **(env_overrides or {})}
     check_env_kwargs(spec, env_kwargs, native=config.vec.native)  # a checkpoint's [env] is checked as a run's
     visual = render or video is not None
@@ -94,8 +86,7 @@ def evaluate(
         native=config.vec.native and not visual,
     )
     try:
-        if env_overrides:
-            check_same_spaces(spec, venv, dict(config.env), env_overrides, native=config.vec.native and not visual)
+        check_same_spaces(spec, venv, dict(config.env), env_overrides or {}, native=config.vec.native and not visual)
         agent = checkpoint_agent(spec, venv, config, state, str(checkpoint))
     except BaseException:
         venv.close()
@@ -129,11 +120,27 @@ def evaluate(
     return result
 
 
+def trained_run(env: str | None, checkpoint: str | Path, encoder: str | None) -> tuple[dict, Any, RunConfig]:
+    """The checkpoint's state, the env spec it trained on (``env`` must name the same) and its run config."""
+    state = load_checkpoint(checkpoint)
+    env_name = state.get("env")
+    if env is not None and env_name is not None and get_registry().get(env).name != env_name:
+        raise ConfigError(f"{checkpoint}: checkpoint was trained on {env_name!r}, not {env!r}")
+    if not (env or env_name):
+        raise ConfigError(f"{checkpoint}: the checkpoint names no env; pass the env: pufferbox eval ENV --checkpoint ...")
+    spec = get_registry().get_trained(str(env or env_name), state.get("distribution"))  # the env it trained on
+    config = RunConfig.from_toml(state["config"])
+    check_encoder_is_trusted(config.policy.encoder, str(checkpoint), explicit=encoder)
+    return state, spec, config
+
+
 def check_same_spaces(spec: Any, venv: Any, trained: dict, overrides: dict, native: bool) -> None:
     """Refuses ``eval --set`` settings under which the game's spaces differ from the run's: the checkpoint's
-    policy was built for those."""
+    policy was built for those (nothing to check without settings)."""
     import pufferbox.vector
 
+    if not overrides:
+        return
     base = pufferbox.vector.make(spec, backend="serial", num_envs=1, env_kwargs=trained, native=native)
     try:
         same = (base.obs_spec.space, base.act_spec.space) == (venv.obs_spec.space, venv.act_spec.space)
