@@ -171,12 +171,9 @@ PEERS = {
     ),
 }
 
-# rows whose random actions are drawn from the first n of ours, the size of the peer's action space
-# (its Go has a point per cell and a pass; ours also numbers off-board points up to 9x9)
-ACTIONS_DRAWN = {
-    "go_bot (matched: PufferLib's Go, one agent against a bot, 7x7)": 50,
-    "go_bot (matched, 9x9 both)": 82,
-}
+# games whose random actions are drawn from the first n of ours, the size of the peer's action space:
+# PufferLib's Go has a point per cell and a pass; ours also numbers off-board points up to 9x9
+ACTIONS_DRAWN = {"go_bot": lambda kwargs: kwargs.get("size", 7) ** 2 + 1}
 
 PEER_SNIPPET = r"""
 import importlib, json, sys, time
@@ -241,8 +238,9 @@ def part_cpu(args: argparse.Namespace) -> None:
         if args.games and game not in args.games:
             continue
         mine, theirs = [], []
+        drawn = ACTIONS_DRAWN[game](kwargs) if game in ACTIONS_DRAWN else None
         for _ in range(args.repeats):
-            mine.append(ours(game, kwargs, args.num_envs, args.seconds, ACTIONS_DRAWN.get(label))["agent_steps_per_s"])
+            mine.append(ours(game, kwargs, args.num_envs, args.seconds, drawn)["agent_steps_per_s"])
             if peer_path is not None:
                 result = peer(peer_path, peer_kwargs, args.num_envs, args.seconds)
                 if result is not None:

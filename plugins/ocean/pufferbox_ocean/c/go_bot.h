@@ -29,7 +29,7 @@
 
 typedef struct {
     Go go; /* first: its generator is the env's */
-    int64_t max_moves, steps, illegal;
+    int64_t steps, illegal; /* go.max_moves counts agent steps here */
     uint8_t seen[GO_PADDED];     /* the group (label + 1) that last counted this point as a liberty */
     uint8_t index[GO_PADDED];    /* the action index of each board point (set by configure) */
     uint8_t libs_at[GO_MAX_CELLS][4]; /* each group's first four liberties (action indices) */
@@ -41,7 +41,6 @@ typedef struct {
 OCEAN_FN int go_bot_configure(GoBot *env, const int64_t *params)
 {
     const int rc = go_configure(&env->go, params);
-    env->max_moves = params[2];
     for (int i = 0; rc == 0 && i < env->go.size * env->go.size; i++) env->index[env->go.point[i]] = (uint8_t)i;
     return rc;
 }
@@ -205,7 +204,7 @@ OCEAN_FN int go_bot_step(GoBot *env, const int64_t *actions, float *obs, float *
         env->illegal += 1; /* refused: the board, the analysis and the view stay as they were */
     }
     env->steps += 1;
-    const uint8_t over = (uint8_t)(go->passes >= 2 || env->steps >= env->max_moves);
+    const uint8_t over = (uint8_t)(go->passes >= 2 || env->steps >= go->max_moves);
     rewards[0] = 0.0f;
     terminals[0] = over;
     truncations[0] = 0;
