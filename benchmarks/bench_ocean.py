@@ -118,6 +118,14 @@ PEERS = {
     ),
     "tripletriad": ({}, "pufferlib.ocean.tripletriad.tripletriad:TripleTriad", {}),
     "enduro": ({}, "pufferlib.ocean.enduro.enduro:Enduro", {}),
+    "enduro_full": ({}, None, {}),
+    # PufferLib's Enduro at its defaults: one frame a step, 9 actions, 3 lanes, at most 10 rivals, days of
+    # 232 s at 60 frames/s with quotas of 200 then 300 cars: ours is the full race at one frame a step
+    "enduro_full (matched: PufferLib's Enduro, frame level, 9 actions, 200/300-car days)": (
+        {"frameskip": 1},
+        "pufferlib.ocean.enduro.enduro:Enduro",
+        {},
+    ),
     "arena": ({}, None, {}),
     "go": ({}, "pufferlib.ocean.go.go:Go", {}),  # both 7x7 by default
     "go (9x9 both)": ({"size": 9}, "pufferlib.ocean.go.go:Go", {"grid_size": 9}),

@@ -42,6 +42,22 @@ K = 5
 OBS = 3 + 4 * K + 2
 
 
+def draw_road(
+    lanes: int, lane_w: int, car_w: int, cars: list, x: int, scale: int, rows: int, behind: int, per_row: int
+) -> Canvas:
+    """The road from above, ``scale`` road units a column and ``per_row`` a row from ``behind`` below your
+    car: dotted lane lines, each rival in ``cars`` (pairs x, y) as ``x``, your car as ``@``."""
+    canvas = Canvas(lanes * lane_w // scale, rows)
+    half = car_w // (2 * scale)
+    for lane in range(1, lanes):
+        for r in range(0, rows, 2):
+            canvas.cell(lane * lane_w // scale, r, ".")
+    for glyph, (car_x, car_y) in [*(("x", car) for car in cars), ("@", (x, 0))]:
+        for dx in range(-half, half):
+            canvas.cell(car_x // scale + dx, rows - 1 - (car_y + behind) // per_row, glyph)
+    return canvas
+
+
 class Enduro(SingleAgentReference):
     """Enduro: drive a day-long race, passing at least ``quota`` rival cars each day or it ends.
 
@@ -187,21 +203,8 @@ class Enduro(SingleAgentReference):
         return self.observe(), float(reward), over, truncated, info
 
     def render(self) -> str | np.ndarray | None:
-        rows, per_row = 41, 8  # y from -BEHIND (bottom) to FAR (top), 8 units a row
-        canvas = Canvas(self.lanes * LANE_W // 2, rows)
-
-        def row(y: int) -> int:
-            return rows - 1 - (y + BEHIND) // per_row
-
-        for lane in range(1, self.lanes):
-            for r in range(0, rows, 2):
-                canvas.cell(lane * LANE_W // 2, r, ".")
-        for i in range(MAX_CARS):
-            if self.active[i]:
-                for dx in range(-CAR_W // 4, CAR_W // 4):
-                    canvas.cell(self.car_x[i] // 2 + dx, row(self.car_y[i]), "x")
-        for dx in range(-CAR_W // 4, CAR_W // 4):
-            canvas.cell(self.x // 2 + dx, row(0), "@")
+        cars = [(self.car_x[i], self.car_y[i]) for i in range(MAX_CARS) if self.active[i]]
+        canvas = draw_road(self.lanes, LANE_W, CAR_W, cars, self.x, scale=2, rows=41, behind=BEHIND, per_row=8)
         curve = {-1: "left", 0: "straight", 1: "right"}[self.curve]
         title = (
             f"day {self.days + 1}: passed {self.today}/{self.quota}, {self.day_left} steps left; speed {self.speed}, {curve}"
